@@ -1,0 +1,134 @@
+# libappnorth: build, package, test and demo.
+#   make demo      build the library, start the local server, run the C example
+#   make test      every suite: swift test, the C tests, pytest (server started here)
+#   make dist      self-contained stripped libappnorth.so + header + pkg-config in dist/
+#   make install   PREFIX=/usr/local by default
+
+VERSION      := 0.1.0
+SOVERSION    := 0
+PREFIX       ?= /usr/local
+DIST         := dist
+BUILD        := build
+CC           ?= cc
+SWIFT        ?= swift
+LIBNAME      := libappnorth.so
+SONAME       := $(LIBNAME).$(SOVERSION)
+REALNAME     := $(LIBNAME).$(VERSION)
+DIST_LIB     := $(DIST)/lib/$(REALNAME)
+TOOLCHAIN    := $(shell dirname $$(dirname $$(readlink -f $$(command -v swiftc 2>/dev/null || echo /opt/swift/usr/bin/swiftc))))
+SWIFT_SOURCES := $(shell find Sources include -type f) Package.swift
+CFLAGS       ?= -O1 -g -Wall -Wextra -Werror
+DIST_CFLAGS  := -I$(DIST)/include
+DIST_LDFLAGS := -L$(DIST)/lib -lappnorth -Wl,-rpath,$(abspath $(DIST)/lib)
+VENV         := .venv
+PYTEST       := $(VENV)/bin/pytest
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
+        test-python check-dist bench clean
+
+all: dist
+
+deps:
+	@scripts/ensure-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+# --- Release packaging ------------------------------------------------------
+# Static Swift runtime, only appnorth_* exported, SONAME with the major
+# version, stripped. Static linking stays out of Package.swift: it breaks
+# `swift test`.
+$(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map scripts/appnorth.pc.in
+	@scripts/ensure-deps.sh
+	$(SWIFT) build -c release --product appnorth -Xswiftc -static-stdlib \
+	    -Xlinker -soname=$(SONAME) -Xlinker --version-script=$(abspath scripts/exports.map)
+	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/include
+	strip --strip-unneeded -o $@ .build/release/$(LIBNAME)
+	ln -sf $(REALNAME) $(DIST)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DIST)/lib/$(LIBNAME)
+	cp include/appnorth.h $(DIST)/include/
+	sed -e 's|@PREFIX@|$(abspath $(DIST))|' -e 's|@VERSION@|$(VERSION)|' scripts/appnorth.pc.in \
+	    > $(DIST)/lib/pkgconfig/appnorth.pc
+	@echo "dist: $@ is $$(stat -c %s $@) bytes"
+
+dist: $(DIST_LIB)
+
+install: dist
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/include
+	install -m 0755 $(DIST_LIB) $(PREFIX)/lib/$(REALNAME)
+	ln -sf $(REALNAME) $(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(PREFIX)/lib/$(LIBNAME)
+	install -m 0644 include/appnorth.h $(PREFIX)/include/appnorth.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/appnorth.pc.in \
+	    > $(PREFIX)/lib/pkgconfig/appnorth.pc
+
+uninstall:
+	rm -f $(PREFIX)/lib/$(REALNAME) $(PREFIX)/lib/$(SONAME) $(PREFIX)/lib/$(LIBNAME) \
+	      $(PREFIX)/include/appnorth.h $(PREFIX)/lib/pkgconfig/appnorth.pc
+
+# --- Examples -----------------------------------------------------------------
+EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(wildcard examples/c/*.c))
+
+$(BUILD)/examples/%: examples/c/%.c $(DIST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson)
+
+examples: $(EXAMPLES)
+
+demo: examples
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh sh -c '$(BUILD)/examples/boards "$$APPNORTH_TEST_SERVER" demo'
+
+# --- Tests ------------------------------------------------------------------------
+C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
+
+$(BUILD)/tests/%: Tests/c/%.c Tests/c/check.h Tests/c/admin.h $(DIST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl) -lpthread
+
+$(PYTEST):
+	@scripts/ensure-deps.sh --python
+
+test: deps $(PYTEST)
+	$(MAKE) --no-print-directory test-swift
+	$(MAKE) --no-print-directory check-dist
+	$(MAKE) --no-print-directory test-c
+	$(MAKE) --no-print-directory test-valgrind
+	$(MAKE) --no-print-directory test-python
+
+test-swift:
+	scripts/with-devserver.sh $(SWIFT) test
+
+# Runs every C test program through the real .so; one summary line.
+test-c: $(C_TESTS)
+	@scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+
+# The C client test under valgrind: no definite leaks from the library.
+test-valgrind: $(BUILD)/tests/test_client
+	@scripts/with-devserver.sh valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
+	    --show-leak-kinds=definite --error-exitcode=99 $(BUILD)/tests/test_client > $(BUILD)/valgrind.log 2>&1 \
+	    || { cat $(BUILD)/valgrind.log; echo "valgrind: failures or definite leaks"; exit 1; }
+	@tail -n 1 $(BUILD)/valgrind.log; echo "valgrind: no definite leaks"
+
+test-python: $(PYTEST) $(DIST_LIB)
+	APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python:devserver \
+	    scripts/with-devserver.sh $(PYTEST) -q bindings/python/tests devserver
+
+# The dist library is self-contained: ldd names no toolchain path, and a C
+# program and Python both load it with the toolchain hidden under an empty
+# tmpfs (needs root for unshare; skipped with a note otherwise).
+check-dist: $(DIST_LIB) $(BUILD)/examples/boards
+	@! ldd $(DIST_LIB) | grep -q "$(TOOLCHAIN)" || { ldd $(DIST_LIB); echo "check-dist: ldd shows the toolchain"; exit 1; }
+	@echo "check-dist: $$(stat -c %s $(DIST_LIB)) bytes stripped; ldd lists system libraries only"
+	@if [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then \
+	    unshare -m sh -c 'mount -t tmpfs none "$(TOOLCHAIN)" && ! ls "$(TOOLCHAIN)/bin/swiftc" 2>/dev/null \
+	      && $(BUILD)/examples/boards --version \
+	      && APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python python3 -c "import appnorth; print(\"python loads\", appnorth.version())"' \
+	    && echo "check-dist: loads with $(TOOLCHAIN) hidden"; \
+	  else echo "check-dist: skipped the hidden-toolchain load (needs root and unshare)"; fi
+
+bench:
+	@echo "benchmarks: see bench/README.md (not yet implemented)"; exit 1
+
+clean:
+	rm -rf .build $(DIST) $(BUILD)

@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+// libappnorth: an offline-first client SDK core in Swift, shipped as a
+// C-ABI shared library (libappnorth.so) and as a Swift library (AppNorth).
+import PackageDescription
+
+let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "appnorth",
+    products: [
+        // The C-ABI shared library: libappnorth.so.
+        .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),
+        // The Swift core, for Swift hosts.
+        .library(name: "AppNorth", targets: ["AppNorth"]),
+    ],
+    targets: [
+        // System libraries the core is built on.
+        .systemLibrary(name: "CJansson", pkgConfig: "jansson",
+                       providers: [.apt(["libjansson-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // The hand-written public header, imported so that the C-ABI layer's
+        // @c @implementation functions are checked against it.
+        .systemLibrary(name: "CAppNorthAPI"),
+        .systemLibrary(name: "CSystem"),
+
+        .target(name: "AppNorth", dependencies: ["CJansson", "CSQLite", "CCurl", "CSystem"],
+                swiftSettings: swift6),
+        .target(name: "AppNorthC", dependencies: ["AppNorth", "CAppNorthAPI"],
+                swiftSettings: swift6),
+        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth"],
+                    swiftSettings: swift6),
+    ]
+)

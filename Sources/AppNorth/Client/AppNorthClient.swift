@@ -1,0 +1,93 @@
+/// The community API client: boards, ideas and (later) writes, for one API
+/// URL, App ID and identity.
+///
+/// Thread-safe. Every call blocks its thread for at most the API request
+/// timeout. The client does not persist failed requests: that is the
+/// offline queue's job.
+public final class AppNorthClient: Sendable {
+    public let configuration: AppNorthClientConfiguration
+    let transport: HTTPTransport
+
+    public init(configuration: AppNorthClientConfiguration) {
+        self.configuration = configuration
+        self.transport = HTTPTransport(timeouts: configuration.timeouts)
+    }
+
+    /// See `AppNorthClientConfiguration.scope`.
+    public var scope: String { configuration.scope }
+
+    /// The app's boards: the server's `{"boards":[...]}` object as text.
+    public func listBoards() throws(AppNorthError) -> String {
+        try getObject("/boards")
+    }
+
+    /// One page of ideas: `{"ideas":[...],"next_cursor":...}` as text.
+    public func listIdeas(_ query: IdeaQuery = IdeaQuery()) throws(AppNorthError) -> String {
+        try query.validate()
+        return try getObject("/ideas" + query.queryString)
+    }
+
+    // MARK: Requests
+
+    /// The URL of an API path under this app.
+    func url(_ path: String) -> String {
+        "\(configuration.apiURL)/v1/apps/\(configuration.appID)\(path)"
+    }
+
+    /// Headers every API request carries: identity and JSON.
+    func standardHeaders() -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
+        if let credential = configuration.credential {
+            headers.append(("Authorization", "Bearer \(credential.token)"))
+            headers.append(("AppNorth-User-Email", credential.email))
+        }
+        return headers
+    }
+
+    /// Sends a request and maps any non-2xx answer to its error.
+    func send(_ method: HTTPRequest.Method, _ path: String, body: [UInt8]? = nil,
+              extraHeaders: [(name: String, value: String)] = []) throws(AppNorthError) -> HTTPResponse {
+        var headers = standardHeaders() + extraHeaders
+        if body != nil { headers.append(("Content-Type", "application/json")) }
+        let request = HTTPRequest(method: method, url: url(path), headers: headers, body: body)
+        let response: HTTPResponse
+        do {
+            response = try transport.perform(request)
+        } catch {
+            configuration.logger.log(.warning, "\(method.rawValue) \(path.split(separator: "?").first ?? ""): \(error.message)")
+            throw error
+        }
+        guard response.isSuccess else {
+            let error = AppNorthError.fromHTTP(status: response.status, message: Self.serverMessage(response))
+            configuration.logger.log(.warning, "\(method.rawValue) \(path.split(separator: "?").first ?? "") -> HTTP \(response.status)")
+            throw error
+        }
+        return response
+    }
+
+    /// GETs a path whose 2xx body must be a JSON object; returns its text.
+    func getObject(_ path: String) throws(AppNorthError) -> String {
+        let response = try send(.get, path)
+        return try Self.objectText(response)
+    }
+
+    /// The body of a 2xx response, checked to be a JSON object, as text.
+    static func objectText(_ response: HTTPResponse) throws(AppNorthError) -> String {
+        let parsed = try JSON.parse(response.body, what: "server response")
+        guard parsed.kind == .object else {
+            throw .invalidJSON("server response is not a JSON object", position: 0)
+        }
+        return String(decoding: response.body, as: UTF8.self)
+    }
+
+    /// The message of an `{"error":{"code","message"}}` body, or a generic
+    /// one when the body is not in that shape.
+    static func serverMessage(_ response: HTTPResponse) -> String {
+        if let parsed = try? JSON.parse(response.body), let error = parsed["error"] {
+            let code = error["code"]?.stringValue ?? "error"
+            let message = error["message"]?.stringValue ?? ""
+            return "HTTP \(response.status) \(code)" + (message.isEmpty ? "" : ": \(message)")
+        }
+        return "HTTP \(response.status)"
+    }
+}

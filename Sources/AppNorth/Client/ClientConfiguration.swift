@@ -1,0 +1,94 @@
+/// A user's credential. The email is the identity: it is lowercased for
+/// account scoping. The token is kept in memory only and never logged or
+/// stored.
+public struct AppNorthCredential: Sendable, Equatable {
+    public let email: String
+    public let token: String
+
+    public init(email: String, token: String) {
+        self.email = email
+        self.token = token
+    }
+
+    /// What scopes queued writes and cache keys: the lowercased email.
+    public var identity: String { Text.asciiLowercased(email) }
+}
+
+/// Everything a client needs to talk to one API as one app and identity.
+public struct AppNorthClientConfiguration: Sendable {
+    public var apiURL: String
+    public var appID: String
+    public var credential: AppNorthCredential?
+    public var timeouts: HTTPTimeouts
+    public var logger: Logger
+
+    /// Checks the URL and App ID; the URL loses any trailing slash.
+    public init(apiURL: String, appID: String, credential: AppNorthCredential? = nil,
+                timeouts: HTTPTimeouts = .default, logger: Logger = .silent) throws(AppNorthError) {
+        self.apiURL = try Self.validatedURL(apiURL)
+        self.appID = try Self.validatedAppID(appID)
+        if let credential {
+            try Self.validateCredential(email: credential.email, token: credential.token)
+        }
+        self.credential = credential
+        self.timeouts = timeouts
+        self.logger = logger
+    }
+
+    /// "<api url>|<app id>|<lowercased email or anonymous>": what queue
+    /// replay and cache keys match on.
+    public var scope: String {
+        "\(apiURL)|\(appID)|\(credential?.identity ?? "anonymous")"
+    }
+
+    // MARK: Validation, shared with the C options setters
+
+    public static func validatedURL(_ url: String) throws(AppNorthError) -> String {
+        var url = String(Text.trimmed(url))
+        while url.hasSuffix("/") { url.removeLast() }
+        let lower = Text.asciiLowercased(url)
+        let rest: Substring
+        if lower.hasPrefix("https://") {
+            rest = url.dropFirst(8)
+        } else if lower.hasPrefix("http://") {
+            rest = url.dropFirst(7)
+        } else {
+            throw .invalidArgument("API URL must start with http:// or https://")
+        }
+        let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard !host.isEmpty, !host.hasPrefix(":"), !host.hasSuffix(":") else {
+            throw .invalidArgument("API URL has no host")
+        }
+        for byte in url.utf8 where byte <= 0x20 || byte >= 0x7F || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+            _ = byte
+            throw .invalidArgument("API URL must be plain ASCII without spaces, query or fragment")
+        }
+        return url
+    }
+
+    public static func validatedAppID(_ id: String) throws(AppNorthError) -> String {
+        guard (1...128).contains(id.utf8.count) else {
+            throw .invalidArgument("App ID must be 1 to 128 characters")
+        }
+        for byte in id.utf8 {
+            let ok = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            guard ok else { throw .invalidArgument("App ID may only hold A-Z a-z 0-9 . _ -") }
+        }
+        return id
+    }
+
+    public static func validateCredential(email: String, token: String) throws(AppNorthError) {
+        guard !email.isEmpty, email.utf8.count <= 320, email.contains("@") else {
+            throw .invalidArgument("credential email must be a non-empty address with '@'")
+        }
+        guard !token.isEmpty, token.utf8.count <= 4096 else {
+            throw .invalidArgument("credential token must be 1 to 4096 bytes")
+        }
+        // Both go into HTTP headers: no control characters.
+        for byte in email.utf8 where byte < 0x20 || byte == 0x7F { _ = byte; throw .invalidArgument("credential email has control characters") }
+        for byte in token.utf8 where byte <= 0x20 || byte >= 0x7F { _ = byte; throw .invalidArgument("credential token must be printable ASCII") }
+    }
+}

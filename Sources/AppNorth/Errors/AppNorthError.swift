@@ -1,0 +1,75 @@
+/// Every failure the core reports. One taxonomy for Swift hosts and for the
+/// C layer, which maps each case to one `APPNORTH_E_*` status.
+///
+/// Messages never contain credentials, tokens or identity values.
+public enum AppNorthError: Error, Sendable, Equatable {
+    /// No HTTP response arrived: refused or dropped connection, DNS, TLS,
+    /// timeout. The only error that makes the offline queue keep a write.
+    case network(String)
+    /// A required argument was missing, empty or out of range.
+    case invalidArgument(String)
+    /// Text that must be JSON did not parse or had the wrong shape.
+    /// `position` is the byte offset jansson stopped at, or -1.
+    case invalidJSON(String, position: Int)
+    /// A string was not valid UTF-8.
+    case invalidUTF8(String)
+    /// A value was larger than the library or the server accepts.
+    case tooLarge(String, httpStatus: Int = 0)
+    /// The server refused the content (HTTP 400 or 422).
+    case validation(String, httpStatus: Int)
+    /// The credential was missing or refused (HTTP 401 or 403).
+    case authentication(String, httpStatus: Int)
+    /// HTTP 404.
+    case notFound(String)
+    /// HTTP 409, for instance an idempotency key reused with another payload.
+    case conflict(String)
+    /// HTTP 5xx.
+    case server(String, httpStatus: Int)
+    /// Any other unexpected HTTP status.
+    case http(String, httpStatus: Int)
+    /// SQLite, the file system or host storage failed.
+    case storage(String)
+    /// The call is not allowed in the current state (for instance, closed).
+    case wrongState(String)
+    /// A bug or an impossible condition.
+    case `internal`(String)
+
+    /// The human-readable message.
+    public var message: String {
+        switch self {
+        case .network(let m), .invalidArgument(let m), .invalidUTF8(let m),
+             .notFound(let m), .conflict(let m), .storage(let m),
+             .wrongState(let m), .internal(let m):
+            return m
+        case .invalidJSON(let m, _), .tooLarge(let m, _), .validation(let m, _),
+             .authentication(let m, _), .server(let m, _), .http(let m, _):
+            return m
+        }
+    }
+
+    /// The HTTP status the server answered with, or 0 when none did.
+    public var httpStatus: Int {
+        switch self {
+        case .tooLarge(_, let s), .validation(_, let s), .authentication(_, let s),
+             .server(_, let s), .http(_, let s):
+            return s
+        case .notFound: return 404
+        case .conflict: return 409
+        default: return 0
+        }
+    }
+
+    /// Maps an HTTP error response to its case. `message` is the server's
+    /// error message when it sent one.
+    public static func fromHTTP(status: Int, message: String) -> AppNorthError {
+        switch status {
+        case 400, 422: return .validation(message, httpStatus: status)
+        case 401, 403: return .authentication(message, httpStatus: status)
+        case 404: return .notFound(message)
+        case 409: return .conflict(message)
+        case 413: return .tooLarge(message, httpStatus: status)
+        case 500...599: return .server(message, httpStatus: status)
+        default: return .http(message, httpStatus: status)
+        }
+    }
+}

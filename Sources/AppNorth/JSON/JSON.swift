@@ -1,0 +1,184 @@
+import CJansson
+import Glibc
+
+/// A JSON value held by jansson. The core parses, inspects and builds JSON
+/// through this one wrapper; nothing else touches `json_t` directly.
+///
+/// Text the host hands in and that is forwarded unchanged (event properties,
+/// config documents) is validated here but kept as the host's own text, since
+/// jansson's real formatting turns `9.99` into `9.9900000000000002`.
+public final class JSON: @unchecked Sendable {
+    // @unchecked: the wrapped tree is never mutated once shared; builders
+    // finish before a value is handed to another thread.
+    let raw: UnsafeMutablePointer<json_t>
+
+    /// Takes ownership of one reference.
+    init(owning raw: UnsafeMutablePointer<json_t>) { self.raw = raw }
+
+    /// Adds a reference to a borrowed value.
+    convenience init(borrowing raw: UnsafeMutablePointer<json_t>) {
+        self.init(owning: json_incref(raw)!)
+    }
+
+    deinit { json_decref(raw) }
+
+    public enum Kind: Sendable { case object, array, string, integer, real, bool, null }
+
+    public var kind: Kind {
+        switch raw.pointee.type {
+        case JSON_OBJECT: return .object
+        case JSON_ARRAY: return .array
+        case JSON_STRING: return .string
+        case JSON_INTEGER: return .integer
+        case JSON_REAL: return .real
+        case JSON_TRUE, JSON_FALSE: return .bool
+        default: return .null
+        }
+    }
+
+    // MARK: Parsing
+
+    /// Parses UTF-8 bytes. Any JSON value is accepted at the top level.
+    /// Throws `.invalidJSON` with jansson's message and byte position.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON") throws(AppNorthError) -> JSON {
+        var error = json_error_t()
+        let parsed: UnsafeMutablePointer<json_t>?
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            parsed = json_loadb(base.assumingMemoryBound(to: CChar.self), bytes.count, size_t(JSON_DECODE_ANY), &error)
+        } else {
+            parsed = json_loadb("", 0, size_t(JSON_DECODE_ANY), &error)
+        }
+        guard let value = parsed else {
+            let text = withUnsafeBytes(of: &error.text) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            throw .invalidJSON("\(what) is not valid JSON: \(text) (line \(error.line), column \(error.column), byte \(error.position))",
+                               position: Int(error.position))
+        }
+        return JSON(owning: value)
+    }
+
+    public static func parse(_ text: String, what: String = "JSON") throws(AppNorthError) -> JSON {
+        var text = text
+        return try text.withUTF8 { buffer in
+            Result { () throws(AppNorthError) in try parse(UnsafeRawBufferPointer(buffer), what: what) }
+        }.get()
+    }
+
+    public static func parse(_ bytes: [UInt8], what: String = "JSON") throws(AppNorthError) -> JSON {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(AppNorthError) in try parse(buffer, what: what) }
+        }.get()
+    }
+
+    /// Parses text that must be a JSON object.
+    public static func parseObject(_ text: String, what: String) throws(AppNorthError) -> JSON {
+        let value = try parse(text, what: what)
+        guard value.kind == .object else {
+            throw .invalidJSON("\(what) must be a JSON object", position: 0)
+        }
+        return value
+    }
+
+    // MARK: Serializing
+
+    /// Compact text. Keys keep their insertion order.
+    public func serialized() -> String {
+        guard let text = json_dumps(raw, size_t(JSON_COMPACT | JSON_ENCODE_ANY)) else { return "null" }
+        defer { free(text) }
+        return String(cString: text)
+    }
+
+    // MARK: Reading
+
+    public subscript(key: String) -> JSON? {
+        guard kind == .object, let value = json_object_get(raw, key) else { return nil }
+        return JSON(borrowing: value)
+    }
+
+    public var stringValue: String? {
+        guard kind == .string, let chars = json_string_value(raw) else { return nil }
+        let count = json_string_length(raw)
+        return chars.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+    }
+
+    public var intValue: Int64? { kind == .integer ? Int64(json_integer_value(raw)) : nil }
+
+    /// Integers and reals.
+    public var doubleValue: Double? {
+        kind == .integer || kind == .real ? json_number_value(raw) : nil
+    }
+
+    public var boolValue: Bool? {
+        switch raw.pointee.type {
+        case JSON_TRUE: return true
+        case JSON_FALSE: return false
+        default: return nil
+        }
+    }
+
+    public var isNull: Bool { kind == .null }
+
+    public var count: Int {
+        switch kind {
+        case .array: return json_array_size(raw)
+        case .object: return json_object_size(raw)
+        default: return 0
+        }
+    }
+
+    public var arrayElements: [JSON] {
+        guard kind == .array else { return [] }
+        return (0..<json_array_size(raw)).map { JSON(borrowing: json_array_get(raw, $0)!) }
+    }
+
+    /// Object members in their stored order.
+    public var objectMembers: [(key: String, value: JSON)] {
+        guard kind == .object else { return [] }
+        var members: [(String, JSON)] = []
+        var iter = json_object_iter(raw)
+        while let it = iter {
+            let key = String(cString: json_object_iter_key(it))
+            members.append((key, JSON(borrowing: json_object_iter_value(it))))
+            iter = json_object_iter_next(raw, it)
+        }
+        return members
+    }
+
+    // MARK: Building
+
+    public static func object() -> JSON { JSON(owning: json_object()) }
+    public static func array() -> JSON { JSON(owning: json_array()) }
+    public static func null() -> JSON { JSON(owning: json_null()) }
+    public static func bool(_ value: Bool) -> JSON { JSON(owning: value ? json_true() : json_false()) }
+    public static func int(_ value: Int64) -> JSON { JSON(owning: json_integer(json_int_t(value))) }
+    public static func double(_ value: Double) -> JSON { JSON(owning: json_real(value)) }
+
+    /// A Swift string is always valid UTF-8, so this cannot fail.
+    public static func string(_ value: String) -> JSON {
+        var value = value
+        let made = value.withUTF8 { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                chars.count == 0 ? json_string("") : json_stringn_nocheck(chars.baseAddress!, chars.count)
+            }
+        }
+        return JSON(owning: made!)
+    }
+
+    /// Sets an object member (no-op on non-objects).
+    public func set(_ key: String, _ value: JSON) {
+        json_object_set(raw, key, value.raw)
+    }
+
+    public func append(_ value: JSON) {
+        json_array_append(raw, value.raw)
+    }
+
+    /// A deep copy, safe to mutate independently.
+    public func deepCopy() -> JSON { JSON(owning: json_deep_copy(raw)) }
+
+    /// Structural equality (jansson's json_equal).
+    public func isEqual(to other: JSON) -> Bool { json_equal(raw, other.raw) != 0 }
+}

@@ -1,0 +1,243 @@
+import CSQLite
+import Synchronization
+
+/// One SQLite database in the data directory: WAL journal, a schema version
+/// kept in `PRAGMA user_version`, and migrations applied in order at open.
+///
+/// Thread-safe: one connection, serialised by a mutex. Each component keeps
+/// its statements short, so the lock is held for microseconds.
+public final class SQLiteStore: Sendable {
+    /// Schema migrations. Entry N moves the schema from version N to N+1.
+    /// Append only: never edit a migration that has shipped.
+    static let migrations: [String] = [
+        // 1: key/value rows for small documents (config cache, consent,
+        // blobs of the pluggable queue and cache storage).
+        """
+        CREATE TABLE kv (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value BLOB NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (namespace, key)
+        );
+        """,
+    ]
+
+    public static var schemaVersion: Int { migrations.count }
+
+    private let connection: Mutex<Connection>
+    public let path: String
+
+    /// Opens (creating if needed) `file` inside `directory`.
+    public convenience init(directory: DataDirectory, file: String = "appnorth.sqlite3") throws(AppNorthError) {
+        let path = try directory.ensurePrivateFile(file)
+        try self.init(path: path)
+    }
+
+    /// Opens a database at `path`; ":memory:" gives a private in-memory one.
+    public init(path: String) throws(AppNorthError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw .storage("cannot open database: \(message)")
+        }
+        let conn = Connection(db)
+        do throws(AppNorthError) {
+            sqlite3_busy_timeout(db, 5000)
+            try conn.exec("PRAGMA journal_mode=WAL")
+            try conn.exec("PRAGMA synchronous=NORMAL")
+            try conn.exec("PRAGMA foreign_keys=ON")
+            try Self.migrate(conn)
+        } catch {
+            conn.close()
+            throw error
+        }
+        connection = Mutex(conn)
+    }
+
+    deinit { connection.withLock { $0.close() } }
+
+    /// Runs `body` with exclusive use of the connection.
+    public func withConnection<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
+        try connection.withLock { conn throws(AppNorthError) -> T in try body(conn) }
+    }
+
+    /// Runs `body` inside one transaction; rolls back if it throws.
+    public func transaction<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
+        try withConnection { conn throws(AppNorthError) -> T in
+            try conn.exec("BEGIN IMMEDIATE")
+            do throws(AppNorthError) {
+                let result = try body(conn)
+                try conn.exec("COMMIT")
+                return result
+            } catch {
+                try? conn.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public var userVersion: Int {
+        (try? withConnection { conn throws(AppNorthError) in
+            try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
+        }) ?? 0
+    }
+
+    private static func migrate(_ conn: Connection) throws(AppNorthError) {
+        let current = try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
+        guard current <= migrations.count else {
+            throw .storage("database schema version \(current) is newer than this library (\(migrations.count))")
+        }
+        for version in current..<migrations.count {
+            try conn.exec("BEGIN IMMEDIATE")
+            do throws(AppNorthError) {
+                try conn.exec(migrations[version])
+                try conn.exec("PRAGMA user_version = \(version + 1)")
+                try conn.exec("COMMIT")
+            } catch {
+                try? conn.exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    // MARK: Key/value rows
+
+    public func kvGet(namespace: String, key: String) throws(AppNorthError) -> (value: [UInt8], updatedMs: Int64)? {
+        try withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT value, updated_ms FROM kv WHERE namespace = ? AND key = ?",
+                           [.text(namespace), .text(key)]) { ($0.blob(0), $0.int64(1)) }.first
+        }
+    }
+
+    public func kvPut(namespace: String, key: String, value: [UInt8], updatedMs: Int64) throws(AppNorthError) {
+        _ = try withConnection { conn throws(AppNorthError) in
+            try conn.run("INSERT INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?) "
+                         + "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms",
+                         [.text(namespace), .text(key), .blob(value), .int(updatedMs)])
+        }
+    }
+
+    public func kvDelete(namespace: String, key: String) throws(AppNorthError) {
+        _ = try withConnection { conn throws(AppNorthError) in
+            try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(namespace), .text(key)])
+        }
+    }
+
+    // MARK: - Connection
+
+    /// A value bound to a statement parameter.
+    public enum Value: Sendable {
+        case int(Int64), double(Double), text(String), blob([UInt8]), null
+    }
+
+    /// The raw connection. Only reachable inside `withConnection`, so it is
+    /// never used by two threads at once.
+    public final class Connection: @unchecked Sendable {
+        let db: OpaquePointer
+        private var statements: [String: OpaquePointer] = [:]
+
+        init(_ db: OpaquePointer) { self.db = db }
+
+        func close() {
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements.removeAll()
+            sqlite3_close_v2(db)
+        }
+
+        var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
+
+        /// Runs one or more statements without parameters.
+        public func exec(_ sql: String) throws(AppNorthError) {
+            var message: UnsafeMutablePointer<CChar>?
+            if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
+                let text = message.map { String(cString: $0) } ?? errorMessage
+                sqlite3_free(message)
+                throw .storage("SQLite: \(text)")
+            }
+        }
+
+        /// Runs one statement; returns the number of changed rows.
+        @discardableResult
+        public func run(_ sql: String, _ values: [Value] = []) throws(AppNorthError) -> Int {
+            let statement = try prepared(sql, values)
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            let rc = sqlite3_step(statement)
+            guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw .storage("SQLite: \(errorMessage)") }
+            return Int(sqlite3_changes(db))
+        }
+
+        /// Runs a query and maps each row.
+        public func query<T>(_ sql: String, _ values: [Value] = [], _ map: (Row) -> T) throws(AppNorthError) -> [T] {
+            let statement = try prepared(sql, values)
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            var rows: [T] = []
+            while true {
+                let rc = sqlite3_step(statement)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw .storage("SQLite: \(errorMessage)") }
+                rows.append(map(Row(statement: statement)))
+            }
+            return rows
+        }
+
+        public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
+
+        /// Statements are prepared once and cached: the hot paths (event
+        /// inserts) then only bind and step.
+        private func prepared(_ sql: String, _ values: [Value]) throws(AppNorthError) -> OpaquePointer {
+            let statement: OpaquePointer
+            if let cached = statements[sql] {
+                statement = cached
+            } else {
+                var made: OpaquePointer?
+                guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &made, nil) == SQLITE_OK,
+                      let made else {
+                    throw .storage("SQLite: \(errorMessage)")
+                }
+                statements[sql] = made
+                statement = made
+            }
+            for (index, value) in values.enumerated() {
+                let position = Int32(index + 1)
+                let rc: Int32
+                switch value {
+                case .int(let v): rc = sqlite3_bind_int64(statement, position, v)
+                case .double(let v): rc = sqlite3_bind_double(statement, position, v)
+                case .text(let v): rc = sqlite3_bind_text(statement, position, v, -1, cshim_sqlite_transient())
+                case .blob(let v):
+                    rc = v.withUnsafeBytes {
+                        sqlite3_bind_blob(statement, position, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                          Int32($0.count), cshim_sqlite_transient())
+                    }
+                case .null: rc = sqlite3_bind_null(statement, position)
+                }
+                guard rc == SQLITE_OK else { throw .storage("SQLite bind: \(errorMessage)") }
+            }
+            return statement
+        }
+    }
+
+    /// One result row, valid only inside the mapping closure.
+    public struct Row {
+        let statement: OpaquePointer
+        public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
+        public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+        public func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+        public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+        public func text(_ column: Int32) -> String {
+            guard let chars = sqlite3_column_text(statement, column) else { return "" }
+            let count = Int(sqlite3_column_bytes(statement, column))
+            return String(decoding: UnsafeBufferPointer(start: chars, count: count), as: UTF8.self)
+        }
+        public func blob(_ column: Int32) -> [UInt8] {
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Glibc
+import Synchronization
+
+/// Where the core reads time. Timers, TTLs and backoff all go through a
+/// clock so that tests can move time instead of sleeping.
+public protocol AppNorthClock: Sendable {
+    /// Monotonic nanoseconds: for ages and deadlines within a process.
+    /// Wall-clock jumps do not move it.
+    func monotonicNanoseconds() -> UInt64
+    /// Milliseconds since the Unix epoch: for timestamps that are stored or
+    /// sent, never for measuring age within a process.
+    func wallMilliseconds() -> Int64
+}
+
+/// The real clock (clock_gettime).
+public struct SystemClock: AppNorthClock {
+    public init() {}
+
+    public func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    public func wallMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// A clock that only moves when told to: for tests and for hosts that
+/// drive time themselves.
+public final class ManualClock: AppNorthClock {
+    private let state: Mutex<(mono: UInt64, wall: Int64)>
+
+    public init(monotonicNanoseconds: UInt64 = 1_000_000_000, wallMilliseconds: Int64 = 1_700_000_000_000) {
+        state = Mutex((monotonicNanoseconds, wallMilliseconds))
+    }
+
+    public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }
+    public func wallMilliseconds() -> Int64 { state.withLock { $0.wall } }
+
+    /// Moves both clocks forward.
+    public func advance(milliseconds: Int64) {
+        precondition(milliseconds >= 0, "a monotonic clock cannot go back")
+        state.withLock {
+            $0.mono += UInt64(milliseconds) * 1_000_000
+            $0.wall += milliseconds
+        }
+    }
+
+    /// Sets the wall clock only, as a user changing the system time would.
+    public func setWall(milliseconds: Int64) {
+        state.withLock { $0.wall = milliseconds }
+    }
+}
+
+/// Sleeps the calling thread.
+func sleepMilliseconds(_ ms: Int) {
+    guard ms > 0 else { return }
+    var request = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+}

@@ -1,0 +1,55 @@
+/// Small text helpers the core needs without Foundation.
+public enum Text {
+    /// Decodes NUL-terminated C text, refusing invalid UTF-8 instead of
+    /// repairing it (a repaired string would silently change host data).
+    public static func decodeC(_ pointer: UnsafePointer<CChar>, what: String) throws(AppNorthError) -> String {
+        let length = strlenC(pointer)
+        let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
+        guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
+            throw .invalidUTF8("\(what) is not valid UTF-8")
+        }
+        return text
+    }
+
+    private static func strlenC(_ p: UnsafePointer<CChar>) -> Int {
+        var n = 0
+        while p[n] != 0 { n += 1 }
+        return n
+    }
+
+    /// Percent-encodes a query component (RFC 3986 unreserved characters
+    /// stay as they are).
+    public static func percentEncoded(_ value: String) -> String {
+        var out = ""
+        out.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + hexByte(byte)
+            }
+        }
+        return out
+    }
+
+    public static func hexByte(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
+    }
+
+    /// ASCII lowercase; non-ASCII characters are kept as they are, so an
+    /// email's identity never depends on locale tables.
+    public static func asciiLowercased(_ value: String) -> String {
+        String(decoding: value.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+
+    public static func trimmed(_ value: String) -> Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
+        guard let first = value.firstIndex(where: { !isSpace($0) }),
+              let last = value.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return value[first...last]
+    }
+}

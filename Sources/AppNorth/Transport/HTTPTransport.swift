@@ -1,0 +1,249 @@
+import CCurl
+import Synchronization
+
+/// libcurl must be initialised once per process before any other curl call.
+/// A Swift global is initialised exactly once, thread-safely. It is never
+/// cleaned up: a host that exits with live handles must not crash.
+private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
+
+/// HTTP over libcurl: keep-alive connection reuse, TLS verification on,
+/// separate API and resource timeouts, and streaming responses.
+///
+/// Thread-safe: each transfer borrows an easy handle from a small pool, and
+/// a handle keeps its connections alive between transfers.
+public final class HTTPTransport: Sendable {
+    public let timeouts: HTTPTimeouts
+    /// Responses larger than this fail with `.tooLarge` instead of growing
+    /// memory without bound.
+    public let maxResponseBytes: Int
+    private let pool = Mutex<[EasyHandle]>([])
+    private let userAgent: String
+
+    public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
+                userAgent: String = "libappnorth/\(AppNorthVersion.string)") {
+        _ = curlGlobalInit
+        self.timeouts = timeouts
+        self.maxResponseBytes = maxResponseBytes
+        self.userAgent = userAgent
+    }
+
+    /// Sends a request and collects the whole response. Throws `.network`
+    /// when no HTTP response arrived; any status, including errors, is a
+    /// response.
+    public func perform(_ request: HTTPRequest) throws(AppNorthError) -> HTTPResponse {
+        let context = TransferContext(limit: maxResponseBytes, onData: nil)
+        let status = try run(request, context: context,
+                             totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
+        return HTTPResponse(status: status, headers: context.headers, body: context.body,
+                            connectionsOpened: context.connectionsOpened)
+    }
+
+    /// Sends a request and hands each received chunk of a 2xx body to
+    /// `onChunk` as it arrives (for Server-Sent Events). There is no total
+    /// timeout; the transfer fails when nothing arrives for
+    /// `idleTimeoutMs`, when `onChunk` returns false, or when `cancel` is
+    /// set from another thread. Returns the final response; its body holds
+    /// the body of a non-2xx answer.
+    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: StreamCancellation,
+                       onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
+        let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
+        context.cancel = cancel
+        let status = try run(request, context: context, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
+        return HTTPResponse(status: status, headers: context.headers, body: context.body)
+    }
+
+    // MARK: -
+
+    private func run(_ request: HTTPRequest, context: TransferContext,
+                     totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> Int {
+        let easy = try borrow()
+        defer { giveBack(easy) }
+        let h = easy.handle
+        curl_easy_reset(h)
+
+        var headerList: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(headerList) }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // No "Expect: 100-continue" round trip before a body.
+        headerList = curl_slist_append(headerList, "Expect:")
+
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let unmanaged = Unmanaged.passRetained(context)
+        defer { unmanaged.release() }
+        let contextPointer = unmanaged.toOpaque()
+
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errbuf in
+            request.url.withCString { url in
+                cshim_setopt_pointer(h, CURLOPT_URL, url)
+                cshim_setopt_pointer(h, CURLOPT_USERAGENT, userAgent)
+                cshim_setopt_pointer(h, CURLOPT_HTTPHEADER, headerList)
+                cshim_setopt_pointer(h, CURLOPT_ERRORBUFFER, errbuf.baseAddress)
+                cshim_setopt_long(h, CURLOPT_NOSIGNAL, 1)          // threads: no SIGALRM
+                cshim_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1)
+                cshim_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2)
+                cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
+                cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
+                cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
+                cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
+                if idleTimeoutMs > 0 {
+                    // Abort a stream that has been silent for the idle time.
+                    cshim_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1)
+                    cshim_setopt_long(h, CURLOPT_LOW_SPEED_TIME, max(1, idleTimeoutMs / 1000))
+                }
+                cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
+                cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
+                cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
+                cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
+                if context.cancel != nil {
+                    cshim_setopt_long(h, CURLOPT_NOPROGRESS, 0)
+                    cshim_setopt_xferinfo_function(h, transferProgress)
+                    cshim_setopt_pointer(h, CURLOPT_XFERINFODATA, contextPointer)
+                }
+                switch request.method {
+                case .get:
+                    cshim_setopt_long(h, CURLOPT_HTTPGET, 1)
+                case .post, .put, .delete:
+                    if request.method != .post {
+                        cshim_setopt_pointer(h, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+                    }
+                }
+                let body = request.body ?? []
+                if request.method != .get {
+                    return body.withUnsafeBytes { bytes in
+                        cshim_setopt_long(h, CURLOPT_POST, 1)
+                        cshim_setopt_offset(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+                        // curl reads the body in place during perform, which
+                        // runs inside this closure.
+                        cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                        return curl_easy_perform(h)
+                    }
+                }
+                return curl_easy_perform(h)
+            }
+        }
+
+        if code != CURLE_OK {
+            if context.overflowed {
+                throw .tooLarge("response larger than \(maxResponseBytes) bytes")
+            }
+            if context.cancel?.isCancelled == true || context.stoppedByReceiver {
+                throw .network("stream closed")
+            }
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let summary = String(cString: curl_easy_strerror(code))
+            throw .network(detail.isEmpty ? summary : "\(summary): \(detail)")
+        }
+        var status = 0
+        cshim_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
+        var connects = 0
+        cshim_getinfo_long(h, CURLINFO_NUM_CONNECTS, &connects)
+        context.connectionsOpened = connects
+        return status
+    }
+
+    private func borrow() throws(AppNorthError) -> EasyHandle {
+        if let easy = pool.withLock({ $0.popLast() }) { return easy }
+        guard let handle = curl_easy_init() else { throw .internal("curl_easy_init failed") }
+        return EasyHandle(handle)
+    }
+
+    /// Keeps a few idle handles (and their live connections) for reuse.
+    private func giveBack(_ easy: EasyHandle) {
+        let kept = pool.withLock { handles -> Bool in
+            guard handles.count < 8 else { return false }
+            handles.append(easy)
+            return true
+        }
+        if !kept { easy.close() }
+    }
+
+    deinit {
+        for easy in pool.withLock({ $0 }) { easy.close() }
+    }
+}
+
+/// Lets another thread end a streaming transfer.
+public final class StreamCancellation: Sendable {
+    private let flag = Atomic<Bool>(false)
+    public init() {}
+    public func cancel() { flag.store(true, ordering: .releasing) }
+    public var isCancelled: Bool { flag.load(ordering: .acquiring) }
+}
+
+/// An owned curl easy handle. Only one transfer uses it at a time.
+private final class EasyHandle: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+    init(_ handle: UnsafeMutableRawPointer) { self.handle = handle }
+    func close() { curl_easy_cleanup(handle) }
+}
+
+/// State shared with curl's C callbacks for one transfer.
+private final class TransferContext {
+    var body: [UInt8] = []
+    var headers: [(name: String, value: String)] = []
+    var status = 0
+    let limit: Int
+    let onData: (([UInt8]) -> Bool)?
+    var cancel: StreamCancellation?
+    var overflowed = false
+    var connectionsOpened = 0
+    var stoppedByReceiver = false
+
+    init(limit: Int, onData: (([UInt8]) -> Bool)?) {
+        self.limit = limit
+        self.onData = onData
+    }
+
+    var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
+}
+
+private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                               _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    let chunk = UnsafeRawBufferPointer(start: data, count: length)
+    if context.isStreamingSuccess, let onData = context.onData {
+        if !onData(Array(chunk)) {
+            context.stoppedByReceiver = true
+            return 0
+        }
+        return length
+    }
+    if context.body.count + length > context.limit {
+        context.overflowed = true
+        return 0
+    }
+    context.body.append(contentsOf: chunk)
+    return length
+}
+
+private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                 _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        // A new status line (after 100 Continue or a redirect) starts over.
+        context.headers.removeAll()
+        let parts = line.split(separator: " ")
+        if parts.count >= 2, let status = Int(parts[1]) { context.status = status }
+        return length
+    }
+    if let colon = line.firstIndex(of: ":") {
+        let name = String(line[..<colon])
+        let value = String(Text.trimmed(String(line[line.index(after: colon)...])))
+        context.headers.append((name, value))
+    }
+    return length
+}
+
+private func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_off_t, _ dlNow: curl_off_t,
+                              _ ulTotal: curl_off_t, _ ulNow: curl_off_t) -> Int32 {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    return context.cancel?.isCancelled == true ? 1 : 0
+}

@@ -1,0 +1,120 @@
+import AppNorth
+import CAppNorthAPI
+import Glibc
+
+// The C-ABI layer's shared plumbing: status mapping, the error
+// out-parameter, handle boxing and string conversion. The exported
+// functions live one file per component and only convert and delegate.
+
+extension AppNorthError {
+    /// The APPNORTH_E_* status for this error.
+    var status: Int32 {
+        switch self {
+        case .invalidArgument: return Int32(APPNORTH_E_INVALID_ARGUMENT)
+        case .invalidJSON: return Int32(APPNORTH_E_INVALID_JSON)
+        case .invalidUTF8: return Int32(APPNORTH_E_INVALID_UTF8)
+        case .tooLarge: return Int32(APPNORTH_E_TOO_LARGE)
+        case .network: return Int32(APPNORTH_E_NETWORK)
+        case .validation: return Int32(APPNORTH_E_VALIDATION)
+        case .authentication: return Int32(APPNORTH_E_AUTHENTICATION)
+        case .notFound: return Int32(APPNORTH_E_NOT_FOUND)
+        case .conflict: return Int32(APPNORTH_E_CONFLICT)
+        case .server: return Int32(APPNORTH_E_SERVER)
+        case .http: return Int32(APPNORTH_E_HTTP)
+        case .storage: return Int32(APPNORTH_E_STORAGE)
+        case .wrongState: return Int32(APPNORTH_E_WRONG_STATE)
+        case .internal: return Int32(APPNORTH_E_INTERNAL)
+        }
+    }
+}
+
+/// Fills the optional error out-parameter. The message is truncated on a
+/// UTF-8 boundary so the host never sees half a character.
+func report(_ err: UnsafeMutablePointer<appnorth_error>?, code: Int32, httpStatus: Int, message: String) {
+    guard let err else { return }
+    err.pointee.code = code
+    err.pointee.http_status = Int32(clamping: httpStatus)
+    withUnsafeMutableBytes(of: &err.pointee.message) { buffer in
+        var bytes = Array(message.utf8.prefix(buffer.count - 1))
+        while let last = bytes.last, last & 0xC0 == 0x80 || (last & 0xC0 == 0xC0) {
+            // Drop a trailing partial sequence (continuation bytes or a lead byte).
+            if last & 0xC0 == 0xC0 { bytes.removeLast(); break }
+            let start = bytes.lastIndex { $0 & 0xC0 != 0x80 } ?? 0
+            let lead = bytes[start]
+            let needed = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+            if bytes.count - start < needed { bytes.removeSubrange(start...) }
+            break
+        }
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+}
+
+/// Runs the body of an exported function: catches every AppNorthError,
+/// maps it to a status, and writes the error out-parameter either way.
+func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws(AppNorthError) -> Void) -> Int32 {
+    do {
+        try body()
+        report(err, code: 0, httpStatus: 0, message: "")
+        return 0
+    } catch {
+        report(err, code: error.status, httpStatus: error.httpStatus, message: error.message)
+        return error.status
+    }
+}
+
+/// A required pointer argument.
+func required<T>(_ pointer: T?, _ name: String) throws(AppNorthError) -> T {
+    guard let pointer else { throw .invalidArgument("\(name) is NULL") }
+    return pointer
+}
+
+/// A required UTF-8 string argument.
+func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String {
+    try Text.decodeC(required(pointer, name), what: name)
+}
+
+/// An optional UTF-8 string argument (NULL gives nil).
+func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String? {
+    guard let pointer else { return nil }
+    return try Text.decodeC(pointer, what: name)
+}
+
+/// Copies a string into malloc'd memory the host frees with
+/// appnorth_string_free().
+func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<CChar> {
+    guard let copy = strdup(value) else { throw .internal("out of memory") }
+    return copy
+}
+
+/// Writes a string out-parameter: NULL first, so a failure leaves NULL.
+func returnString(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ name: String,
+                  _ produce: () throws(AppNorthError) -> String) throws(AppNorthError) {
+    let out = try required(out, name)
+    out.pointee = nil
+    out.pointee = try hostString(produce())
+}
+
+/// Boxes a Swift object as an opaque C handle (one retain, released by
+/// `release`).
+enum Handle {
+    static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
+        OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+    }
+
+    static func get<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, _ name: String) throws(AppNorthError) -> T {
+        let handle = try required(handle, name)
+        return Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+    }
+
+    static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type) {
+        guard let handle else { return }
+        Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle)).release()
+    }
+}
+
+/// A host pointer carried into Swift closures. The host promises it stays
+/// valid for as long as the closure is registered.
+struct HostPointer: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer?
+}

@@ -1,0 +1,154 @@
+import AppNorth
+import CAppNorthAPI
+
+// appnorth_client_options_* and appnorth_client_*.
+
+/// The mutable options object behind appnorth_client_options. Not
+/// thread-safe, as the header says.
+final class ClientOptions {
+    var apiURL: String?
+    var appID: String?
+    var credential: AppNorthCredential?
+    var timeouts = HTTPTimeouts.default
+    var logger = Logger.silent
+}
+
+@c @implementation
+public func appnorth_client_options_new() -> OpaquePointer? {
+    Handle.make(ClientOptions())
+}
+
+@c @implementation
+public func appnorth_client_options_free(_ options: OpaquePointer?) {
+    Handle.release(options, as: ClientOptions.self)
+}
+
+@c @implementation
+public func appnorth_client_options_set_api_url(_ options: OpaquePointer?, _ apiURL: UnsafePointer<CChar>?,
+                                                _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) { () throws(AppNorthError) in
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        opts.apiURL = try AppNorthClientConfiguration.validatedURL(requiredString(apiURL, "api_url"))
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_app_id(_ options: OpaquePointer?, _ appID: UnsafePointer<CChar>?,
+                                               _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) { () throws(AppNorthError) in
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        opts.appID = try AppNorthClientConfiguration.validatedAppID(requiredString(appID, "app_id"))
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_credential(_ options: OpaquePointer?, _ email: UnsafePointer<CChar>?,
+                                                   _ token: UnsafePointer<CChar>?,
+                                                   _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) { () throws(AppNorthError) in
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        switch (email, token) {
+        case (nil, nil):
+            opts.credential = nil
+        case (nil, _), (_, nil):
+            throw .invalidArgument("email and token must both be set, or both be NULL")
+        default:
+            let credential = AppNorthCredential(email: try requiredString(email, "email"),
+                                                token: try requiredString(token, "token"))
+            try AppNorthClientConfiguration.validateCredential(email: credential.email, token: credential.token)
+            opts.credential = credential
+        }
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_timeouts(_ options: OpaquePointer?, _ apiRequestMs: Int32,
+                                                 _ resourceDownloadMs: Int32,
+                                                 _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) { () throws(AppNorthError) in
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        let range: ClosedRange<Int32> = 1...600_000
+        guard range.contains(apiRequestMs), range.contains(resourceDownloadMs) else {
+            throw .invalidArgument("timeouts must be 1 to 600000 ms")
+        }
+        opts.timeouts.apiRequestMilliseconds = Int(apiRequestMs)
+        opts.timeouts.resourceDownloadMilliseconds = Int(resourceDownloadMs)
+        opts.timeouts.connectMilliseconds = min(opts.timeouts.connectMilliseconds, Int(apiRequestMs))
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_logger(_ options: OpaquePointer?, _ fn: appnorth_log_fn?,
+                                               _ minLevel: Int32, _ userData: UnsafeMutableRawPointer?,
+                                               _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) { () throws(AppNorthError) in
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        opts.logger = try hostLogger(fn, minLevel, userData)
+    }
+}
+
+/// Wraps a C log callback as a core Logger.
+func hostLogger(_ fn: appnorth_log_fn?, _ minLevel: Int32,
+                _ userData: UnsafeMutableRawPointer?) throws(AppNorthError) -> Logger {
+    guard let fn else { return .silent }
+    guard let level = LogLevel(rawValue: minLevel) else {
+        throw .invalidArgument("min_level must be APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR")
+    }
+    let context = HostPointer(raw: userData)
+    return Logger(minimum: level) { level, message in
+        message.withCString { fn(level.rawValue, $0, context.raw) }
+    }
+}
+
+@c @implementation
+public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMutablePointer<OpaquePointer?>?,
+                                _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    outClient?.pointee = nil
+    return guarded(err) { () throws(AppNorthError) in
+        let out = try required(outClient, "out_client")
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        guard let apiURL = opts.apiURL else { throw .invalidArgument("options have no API URL") }
+        guard let appID = opts.appID else { throw .invalidArgument("options have no App ID") }
+        let configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
+                                                            timeouts: opts.timeouts, logger: opts.logger)
+        out.pointee = Handle.make(AppNorthClient(configuration: configuration))
+    }
+}
+
+@c @implementation
+public func appnorth_client_free(_ client: OpaquePointer?) {
+    Handle.release(client, as: AppNorthClient.self)
+}
+
+@c @implementation
+public func appnorth_client_scope(_ client: OpaquePointer?, _ outScope: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                  _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    outScope?.pointee = nil
+    return guarded(err) { () throws(AppNorthError) in
+        let client = try Handle.get(client, as: AppNorthClient.self, "client")
+        try returnString(outScope, "out_scope") { client.scope }
+    }
+}
+
+@c @implementation
+public func appnorth_client_list_boards(_ client: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                        _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    outJSON?.pointee = nil
+    return guarded(err) { () throws(AppNorthError) in
+        let client = try Handle.get(client, as: AppNorthClient.self, "client")
+        try returnString(outJSON, "out_json") { () throws(AppNorthError) in try client.listBoards() }
+    }
+}
+
+@c @implementation
+public func appnorth_client_list_ideas(_ client: OpaquePointer?, _ queryJSON: UnsafePointer<CChar>?,
+                                       _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                       _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    outJSON?.pointee = nil
+    return guarded(err) { () throws(AppNorthError) in
+        let client = try Handle.get(client, as: AppNorthClient.self, "client")
+        _ = try required(outJSON, "out_json")
+        let query = try IdeaQuery(json: optionalString(queryJSON, "query_json"))
+        try returnString(outJSON, "out_json") { () throws(AppNorthError) in try client.listIdeas(query) }
+    }
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing libappnorth needs, or says exactly what
+# to install. Debian packages through apt-get when run as root; the Python
+# test tools in a virtualenv (.venv) through pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "ensure-deps: installing ${missing[*]}"
+        apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+    else
+        echo "ensure-deps: missing Debian packages: ${missing[*]}" >&2
+        echo "  run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+command -v swift >/dev/null || { echo "ensure-deps: swift (6.3 or later) is not on PATH" >&2; exit 1; }
+
+if [ "${1:-}" = "--python" ]; then
+    if [ ! -x .venv/bin/pytest ]; then
+        echo "ensure-deps: creating .venv with the Python test tools"
+        python3 -m venv .venv
+        .venv/bin/pip install -q --disable-pip-version-check -r bindings/python/requirements-test.txt
+    fi
+fi

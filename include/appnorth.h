@@ -294,6 +294,373 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
                                                 char **out_json,
                                                 appnorth_error *err);
 
+/* ------------------------------------------------------------------------
+ * Client: community writes
+ *
+ * Every write carries an Idempotency-Key: the caller's (1 to 255 printable
+ * ASCII characters) or, when NULL, a random one the library makes. The
+ * server applies a key once per app and identity and replays its first
+ * answer; a key reused with a different payload is APPNORTH_E_CONFLICT.
+ * Content is checked before anything is sent: an empty or whitespace-only
+ * text is APPNORTH_E_VALIDATION, invalid UTF-8 APPNORTH_E_INVALID_UTF8,
+ * oversize text or screenshots APPNORTH_E_TOO_LARGE.
+ * On success *out_json receives the server's answer (for instance
+ * {"comment":{...}}), freed with appnorth_string_free(); out_json may be
+ * NULL when the answer is not wanted.
+ * Thread-safe. Each call blocks for at most the API request timeout.
+ * These calls never queue anything: see appnorth_queue_* for writes that
+ * survive being offline.
+ * --------------------------------------------------------------------- */
+
+/** Limits checked before sending (characters are Unicode scalars). */
+#define APPNORTH_MAX_TITLE_CHARS 200
+#define APPNORTH_MAX_TEXT_CHARS 10000
+#define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
+#define APPNORTH_MAX_SCREENSHOTS 5
+#define APPNORTH_MAX_SCREENSHOT_BYTES (2 * 1024 * 1024)
+
+/** Submit an idea to a board. board_id, title: required; body: may be NULL
+ *  (empty). */
+APPNORTH_API int32_t appnorth_client_submit_idea(appnorth_client *client, const char *board_id,
+                                                 const char *title, const char *body,
+                                                 const char *idempotency_key, char **out_json,
+                                                 appnorth_error *err);
+
+/** Comment on an idea. idea_id, body: required. An unknown idea is
+ *  APPNORTH_E_NOT_FOUND. */
+APPNORTH_API int32_t appnorth_client_submit_comment(appnorth_client *client, const char *idea_id,
+                                                    const char *body, const char *idempotency_key,
+                                                    char **out_json, appnorth_error *err);
+
+/** Feedback built with appnorth_feedback_new() and its setters. */
+typedef struct appnorth_feedback appnorth_feedback;
+
+/** Send feedback (report text, diagnostics, screenshots). The feedback
+ *  object is only read; the caller still frees it. */
+APPNORTH_API int32_t appnorth_client_submit_feedback(appnorth_client *client,
+                                                     const appnorth_feedback *feedback,
+                                                     const char *idempotency_key, char **out_json,
+                                                     appnorth_error *err);
+
+/** Vote for an idea. A second vote by the same identity is
+ *  APPNORTH_E_CONFLICT. Votes are never queued. */
+APPNORTH_API int32_t appnorth_client_vote(appnorth_client *client, const char *idea_id,
+                                          const char *idempotency_key, char **out_json,
+                                          appnorth_error *err);
+
+/** Send a chat message (1 to 4000 bytes). Chat messages are never queued
+ *  and never cached. */
+APPNORTH_API int32_t appnorth_client_send_chat_message(appnorth_client *client, const char *body,
+                                                       const char *idempotency_key, char **out_json,
+                                                       appnorth_error *err);
+
+/** List this identity's chat messages: {"messages":[...]}. */
+APPNORTH_API int32_t appnorth_client_list_chat_messages(appnorth_client *client, char **out_json,
+                                                        appnorth_error *err);
+
+/** List an idea's comments: {"comments":[...]}. */
+APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, const char *idea_id,
+                                                   char **out_json, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Feedback builder
+ * --------------------------------------------------------------------- */
+
+/** A new, empty feedback object. Returns NULL only if memory is exhausted.
+ *  Not thread-safe: build it on one thread. Free with
+ *  appnorth_feedback_free(). */
+APPNORTH_API appnorth_feedback *appnorth_feedback_new(void);
+
+/** Release a feedback object. NULL is a no-op. */
+APPNORTH_API void appnorth_feedback_free(appnorth_feedback *feedback);
+
+/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS characters). */
+APPNORTH_API int32_t appnorth_feedback_set_text(appnorth_feedback *feedback, const char *text,
+                                                appnorth_error *err);
+
+/** Set diagnostics: a JSON object, sent exactly as given (the text is
+ *  validated, not reformatted). NULL clears them. */
+APPNORTH_API int32_t appnorth_feedback_set_diagnostics(appnorth_feedback *feedback,
+                                                       const char *diagnostics_json,
+                                                       appnorth_error *err);
+
+/** Attach a screenshot: `length` bytes (1 to APPNORTH_MAX_SCREENSHOT_BYTES)
+ *  copied from `bytes`, with content type "image/png" or "image/jpeg". At
+ *  most APPNORTH_MAX_SCREENSHOTS. */
+APPNORTH_API int32_t appnorth_feedback_add_screenshot(appnorth_feedback *feedback, const void *bytes,
+                                                      size_t length, const char *content_type,
+                                                      appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Storage for the offline queue and the read cache
+ *
+ * Both keep their whole state as one versioned blob in a storage. Give the
+ * queue and the cache separate storages: their formats differ, and a
+ * storage already used by one is refused by the other
+ * (APPNORTH_E_WRONG_STATE). Queue contents can include report text,
+ * diagnostics, screenshots and an identity scope, never a credential token.
+ * --------------------------------------------------------------------- */
+
+typedef struct appnorth_storage appnorth_storage;
+
+/** A byte buffer the library owns, filled by a host load callback. */
+typedef struct appnorth_buffer appnorth_buffer;
+
+/** Copy `length` bytes into a buffer the library passed to a load
+ *  callback. Only valid inside that callback. */
+APPNORTH_API int32_t appnorth_buffer_set(appnorth_buffer *buffer, const void *bytes, size_t length,
+                                         appnorth_error *err);
+
+/**
+ * Host storage callbacks.
+ * load: put the stored blob into `out` with appnorth_buffer_set(), or leave
+ *   it untouched when nothing is stored. Return 0 on success, non-zero on
+ *   failure (reported as APPNORTH_E_STORAGE).
+ * save: store `length` bytes, replacing what was stored; `bytes` NULL means
+ *   erase. Return 0 on success.
+ * release: optional; called once with user_data when the storage is freed.
+ * They run on the thread that called the queue or cache function, never
+ * while the library holds a data lock. They must not call back into the
+ * queue or cache that is using them: such a call fails with
+ * APPNORTH_E_WRONG_STATE instead of deadlocking.
+ */
+typedef int32_t (*appnorth_storage_load_fn)(void *user_data, appnorth_buffer *out);
+typedef int32_t (*appnorth_storage_save_fn)(void *user_data, const void *bytes, size_t length);
+typedef void (*appnorth_release_fn)(void *user_data);
+
+/**
+ * Storage in the SQLite database of a data directory (created 0700 if
+ * needed; the database file is 0600). `name` (1 to 64 characters of
+ * A-Z a-z 0-9 . _ -) separates several storages in one folder, for
+ * instance "queue" and "cache". Thread-safe.
+ */
+APPNORTH_API int32_t appnorth_storage_new_sqlite(const char *data_dir, const char *name,
+                                                 appnorth_storage **out_storage, appnorth_error *err);
+
+/** Storage in memory only: lost when freed. Thread-safe. */
+APPNORTH_API int32_t appnorth_storage_new_memory(appnorth_storage **out_storage, appnorth_error *err);
+
+/** Storage through host callbacks. load and save: required. */
+APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn load,
+                                                   appnorth_storage_save_fn save,
+                                                   appnorth_release_fn release, void *user_data,
+                                                   appnorth_storage **out_storage,
+                                                   appnorth_error *err);
+
+/** Free a storage. The queue or cache using it keeps its own reference, so
+ *  this may be called right after creating them. NULL is a no-op. */
+APPNORTH_API void appnorth_storage_free(appnorth_storage *storage);
+
+/**
+ * Erase what the storage holds (for logout). A queue or cache that already
+ * loaded the storage keeps its loaded entries in memory and may write them
+ * back: discard them with appnorth_queue_discard() or
+ * appnorth_cache_clear(), or free those handles first.
+ */
+APPNORTH_API int32_t appnorth_storage_erase(appnorth_storage *storage, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Offline write queue
+ *
+ * Retain one queue for the account session. The submit calls try the
+ * request at once: *out_submitted is 1 when the server accepted it, 0 when
+ * a network failure (APPNORTH_E_NETWORK, no HTTP answer) made the library
+ * store it for a later appnorth_queue_flush(); the call then returns
+ * APPNORTH_OK. Every other failure (validation, authentication, not found,
+ * HTTP server errors, ...) is returned and nothing is stored. Votes and
+ * chat messages are not queue operations.
+ *
+ * Each entry records its scope (API URL, App ID, lowercased credential
+ * email or "anonymous") and its idempotency key; a flush replays only the
+ * entries of the flushing client's scope, with their original keys, so an
+ * old account's write is never sent as a new user. Entries survive a
+ * restart when the storage is persistent. The queue does not watch
+ * connectivity: call flush after reconnecting or returning to the
+ * foreground.
+ *
+ * Thread-safe. Calls on one queue are serialised; a flush blocks other
+ * calls on that queue only while it updates storage, not while it waits
+ * for the network.
+ * --------------------------------------------------------------------- */
+
+typedef struct appnorth_queue appnorth_queue;
+
+/** The default entry limit. */
+#define APPNORTH_QUEUE_DEFAULT_LIMIT 50
+
+/**
+ * Open a queue on a storage and load its entries. max_entries: 0 for the
+ * default (50), else 1 to 10000. The queue keeps a reference to the
+ * storage. Returns APPNORTH_E_STORAGE if the stored blob cannot be read
+ * (nothing is overwritten), APPNORTH_E_WRONG_STATE if the storage is used
+ * by a cache.
+ */
+APPNORTH_API int32_t appnorth_queue_new(appnorth_storage *storage, int32_t max_entries,
+                                        appnorth_queue **out_queue, appnorth_error *err);
+
+/** Free a queue. Its stored entries stay in the storage. NULL is a no-op. */
+APPNORTH_API void appnorth_queue_free(appnorth_queue *queue);
+
+/** Submit an idea, or queue it on a network failure. Arguments as for
+ *  appnorth_client_submit_idea(). A full queue returns
+ *  APPNORTH_E_QUEUE_FULL (only when the write had to be queued). */
+APPNORTH_API int32_t appnorth_queue_submit_idea(appnorth_queue *queue, appnorth_client *client,
+                                                const char *board_id, const char *title,
+                                                const char *body, const char *idempotency_key,
+                                                int32_t *out_submitted, appnorth_error *err);
+
+/** Submit a comment, or queue it on a network failure. */
+APPNORTH_API int32_t appnorth_queue_submit_comment(appnorth_queue *queue, appnorth_client *client,
+                                                   const char *idea_id, const char *body,
+                                                   const char *idempotency_key,
+                                                   int32_t *out_submitted, appnorth_error *err);
+
+/** Submit feedback, or queue it on a network failure. The feedback is
+ *  copied. */
+APPNORTH_API int32_t appnorth_queue_submit_feedback(appnorth_queue *queue, appnorth_client *client,
+                                                    const appnorth_feedback *feedback,
+                                                    const char *idempotency_key,
+                                                    int32_t *out_submitted, appnorth_error *err);
+
+/**
+ * Replay this client's scope's entries in order, with their original keys.
+ * A network failure stops the flush and keeps the rest (returns
+ * APPNORTH_OK); any other error stops it, is returned, and leaves the
+ * failing entry pending. out_sent (optional): how many were sent. A
+ * completed flush does not prove the queue is empty: see
+ * appnorth_queue_pending_count(). Blocks for up to one request timeout per
+ * entry.
+ */
+APPNORTH_API int32_t appnorth_queue_flush(appnorth_queue *queue, appnorth_client *client,
+                                          int32_t *out_sent, appnorth_error *err);
+
+/** How many entries are pending, over all scopes. */
+APPNORTH_API int32_t appnorth_queue_pending_count(appnorth_queue *queue, int32_t *out_count,
+                                                  appnorth_error *err);
+
+/** The pending entries as a JSON array, oldest first:
+ *  [{"id","scope","kind","idempotency_key","created_ms"}] (no payloads). */
+APPNORTH_API int32_t appnorth_queue_entries(appnorth_queue *queue, char **out_json,
+                                            appnorth_error *err);
+
+/** Discard entries, for logout: those of `scope` (a value from
+ *  appnorth_client_scope()), or every entry when scope is NULL. Storage is
+ *  updated. out_discarded (optional): how many. */
+APPNORTH_API int32_t appnorth_queue_discard(appnorth_queue *queue, const char *scope,
+                                            int32_t *out_discarded, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Clocks
+ * --------------------------------------------------------------------- */
+
+/** A clock that moves only when told to: for tests and for hosts that
+ *  drive time themselves. Thread-safe. */
+typedef struct appnorth_clock appnorth_clock;
+
+/** A manual clock starting at `wall_ms` milliseconds since the epoch. */
+APPNORTH_API int32_t appnorth_clock_new_manual(int64_t wall_ms, appnorth_clock **out_clock,
+                                               appnorth_error *err);
+
+/** Free a clock. Handles using it keep their own reference. NULL is a
+ *  no-op. */
+APPNORTH_API void appnorth_clock_free(appnorth_clock *clock);
+
+/** Move the clock forward by `ms` (0 or more): both monotonic and wall
+ *  time. */
+APPNORTH_API int32_t appnorth_clock_advance(appnorth_clock *clock, int64_t ms, appnorth_error *err);
+
+/** Set the wall time only, as a user changing the system clock would.
+ *  Monotonic time, which TTLs use within a process, does not move. */
+APPNORTH_API int32_t appnorth_clock_set_wall(appnorth_clock *clock, int64_t wall_ms,
+                                             appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Read cache
+ *
+ * Caches board arrays and idea arrays (never pagination cursors, chat
+ * messages or private report threads) for a TTL, 300 s by default. An
+ * expired entry reads as absent: there is no stale fallback. Keys are the
+ * client's scope (server, app, account) plus every idea filter and the
+ * search query. Thread-safe.
+ * --------------------------------------------------------------------- */
+
+typedef struct appnorth_cache appnorth_cache;
+
+#define APPNORTH_CACHE_DEFAULT_TTL_SECONDS 300
+
+/**
+ * Open a cache on a storage (see above). ttl_seconds: 0 for the default
+ * (300), else 1 to 31536000. clock: NULL for the system clock. Age is
+ * measured on the monotonic clock within a process and on the wall clock
+ * across restarts; an entry whose wall time lies in the future counts as
+ * expired.
+ */
+APPNORTH_API int32_t appnorth_cache_new(appnorth_storage *storage, int32_t ttl_seconds,
+                                        appnorth_clock *clock, appnorth_cache **out_cache,
+                                        appnorth_error *err);
+
+/** Free a cache. Its stored entries stay in the storage. NULL is a no-op. */
+APPNORTH_API void appnorth_cache_free(appnorth_cache *cache);
+
+/** Store boards for a scope. boards_json: the array, or the list response
+ *  object {"boards":[...]}. */
+APPNORTH_API int32_t appnorth_cache_store_boards(appnorth_cache *cache, const char *scope,
+                                                 const char *boards_json, appnorth_error *err);
+
+/** Store ideas for a scope and query (as for appnorth_client_list_ideas();
+ *  a query with a cursor is refused: only first pages are cached).
+ *  ideas_json: the array, or the list response object. */
+APPNORTH_API int32_t appnorth_cache_store_ideas(appnorth_cache *cache, const char *scope,
+                                                const char *query_json, const char *ideas_json,
+                                                appnorth_error *err);
+
+/** The fresh boards array for a scope in *out_json, or NULL when absent or
+ *  expired (still APPNORTH_OK). */
+APPNORTH_API int32_t appnorth_cache_boards(appnorth_cache *cache, const char *scope, char **out_json,
+                                           appnorth_error *err);
+
+/** The fresh ideas array for a scope and query, or NULL. */
+APPNORTH_API int32_t appnorth_cache_ideas(appnorth_cache *cache, const char *scope,
+                                          const char *query_json, char **out_json,
+                                          appnorth_error *err);
+
+/** Remove a scope's boards and ideas. */
+APPNORTH_API int32_t appnorth_cache_clear(appnorth_cache *cache, const char *scope,
+                                          appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Cached-then-fresh reads (the counterpart of the seed's AppNorthView)
+ * --------------------------------------------------------------------- */
+
+enum {
+    /** The data came from the cache (fresh within its TTL). */
+    APPNORTH_SOURCE_CACHE = 1,
+    /** The data came from the network and is now cached. */
+    APPNORTH_SOURCE_NETWORK = 2
+};
+
+/** Receives a JSON array of boards or ideas. `json` is valid only during
+ *  the call. Runs on the thread that called appnorth_read_*. */
+typedef void (*appnorth_read_fn)(int32_t source, const char *json, void *user_data);
+
+/**
+ * Deliver fresh cached boards at once (source APPNORTH_SOURCE_CACHE, only
+ * if the cache holds a fresh entry), then load them from the network, store
+ * them, and deliver them again (APPNORTH_SOURCE_NETWORK). Both deliveries
+ * happen before the call returns, on the calling thread; run it on a worker
+ * thread to keep a UI responsive. If the network load fails, the call
+ * returns its error; cached data, when there was some, has already been
+ * delivered.
+ */
+APPNORTH_API int32_t appnorth_read_boards(appnorth_cache *cache, appnorth_client *client,
+                                          appnorth_read_fn fn, void *user_data,
+                                          appnorth_error *err);
+
+/** The same for ideas and a query (NULL for none; no cursor). */
+APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client *client,
+                                         const char *query_json, appnorth_read_fn fn,
+                                         void *user_data, appnorth_error *err);
+
 #ifdef __cplusplus
 }
 #endif

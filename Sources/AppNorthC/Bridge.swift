@@ -50,17 +50,30 @@ func report(_ err: UnsafeMutablePointer<appnorth_error>?, code: Int32, httpStatu
     }
 }
 
-/// Runs the body of an exported function: catches every AppNorthError,
-/// maps it to a status, and writes the error out-parameter either way.
-func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws(AppNorthError) -> Void) -> Int32 {
+/// Runs the body of an exported function: catches every error, maps it to
+/// a status, and writes the error out-parameter either way.
+func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws -> Void) -> Int32 {
     do {
         try body()
         report(err, code: 0, httpStatus: 0, message: "")
         return 0
-    } catch {
+    } catch let error as AppNorthError {
         report(err, code: error.status, httpStatus: error.httpStatus, message: error.message)
         return error.status
+    } catch AppNorthOfflineQueueError.full {
+        let code = Int32(APPNORTH_E_QUEUE_FULL)
+        report(err, code: code, httpStatus: 0, message: "the offline queue is full; nothing was added")
+        return code
+    } catch {
+        let code = Int32(APPNORTH_E_INTERNAL)
+        report(err, code: code, httpStatus: 0, message: "unexpected error: \(error)")
+        return code
     }
+}
+
+/// Writes an optional int32 out-parameter.
+func setOut(_ out: UnsafeMutablePointer<Int32>?, _ value: Int) {
+    out?.pointee = Int32(clamping: value)
 }
 
 /// A required pointer argument.
@@ -89,10 +102,17 @@ func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<C
 
 /// Writes a string out-parameter: NULL first, so a failure leaves NULL.
 func returnString(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ name: String,
-                  _ produce: () throws(AppNorthError) -> String) throws(AppNorthError) {
+                  _ produce: () throws -> String) throws {
     let out = try required(out, name)
     out.pointee = nil
     out.pointee = try hostString(produce())
+}
+
+/// Writes a string out-parameter that the caller may leave NULL.
+func returnOptionalString(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ value: String?) throws {
+    guard let out else { return }
+    out.pointee = nil
+    if let value { out.pointee = try hostString(value) }
 }
 
 /// Boxes a Swift object as an opaque C handle (one retain, released by

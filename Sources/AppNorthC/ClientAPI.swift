@@ -26,7 +26,7 @@ public func appnorth_client_options_free(_ options: OpaquePointer?) {
 @c @implementation
 public func appnorth_client_options_set_api_url(_ options: OpaquePointer?, _ apiURL: UnsafePointer<CChar>?,
                                                 _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    guarded(err) { () throws(AppNorthError) in
+    guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         opts.apiURL = try AppNorthClientConfiguration.validatedURL(requiredString(apiURL, "api_url"))
     }
@@ -35,7 +35,7 @@ public func appnorth_client_options_set_api_url(_ options: OpaquePointer?, _ api
 @c @implementation
 public func appnorth_client_options_set_app_id(_ options: OpaquePointer?, _ appID: UnsafePointer<CChar>?,
                                                _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    guarded(err) { () throws(AppNorthError) in
+    guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         opts.appID = try AppNorthClientConfiguration.validatedAppID(requiredString(appID, "app_id"))
     }
@@ -45,13 +45,13 @@ public func appnorth_client_options_set_app_id(_ options: OpaquePointer?, _ appI
 public func appnorth_client_options_set_credential(_ options: OpaquePointer?, _ email: UnsafePointer<CChar>?,
                                                    _ token: UnsafePointer<CChar>?,
                                                    _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    guarded(err) { () throws(AppNorthError) in
+    guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         switch (email, token) {
         case (nil, nil):
             opts.credential = nil
         case (nil, _), (_, nil):
-            throw .invalidArgument("email and token must both be set, or both be NULL")
+            throw AppNorthError.invalidArgument("email and token must both be set, or both be NULL")
         default:
             let credential = AppNorthCredential(email: try requiredString(email, "email"),
                                                 token: try requiredString(token, "token"))
@@ -65,11 +65,11 @@ public func appnorth_client_options_set_credential(_ options: OpaquePointer?, _ 
 public func appnorth_client_options_set_timeouts(_ options: OpaquePointer?, _ apiRequestMs: Int32,
                                                  _ resourceDownloadMs: Int32,
                                                  _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    guarded(err) { () throws(AppNorthError) in
+    guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         let range: ClosedRange<Int32> = 1...600_000
         guard range.contains(apiRequestMs), range.contains(resourceDownloadMs) else {
-            throw .invalidArgument("timeouts must be 1 to 600000 ms")
+            throw AppNorthError.invalidArgument("timeouts must be 1 to 600000 ms")
         }
         opts.timeouts.apiRequestMilliseconds = Int(apiRequestMs)
         opts.timeouts.resourceDownloadMilliseconds = Int(resourceDownloadMs)
@@ -81,7 +81,7 @@ public func appnorth_client_options_set_timeouts(_ options: OpaquePointer?, _ ap
 public func appnorth_client_options_set_logger(_ options: OpaquePointer?, _ fn: appnorth_log_fn?,
                                                _ minLevel: Int32, _ userData: UnsafeMutableRawPointer?,
                                                _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    guarded(err) { () throws(AppNorthError) in
+    guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         opts.logger = try hostLogger(fn, minLevel, userData)
     }
@@ -92,7 +92,7 @@ func hostLogger(_ fn: appnorth_log_fn?, _ minLevel: Int32,
                 _ userData: UnsafeMutableRawPointer?) throws(AppNorthError) -> Logger {
     guard let fn else { return .silent }
     guard let level = LogLevel(rawValue: minLevel) else {
-        throw .invalidArgument("min_level must be APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR")
+        throw AppNorthError.invalidArgument("min_level must be APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR")
     }
     let context = HostPointer(raw: userData)
     return Logger(minimum: level) { level, message in
@@ -104,11 +104,11 @@ func hostLogger(_ fn: appnorth_log_fn?, _ minLevel: Int32,
 public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMutablePointer<OpaquePointer?>?,
                                 _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outClient?.pointee = nil
-    return guarded(err) { () throws(AppNorthError) in
+    return guarded(err) {
         let out = try required(outClient, "out_client")
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
-        guard let apiURL = opts.apiURL else { throw .invalidArgument("options have no API URL") }
-        guard let appID = opts.appID else { throw .invalidArgument("options have no App ID") }
+        guard let apiURL = opts.apiURL else { throw AppNorthError.invalidArgument("options have no API URL") }
+        guard let appID = opts.appID else { throw AppNorthError.invalidArgument("options have no App ID") }
         let configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
                                                             timeouts: opts.timeouts, logger: opts.logger)
         out.pointee = Handle.make(AppNorthClient(configuration: configuration))
@@ -124,7 +124,7 @@ public func appnorth_client_free(_ client: OpaquePointer?) {
 public func appnorth_client_scope(_ client: OpaquePointer?, _ outScope: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                   _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outScope?.pointee = nil
-    return guarded(err) { () throws(AppNorthError) in
+    return guarded(err) {
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         try returnString(outScope, "out_scope") { client.scope }
     }
@@ -134,9 +134,9 @@ public func appnorth_client_scope(_ client: OpaquePointer?, _ outScope: UnsafeMu
 public func appnorth_client_list_boards(_ client: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                         _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outJSON?.pointee = nil
-    return guarded(err) { () throws(AppNorthError) in
+    return guarded(err) {
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
-        try returnString(outJSON, "out_json") { () throws(AppNorthError) in try client.listBoards() }
+        try returnString(outJSON, "out_json") { try client.listBoards() }
     }
 }
 
@@ -145,10 +145,10 @@ public func appnorth_client_list_ideas(_ client: OpaquePointer?, _ queryJSON: Un
                                        _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                        _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outJSON?.pointee = nil
-    return guarded(err) { () throws(AppNorthError) in
+    return guarded(err) {
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         _ = try required(outJSON, "out_json")
         let query = try IdeaQuery(json: optionalString(queryJSON, "query_json"))
-        try returnString(outJSON, "out_json") { () throws(AppNorthError) in try client.listIdeas(query) }
+        try returnString(outJSON, "out_json") { try client.listIdeas(query) }
     }
 }

@@ -28,7 +28,21 @@ enum TestServer {
         return try JSON.parse(response.body)
     }
 
+    static func delete(_ path: String) throws {
+        let response = try admin.perform(HTTPRequest(method: .delete, url: try url() + path))
+        XCTAssertTrue(response.isSuccess, "admin DELETE \(path) -> \(response.status)")
+    }
+
     static func reset() throws { try post("/admin/reset") }
+
+    /// Runs `body` while the server drops every API connection without an
+    /// answer: a real network failure, on the real server's URL (so account
+    /// scopes still match after "reconnecting").
+    static func offline<T>(_ body: () throws -> T) throws -> T {
+        try post("/admin/faults", #"{"drop":true,"count":1000}"#)
+        defer { try? delete("/admin/faults") }
+        return try body()
+    }
 
     /// Creates a board; returns its id.
     static func board(_ app: String, _ name: String) throws -> String {

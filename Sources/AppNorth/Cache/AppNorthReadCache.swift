@@ -1,0 +1,170 @@
+import Synchronization
+
+/// A TTL cache of board arrays and idea arrays, 300 s by default.
+///
+/// Expired entries read as `nil`: there is no stale fallback. Keys are an
+/// account scope (server, app, account) plus, for ideas, every filter and
+/// the search query. Pagination cursors, chat messages and private report
+/// threads are never cached. Thread-safe.
+public final class AppNorthReadCache: Sendable {
+    public static let defaultTTLSeconds = 300
+
+    public let ttlSeconds: Int
+    private let storage: any AppNorthReadCacheStorage
+    private let clock: any AppNorthClock
+    private let entries: Mutex<[CacheEntry]>
+    private let gate = OperationGate()
+
+    public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
+                clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
+        guard (1...31_536_000).contains(ttlSeconds) else { throw .invalidArgument("cache TTL must be 1 to 31536000 seconds") }
+        try StorageClaims.claim(storage, as: .cache)
+        do {
+            let loaded = try storageCall("loading the read cache") { try storage.load() }
+            entries = Mutex(try loaded.map(CacheCodec.decode) ?? [])
+        } catch {
+            StorageClaims.release(storage)
+            throw error
+        }
+        self.storage = storage
+        self.ttlSeconds = ttlSeconds
+        self.clock = clock
+    }
+
+    deinit { StorageClaims.release(storage) }
+
+    // MARK: Reading
+
+    /// The fresh boards array for a scope, or nil.
+    public func boards(scope: String) -> String? {
+        fresh(kind: .boards, scope: scope, query: "")
+    }
+
+    /// The fresh ideas array for a scope and query, or nil.
+    public func ideas(scope: String, query: IdeaQuery = IdeaQuery()) -> String? {
+        fresh(kind: .ideas, scope: scope, query: query.cacheKey)
+    }
+
+    // MARK: Storing
+
+    /// Stores boards: an array, or a `{"boards":[...]}` response object.
+    public func storeBoards(_ json: String, scope: String) throws {
+        try store(kind: .boards, scope: scope, query: "", value: Self.array(from: json, member: "boards"))
+    }
+
+    /// Stores the first page of ideas for a query (queries with a cursor
+    /// are refused: only first pages are cached).
+    public func storeIdeas(_ json: String, scope: String, query: IdeaQuery = IdeaQuery()) throws {
+        guard query.cursor == nil else {
+            throw AppNorthError.invalidArgument("the cache stores first pages only: remove the cursor from the query")
+        }
+        try store(kind: .ideas, scope: scope, query: query.cacheKey, value: Self.array(from: json, member: "ideas"))
+    }
+
+    /// Removes a scope's boards and ideas.
+    public func clear(scope: String) throws {
+        try update { $0.filter { $0.scope != scope } }
+    }
+
+    // MARK: -
+
+    private func fresh(kind: CacheEntry.Kind, scope: String, query: String) -> String? {
+        let now = (clock.monotonicNanoseconds(), clock.wallMilliseconds())
+        return entries.withLock { list in
+            list.first { $0.kind == kind && $0.scope == scope && $0.query == query && isFresh($0, now: now) }?.value
+        }
+    }
+
+    /// Monotonic age when the entry was stored by this process (wall-clock
+    /// jumps cannot make it look fresh); wall age otherwise, where a time in
+    /// the future counts as expired.
+    private func isFresh(_ entry: CacheEntry, now: (mono: UInt64, wall: Int64)) -> Bool {
+        let ttlMs = Int64(ttlSeconds) * 1000
+        if let storedMono = entry.storedMono {
+            return now.mono >= storedMono && Int64((now.mono - storedMono) / 1_000_000) < ttlMs
+        }
+        let age = now.wall - entry.storedWallMs
+        return age >= 0 && age < ttlMs
+    }
+
+    private func store(kind: CacheEntry.Kind, scope: String, query: String, value: String) throws {
+        guard !scope.isEmpty else { throw AppNorthError.invalidArgument("scope is empty") }
+        let entry = CacheEntry(kind: kind, scope: scope, query: query, value: value,
+                               storedWallMs: clock.wallMilliseconds(), storedMono: clock.monotonicNanoseconds())
+        let now = (clock.monotonicNanoseconds(), clock.wallMilliseconds())
+        try update { list in
+            // Replace the same key and drop what has expired.
+            list.filter { !($0.kind == kind && $0.scope == scope && $0.query == query) && isFresh($0, now: now) } + [entry]
+        }
+    }
+
+    private func update(_ change: ([CacheEntry]) -> [CacheEntry]) throws {
+        try gate.run("the read cache") {
+            let after = change(entries.withLock { $0 })
+            let blob = after.isEmpty ? nil : CacheCodec.encode(after)
+            try storageCall("saving the read cache") { try storage.save(blob) }
+            entries.withLock { $0 = after }
+        }
+    }
+
+    /// The array to cache: the text itself if it is an array, else the
+    /// named member of a response object.
+    static func array(from json: String, member: String) throws(AppNorthError) -> String {
+        let parsed = try JSON.parse(json, what: member)
+        if parsed.kind == .array { return json }
+        guard parsed.kind == .object, let array = parsed[member], array.kind == .array else {
+            throw .invalidJSON("\(member) must be a JSON array or an object with a \"\(member)\" array", position: 0)
+        }
+        return array.serialized()
+    }
+}
+
+struct CacheEntry: Sendable {
+    enum Kind: String, Sendable { case boards, ideas }
+    let kind: Kind
+    let scope: String
+    let query: String
+    let value: String
+    let storedWallMs: Int64
+    /// Set for entries stored by this process; nil for loaded ones.
+    let storedMono: UInt64?
+}
+
+enum CacheCodec {
+    static let format = "appnorth.read-cache"
+    static let version: Int64 = 1
+
+    static func encode(_ entries: [CacheEntry]) -> [UInt8] {
+        let root = JSON.object()
+        root.set("format", .string(format))
+        root.set("version", .int(version))
+        let list = JSON.array()
+        for e in entries {
+            let item = JSON.object()
+            item.set("kind", .string(e.kind.rawValue))
+            item.set("scope", .string(e.scope))
+            item.set("query", .string(e.query))
+            item.set("value", .string(e.value))
+            item.set("stored_ms", .int(e.storedWallMs))
+            list.append(item)
+        }
+        root.set("entries", list)
+        return Array(root.serialized().utf8)
+    }
+
+    /// A cache may be rebuilt from the network, so unreadable entries are
+    /// skipped; a blob of another kind is still refused.
+    static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [CacheEntry] {
+        guard let root = try? JSON.parse(bytes) else { return [] }
+        guard root["format"]?.stringValue == format else {
+            throw .storage("the storage does not hold a read cache (format \(root["format"]?.stringValue ?? "unknown"))")
+        }
+        guard (root["version"]?.intValue ?? .max) <= version else { return [] }
+        return (root["entries"]?.arrayElements ?? []).compactMap { item in
+            guard let kind = item["kind"]?.stringValue.flatMap(CacheEntry.Kind.init(rawValue:)),
+                  let scope = item["scope"]?.stringValue, let query = item["query"]?.stringValue,
+                  let value = item["value"]?.stringValue, let stored = item["stored_ms"]?.intValue else { return nil }
+            return CacheEntry(kind: kind, scope: scope, query: query, value: value, storedWallMs: stored, storedMono: nil)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+/// One queued write: what to send, with which key, for which account scope.
+/// Never holds a credential token.
+public struct QueueEntry: Sendable, Equatable {
+    public let id: String
+    /// "<api url>|<app id>|<lowercased email or anonymous>"
+    public let scope: String
+    public let kind: String
+    /// API path under /v1/apps/{app}.
+    public let path: String
+    /// The JSON request body, exactly as first built.
+    public let body: [UInt8]
+    public let idempotencyKey: String
+    public let createdMs: Int64
+}
+
+/// The queue's stored blob: a tagged, versioned JSON document.
+enum QueueCodec {
+    static let format = "appnorth.offline-queue"
+    static let version: Int64 = 1
+
+    static func encode(_ entries: [QueueEntry]) -> [UInt8] {
+        let root = JSON.object()
+        root.set("format", .string(format))
+        root.set("version", .int(version))
+        let list = JSON.array()
+        for e in entries {
+            let item = JSON.object()
+            item.set("id", .string(e.id))
+            item.set("scope", .string(e.scope))
+            item.set("kind", .string(e.kind))
+            item.set("path", .string(e.path))
+            item.set("body", .string(String(decoding: e.body, as: UTF8.self)))
+            item.set("idempotency_key", .string(e.idempotencyKey))
+            item.set("created_ms", .int(e.createdMs))
+            list.append(item)
+        }
+        root.set("entries", list)
+        return Array(root.serialized().utf8)
+    }
+
+    /// Refuses anything it does not fully understand rather than dropping
+    /// entries: a newer format or a cache's blob is an error, not an empty
+    /// queue.
+    static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [QueueEntry] {
+        let root: JSON
+        do {
+            root = try JSON.parse(bytes, what: "stored offline queue")
+        } catch {
+            throw .storage(error.message)
+        }
+        guard root["format"]?.stringValue == format else {
+            throw .storage("the storage does not hold an offline queue (format \(root["format"]?.stringValue ?? "unknown"))")
+        }
+        guard let version = root["version"]?.intValue, version <= Self.version else {
+            throw .storage("the stored offline queue has a newer format version than this library reads")
+        }
+        var entries: [QueueEntry] = []
+        for item in root["entries"]?.arrayElements ?? [] {
+            guard let id = item["id"]?.stringValue, let scope = item["scope"]?.stringValue,
+                  let kind = item["kind"]?.stringValue, let path = item["path"]?.stringValue,
+                  let body = item["body"]?.stringValue, let key = item["idempotency_key"]?.stringValue,
+                  let created = item["created_ms"]?.intValue else {
+                throw .storage("a stored offline queue entry is incomplete")
+            }
+            entries.append(QueueEntry(id: id, scope: scope, kind: kind, path: path, body: Array(body.utf8),
+                                      idempotencyKey: key, createdMs: created))
+        }
+        return entries
+    }
+}

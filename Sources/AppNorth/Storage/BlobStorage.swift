@@ -1,0 +1,96 @@
+import Synchronization
+
+/// Where the offline queue keeps its entries: one blob, loaded at open and
+/// replaced on every change. `save(nil)` erases it. Implement it with your
+/// app's protected storage; the built-in ones are `MemoryStorage` and
+/// `SQLiteBlobStorage`. Do not store credentials alongside it.
+public protocol AppNorthOfflineQueueStorage: AnyObject, Sendable {
+    func load() throws -> [UInt8]?
+    func save(_ data: [UInt8]?) throws
+}
+
+/// Where the read cache keeps its entries. Same shape as the queue's, but
+/// use separate instances: the formats differ, and one instance given to
+/// both is refused.
+public protocol AppNorthReadCacheStorage: AnyObject, Sendable {
+    func load() throws -> [UInt8]?
+    func save(_ data: [UInt8]?) throws
+}
+
+/// Storage in memory only.
+public final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
+    private let data = Mutex<[UInt8]?>(nil)
+    public init() {}
+    public func load() throws -> [UInt8]? { data.withLock { $0 } }
+    public func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
+}
+
+/// Storage as one row of the data directory's SQLite database.
+public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
+    private let store: SQLiteStore
+    private let name: String
+    private let clock: any AppNorthClock
+
+    public init(store: SQLiteStore, name: String, clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
+        guard (1...64).contains(name.utf8.count),
+              name.utf8.allSatisfy({ b in
+                  (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(b)
+                      || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || b == UInt8(ascii: ".")
+                      || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
+              }) else {
+            throw .invalidArgument("storage name must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+        }
+        self.store = store
+        self.name = name
+        self.clock = clock
+    }
+
+    public func load() throws -> [UInt8]? {
+        try store.kvGet(namespace: "blob", key: name)?.value
+    }
+
+    public func save(_ data: [UInt8]?) throws {
+        if let data {
+            try store.kvPut(namespace: "blob", key: name, value: data, updatedMs: clock.wallMilliseconds())
+        } else {
+            try store.kvDelete(namespace: "blob", key: name)
+        }
+    }
+}
+
+/// Which component uses a storage instance. A storage serves one queue or
+/// one cache at a time: two users would each hold their own in-memory copy
+/// and overwrite each other's blob.
+enum StorageClaims {
+    enum Role: String { case queue = "an offline queue", cache = "a read cache" }
+    private static let claims = Mutex<[ObjectIdentifier: Role]>([:])
+
+    static func claim(_ storage: AnyObject, as role: Role) throws(AppNorthError) {
+        let id = ObjectIdentifier(storage)
+        let existing = claims.withLock { table -> Role? in
+            if let current = table[id] { return current }
+            table[id] = role
+            return nil
+        }
+        if let existing {
+            throw .wrongState("this storage is already used by \(existing.rawValue); give \(role.rawValue) its own storage")
+        }
+    }
+
+    static func release(_ storage: AnyObject) {
+        _ = claims.withLock { $0.removeValue(forKey: ObjectIdentifier(storage)) }
+    }
+}
+
+/// Turns a storage implementation's error into the core's taxonomy.
+func storageCall<T>(_ what: String, _ body: () throws -> T) throws(AppNorthError) -> T {
+    do {
+        return try body()
+    } catch let error as AppNorthError {
+        if case .storage = error { throw error }
+        if case .wrongState = error { throw error }
+        throw .storage("\(what) failed: \(error.message)")
+    } catch {
+        throw .storage("\(what) failed: \(error)")
+    }
+}

@@ -1,0 +1,248 @@
+import XCTest
+import Synchronization
+@testable import AppNorth
+
+/// The seed's offline-queue rules, one test per rule, against the real server.
+final class OfflineQueueTests: XCTestCase {
+    var ideaID = ""
+
+    override func setUp() async throws {
+        try TestServer.reset()
+        let board = try TestServer.board("swift", "Features")
+        try TestServer.idea("swift", board: board, title: "Dark mode")
+        let ideas = try JSON.parse(try TestServer.client().listIdeas())
+        ideaID = ideas["ideas"]?.arrayElements.first?["id"]?.stringValue ?? ""
+    }
+
+
+    func serverComments() throws -> [JSON] {
+        try TestServer.get("/admin/apps/swift/state")["comments"]?.arrayElements ?? []
+    }
+
+    func testVerify1_OfflineSubmitReturnsFalseAndQueuesOne() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let submitted = try TestServer.offline {
+            try queue.submitComment(using: try TestServer.client(), handle: ideaID, body: "hello", idempotencyKey: "k1")
+        }
+        XCTAssertFalse(submitted)
+        XCTAssertEqual(try queue.pendingCount(), 1)
+        XCTAssertEqual(try serverComments().count, 0)
+    }
+
+    func testVerify2_FlushAfterReconnectSendsOnceAndEmpties() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        try TestServer.offline {
+            XCTAssertFalse(try queue.submitComment(using: client, handle: ideaID, body: "hello", idempotencyKey: "k2"))
+        }
+        XCTAssertEqual(try queue.flush(using: client), 1)
+        XCTAssertEqual(try queue.pendingCount(), 0)
+        let comments = try serverComments()
+        XCTAssertEqual(comments.count, 1)
+        XCTAssertEqual(comments.first?["body"]?.stringValue, "hello")
+    }
+
+    func testVerify3_AnotherAccountNeverSendsTheOldEntry() throws {
+        try TestServer.post("/admin/users", #"{"app":"swift","email":"ada@example.com","token":"a"}"#)
+        try TestServer.post("/admin/users", #"{"app":"swift","email":"bob@example.com","token":"b"}"#)
+        let ada = try TestServer.client(credential: AppNorthCredential(email: "Ada@Example.com", token: "a"))
+        let bob = try TestServer.client(credential: AppNorthCredential(email: "bob@example.com", token: "b"))
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        try TestServer.offline {
+            XCTAssertFalse(try queue.submitComment(using: ada, handle: ideaID, body: "from ada"))
+        }
+
+        XCTAssertEqual(try queue.flush(using: bob), 0, "bob's flush skips ada's entry")
+        XCTAssertEqual(try serverComments().count, 0)
+        XCTAssertEqual(try queue.pendingCount(), 1, "pendingCount counts every scope")
+
+        XCTAssertEqual(try queue.flush(using: ada), 1)
+        XCTAssertEqual(try serverComments().first?["author"]?.stringValue, "ada@example.com")
+    }
+
+    func testOnlyNetworkFailuresQueue() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        try TestServer.post("/admin/faults", #"{"status":503,"count":1}"#)
+        XCTAssertThrowsError(try queue.submitComment(using: client, handle: ideaID, body: "x")) {
+            guard case AppNorthError.server(_, 503) = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try queue.submitComment(using: client, handle: "i_missing", body: "x")) {
+            guard case AppNorthError.notFound = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try queue.submitComment(using: client, handle: ideaID, body: "   ")) {
+            guard case AppNorthError.validation = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try queue.pendingCount(), 0)
+    }
+
+    func testFullQueueThrowsFullAndKeepsWhatItHas() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage(), limit: 2)
+        let client = try TestServer.client()
+        for i in 0..<2 {
+            try TestServer.offline {
+                XCTAssertFalse(try queue.submitComment(using: client, handle: ideaID, body: "c\(i)"))
+            }
+        }
+        try TestServer.offline {
+            XCTAssertThrowsError(try queue.submitComment(using: client, handle: ideaID, body: "c3")) {
+                XCTAssertEqual($0 as? AppNorthOfflineQueueError, .full)
+            }
+        }
+        XCTAssertEqual(try queue.pendingCount(), 2)
+        XCTAssertEqual(AppNorthOfflineQueue.defaultLimit, 50)
+    }
+
+    func testFlushStopsAtTheFirstNetworkFailureAndKeepsTheRest() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        for i in 0..<3 {
+            try TestServer.offline {
+                _ = try queue.submitComment(using: client, handle: ideaID, body: "c\(i)")
+            }
+        }
+        try TestServer.offline {
+            XCTAssertEqual(try queue.flush(using: client), 0)
+        }
+        XCTAssertEqual(try queue.pendingCount(), 3)
+        XCTAssertEqual(try queue.flush(using: client), 3)
+        XCTAssertEqual(try serverComments().compactMap { $0["body"]?.stringValue }, ["c0", "c1", "c2"], "replayed in order")
+    }
+
+    func testFlushErrorLeavesTheFailingEntryPending() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        for i in 0..<2 {
+            try TestServer.offline {
+                _ = try queue.submitComment(using: client, handle: ideaID, body: "c\(i)")
+            }
+        }
+        try TestServer.post("/admin/faults", #"{"status":500,"count":1}"#)
+        XCTAssertThrowsError(try queue.flush(using: client)) {
+            guard case AppNorthError.server = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try queue.pendingCount(), 2)
+    }
+
+    func testReplayUsesTheOriginalKeySoTheServerAppliesItOnce() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        try TestServer.offline {
+            _ = try queue.submitComment(using: client, handle: ideaID, body: "once", idempotencyKey: "same-key")
+        }
+        // As if a previous process sent it and was killed before removing it.
+        try client.submitComment(handle: ideaID, body: "once", idempotencyKey: "same-key")
+        XCTAssertEqual(try queue.flush(using: client), 1)
+        XCTAssertEqual(try serverComments().count, 1)
+    }
+
+    func testEntriesSurviveARestartAndNeverHoldTheToken() throws {
+        let folder = "/tmp/appnorth-queue-\(getpid())-\(Random.hexToken(bytes: 4))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        try TestServer.post("/admin/users", #"{"app":"swift","email":"ada@example.com","token":"secret-token-123"}"#)
+        let ada = try TestServer.client(credential: AppNorthCredential(email: "ada@example.com", token: "secret-token-123"))
+        do {
+            let store = try SQLiteStore(directory: DataDirectory(path: folder))
+            let queue = try AppNorthOfflineQueue(storage: try SQLiteBlobStorage(store: store, name: "queue"))
+            try TestServer.offline {
+                XCTAssertFalse(try queue.submitComment(using: ada, handle: ideaID, body: "persisted"))
+            }
+        }
+        let store = try SQLiteStore(directory: DataDirectory(path: folder))
+        let storage = try SQLiteBlobStorage(store: store, name: "queue")
+        let blob = String(decoding: try storage.load() ?? [], as: UTF8.self)
+        XCTAssertFalse(blob.contains("secret-token-123"), "the token is never stored")
+        XCTAssertTrue(blob.contains("ada@example.com"), "the scope is")
+        let reopened = try AppNorthOfflineQueue(storage: storage)
+        XCTAssertEqual(try reopened.pendingCount(), 1)
+        XCTAssertEqual(try reopened.flush(using: ada), 1)
+    }
+
+    func testDiscardPerScopeAndInTotal() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let anonymous = try TestServer.client()
+        for _ in 0..<2 {
+            try TestServer.offline {
+                _ = try queue.submitComment(using: anonymous, handle: ideaID, body: "x")
+            }
+        }
+        XCTAssertEqual(try queue.discard(scope: "http://other|swift|anonymous"), 0)
+        XCTAssertEqual(try queue.discard(scope: anonymous.scope), 2)
+        try TestServer.offline {
+            _ = try queue.submitComment(using: anonymous, handle: ideaID, body: "x")
+        }
+        XCTAssertEqual(try queue.discard(scope: nil), 1)
+        XCTAssertEqual(try queue.pendingCount(), 0)
+    }
+
+    func testErasingStorageDoesNotClearALoadedQueue() throws {
+        let storage = MemoryStorage()
+        let queue = try AppNorthOfflineQueue(storage: storage)
+        try TestServer.offline {
+            _ = try queue.submitComment(using: try TestServer.client(), handle: ideaID, body: "x")
+        }
+        try storage.save(nil)
+        XCTAssertEqual(try queue.pendingCount(), 1, "documented: the loaded entries stay")
+    }
+
+    func testOneStorageCannotServeAQueueAndACache() throws {
+        let storage = MemoryStorage()
+        let queue = try AppNorthOfflineQueue(storage: storage)
+        XCTAssertThrowsError(try AppNorthReadCache(storage: storage)) {
+            guard case AppNorthError.wrongState = $0 else { return XCTFail("\($0)") }
+        }
+        _ = queue
+    }
+
+    func testAQueueRefusesACacheBlob() throws {
+        let storage = MemoryStorage()
+        try storage.save(CacheCodec.encode([]))
+        XCTAssertThrowsError(try AppNorthOfflineQueue(storage: storage)) {
+            guard case AppNorthError.storage(let message) = $0 else { return XCTFail("\($0)") }
+            XCTAssertTrue(message.contains("does not hold an offline queue"), message)
+        }
+        XCTAssertEqual(try storage.load().map { String(decoding: $0, as: UTF8.self).contains("read-cache") }, true,
+                       "the foreign blob is left as it was")
+    }
+
+    func testAFailingSaveKeepsMemoryAndStorageEqual() throws {
+        final class FailingStorage: AppNorthOfflineQueueStorage, @unchecked Sendable {
+            var fail = false
+            var data: [UInt8]?
+            func load() throws -> [UInt8]? { data }
+            func save(_ d: [UInt8]?) throws {
+                if fail { throw AppNorthError.storage("disk full") }
+                data = d
+            }
+        }
+        let storage = FailingStorage()
+        let queue = try AppNorthOfflineQueue(storage: storage)
+        storage.fail = true
+        try TestServer.offline {
+            XCTAssertThrowsError(try queue.submitComment(using: try TestServer.client(), handle: ideaID, body: "x")) {
+                guard case AppNorthError.storage = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        XCTAssertEqual(try queue.pendingCount(), 0)
+    }
+
+    func testAStorageCallbackCallingBackIntoTheQueueFailsInsteadOfDeadlocking() throws {
+        final class ReentrantStorage: AppNorthOfflineQueueStorage, @unchecked Sendable {
+            weak var queue: AppNorthOfflineQueue?
+            var reentryError: Error?
+            func load() throws -> [UInt8]? { nil }
+            func save(_ d: [UInt8]?) throws {
+                do { _ = try queue?.discard(scope: nil) } catch { reentryError = error }
+            }
+        }
+        let storage = ReentrantStorage()
+        let queue = try AppNorthOfflineQueue(storage: storage)
+        storage.queue = queue
+        try TestServer.offline {
+            _ = try queue.submitComment(using: try TestServer.client(), handle: ideaID, body: "x")
+        }
+        guard case AppNorthError.wrongState? = storage.reentryError as? AppNorthError else {
+            return XCTFail("expected wrongState, got \(String(describing: storage.reentryError))")
+        }
+    }
+}

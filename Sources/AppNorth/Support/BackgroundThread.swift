@@ -1,0 +1,130 @@
+import Glibc
+import Synchronization
+
+/// A mutex and condition variable pair for a thread that sleeps until it is
+/// woken or a timeout passes. Wake-ups are remembered, so one sent before
+/// the sleeper waits is not lost. Timeouts use the monotonic clock.
+final class WakeSignal: @unchecked Sendable {
+    // @unchecked: pthread objects at stable heap addresses, used only
+    // through pthread calls.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private var pending = false
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        cond = .allocate(capacity: 1)
+        cond.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Wakes the sleeper (or the next one to sleep).
+    func wake() {
+        pthread_mutex_lock(mutex)
+        pending = true
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Sleeps until woken or `milliseconds` pass (nil: no timeout).
+    /// Returns true when woken.
+    @discardableResult
+    func wait(milliseconds: Int?) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if let milliseconds {
+            var deadline = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
+            let ms = max(0, milliseconds)
+            deadline.tv_sec += ms / 1000
+            deadline.tv_nsec += (ms % 1000) * 1_000_000
+            if deadline.tv_nsec >= 1_000_000_000 {
+                deadline.tv_sec += 1
+                deadline.tv_nsec -= 1_000_000_000
+            }
+            while !pending {
+                if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
+            }
+        } else {
+            while !pending { pthread_cond_wait(cond, mutex) }
+        }
+        let woken = pending
+        pending = false
+        return woken
+    }
+}
+
+/// A library-owned thread (event uploads, config stream). `stop()` asks it
+/// to end, wakes it and joins it, so that no library thread outlives the
+/// handle that owns it: a host that closes a handle, or a Python binding
+/// that closes handles at interpreter exit, never has library code running
+/// afterwards.
+final class BackgroundThread: @unchecked Sendable {
+    // @unchecked: `thread` is written once before any other thread can see
+    // this object, and read only by stop().
+    let name: String
+    let signal = WakeSignal()
+    private let stopping = Atomic<Bool>(false)
+    private let joined = Atomic<Bool>(false)
+    private var thread = pthread_t()
+    private let body: @Sendable (BackgroundThread) -> Void
+
+    /// Starts the thread at once.
+    init(name: String, body: @escaping @Sendable (BackgroundThread) -> Void) throws(AppNorthError) {
+        self.name = name
+        self.body = body
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<BackgroundThread>.fromOpaque(raw!).takeRetainedValue()
+            me.body(me)
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<BackgroundThread>.fromOpaque(context).release()
+            throw .internal("cannot start the \(name) thread (error \(rc))")
+        }
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Wakes the thread early from `sleep`.
+    func wake() { signal.wake() }
+
+    /// Sleeps up to `milliseconds` or until woken. Returns false when the
+    /// thread should end.
+    func sleep(milliseconds: Int?) -> Bool {
+        if isStopping { return false }
+        signal.wait(milliseconds: milliseconds)
+        return !isStopping
+    }
+
+    /// True when called on this thread (for instance from a host callback
+    /// that the thread is running).
+    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
+    /// Ends the thread and waits for it, unless called from the thread
+    /// itself (then it ends when its body returns). Idempotent.
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        signal.wake()
+        guard joined.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        if isCurrent {
+            pthread_detach(thread)  // it ends when its body returns
+        } else {
+            pthread_join(thread, nil)
+        }
+    }
+}

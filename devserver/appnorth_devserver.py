@@ -1426,7 +1426,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self._run_stream(response)
             elif response is not None:
                 if log is not None:
+                    # Log before answering: a client that got its answer
+                    # must find its request in the log.
                     log["status"] = response.status
+                    self._finish_log(log, started)
+                    log = None
                 self._send(response)
         finally:
             if log is not None:

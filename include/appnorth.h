@@ -109,7 +109,9 @@ enum {
     /** The call is not allowed in the handle's current state. */
     APPNORTH_E_WRONG_STATE = 14,
     /** A bug or an impossible condition inside the library. */
-    APPNORTH_E_INTERNAL = 15
+    APPNORTH_E_INTERNAL = 15,
+    /** The operation did not finish within the time the caller allowed. */
+    APPNORTH_E_TIMEOUT = 16
 };
 
 /**
@@ -660,6 +662,211 @@ APPNORTH_API int32_t appnorth_read_boards(appnorth_cache *cache, appnorth_client
 APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client *client,
                                          const char *query_json, appnorth_read_fn fn,
                                          void *user_data, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * Analytics events
+ *
+ * appnorth_events_track() writes the event to the data directory's SQLite
+ * database (WAL) before it returns: it survives the host being killed right
+ * after. One library thread, started by appnorth_events_new() and stopped
+ * by appnorth_events_close()/appnorth_events_free(), uploads the queue:
+ * every 30 s, as soon as 20 events wait, or when appnorth_events_flush()
+ * asks; batches hold 100 events on Wi-Fi, 50 on cellular, 20 on expensive
+ * cellular or an unknown network. Only that thread uploads, so two flushes
+ * never send the same event at once.
+ *
+ * Responses: 2xx removes the batch; 408, 429 (honouring Retry-After, in
+ * seconds or as an HTTP date, capped), 5xx and network errors keep it and
+ * retry 3 times after 1 s, 2 s and 4 s (with jitter), then wait for the
+ * next cycle; 413 splits the batch in halves and drops a single event that
+ * is still too large; any other 4xx discards the batch. Every failed request
+ * counts toward the circuit breaker; 5 in a row pause uploads until
+ * appnorth_events_start_session() or appnorth_events_foreground(). One
+ * success resets the count.
+ *
+ * At most 10,000 events and 5 MB are kept; past either, the oldest are
+ * dropped and counted. Each event carries a UUIDv7 id (the server
+ * deduplicates on it), a timestamp, the anonymous id, the user id if set,
+ * and the session id. Properties are sent exactly as the host wrote them.
+ *
+ * Consent: before any choice, events are queued (unless the
+ * require_consent option is set: then nothing is stored until consent is
+ * granted). Revoking drops new events silently and purges the queue.
+ * The choice is persisted.
+ *
+ * Identity values (anonymous id, user id, push token) live in a secure
+ * store: by default `identity.json` (0600) in the data directory (0700), or
+ * the host's callbacks. They never appear in logs or error messages.
+ *
+ * Thread-safe. Log lines go to the logger of the client given in the
+ * options, from any thread.
+ * --------------------------------------------------------------------- */
+
+typedef struct appnorth_events_options appnorth_events_options;
+typedef struct appnorth_events appnorth_events;
+
+/** Network types for batch sizing. */
+enum {
+    APPNORTH_NETWORK_UNKNOWN = 0,
+    APPNORTH_NETWORK_WIFI = 1,
+    APPNORTH_NETWORK_CELLULAR = 2,
+    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3
+};
+
+/** Consent states. */
+enum {
+    APPNORTH_CONSENT_UNKNOWN = -1,
+    APPNORTH_CONSENT_REVOKED = 0,
+    APPNORTH_CONSENT_GRANTED = 1
+};
+
+/**
+ * Host secure storage for identity values. `key` is one of "anonymous_id",
+ * "user_id", "push_token".
+ * get: put the value's UTF-8 bytes into `out` with appnorth_buffer_set(), or
+ *   leave it untouched when there is none; return 0, non-zero on failure.
+ * set: store `value` (NUL-terminated UTF-8), or delete the key when value
+ *   is NULL; return 0, non-zero on failure.
+ * They run on the thread that called the events function.
+ */
+typedef int32_t (*appnorth_secure_get_fn)(void *user_data, const char *key, appnorth_buffer *out);
+typedef int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value);
+
+/** Options with the seed's defaults. Not thread-safe. Free with
+ *  appnorth_events_options_free(). */
+APPNORTH_API appnorth_events_options *appnorth_events_options_new(void);
+APPNORTH_API void appnorth_events_options_free(appnorth_events_options *options);
+
+/** Required: the client whose API URL, App ID, credential and logger
+ *  uploads use. The events handle keeps its own reference. */
+APPNORTH_API int32_t appnorth_events_options_set_client(appnorth_events_options *options,
+                                                        appnorth_client *client,
+                                                        appnorth_error *err);
+
+/** Required: the data directory (created 0700 if needed). */
+APPNORTH_API int32_t appnorth_events_options_set_data_dir(appnorth_events_options *options,
+                                                          const char *data_dir, appnorth_error *err);
+
+/** flush_interval_ms: automatic flush period (default 30000; 10 to
+ *  86400000). batch_threshold: queued events that start a flush at once
+ *  (default 20; 1 to 10000). */
+APPNORTH_API int32_t appnorth_events_options_set_flush_policy(appnorth_events_options *options,
+                                                              int32_t flush_interval_ms,
+                                                              int32_t batch_threshold,
+                                                              appnorth_error *err);
+
+/** Queue limits: max_events (default 10000), max_bytes (default 5242880),
+ *  max_event_bytes, the largest single event accepted by track (default
+ *  65536). */
+APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options *options,
+                                                        int32_t max_events, int64_t max_bytes,
+                                                        int32_t max_event_bytes, appnorth_error *err);
+
+/** Retry policy: base_delay_ms (default 1000: retries after 1, 2 and 4 s),
+ *  retries (default 3), retry_after_cap_ms (default 120000),
+ *  breaker_threshold (default 5). Tests shorten the delays with it. */
+APPNORTH_API int32_t appnorth_events_options_set_retry(appnorth_events_options *options,
+                                                       int32_t base_delay_ms, int32_t retries,
+                                                       int32_t retry_after_cap_ms,
+                                                       int32_t breaker_threshold, appnorth_error *err);
+
+/** 1: store nothing until consent is granted. 0 (default): queue events
+ *  until consent is revoked. */
+APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events_options *options,
+                                                                 int32_t require, appnorth_error *err);
+
+/** Keep identity values in the host's secure storage instead of the 0600
+ *  file. get, set: required; release: optional, called once with user_data
+ *  when the events handle is freed. */
+APPNORTH_API int32_t appnorth_events_options_set_secure_store(appnorth_events_options *options,
+                                                              appnorth_secure_get_fn get,
+                                                              appnorth_secure_set_fn set,
+                                                              appnorth_release_fn release,
+                                                              void *user_data, appnorth_error *err);
+
+/** Open the event queue and start its upload thread. */
+APPNORTH_API int32_t appnorth_events_new(const appnorth_events_options *options,
+                                         appnorth_events **out_events, appnorth_error *err);
+
+/**
+ * Stop the upload thread without flushing (queued events stay on disk;
+ * an upload in progress is aborted within about a second) and free the
+ * handle. NULL is a no-op. Do not call it from a log callback.
+ */
+APPNORTH_API void appnorth_events_free(appnorth_events *events);
+
+/**
+ * Flush for up to timeout_ms (0: no flush), then stop the upload thread.
+ * Later calls on the handle return APPNORTH_E_WRONG_STATE; free it with
+ * appnorth_events_free().
+ */
+APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t timeout_ms,
+                                           appnorth_error *err);
+
+/**
+ * Queue an event. name: 1 to 256 characters. properties_json: NULL or a
+ * JSON object, stored and sent exactly as given. When consent is revoked
+ * (or not yet given with require_consent) the event is dropped silently:
+ * the call returns APPNORTH_OK and *out_queued (optional) is 0.
+ * Returns APPNORTH_E_TOO_LARGE for an event over max_event_bytes.
+ * Cost: one SQLite insert (WAL); no network.
+ */
+APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
+                                           const char *properties_json, int32_t *out_queued,
+                                           appnorth_error *err);
+
+/**
+ * Upload everything now and wait up to timeout_ms. Returns the error that
+ * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
+ * while the circuit breaker pauses uploads, or APPNORTH_E_TIMEOUT.
+ */
+APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
+                                           appnorth_error *err);
+
+/** Set the network type (APPNORTH_NETWORK_*), which sets the batch size. */
+APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
+                                                      appnorth_error *err);
+
+/** A new app session: new session id; uploads resume if paused. */
+APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appnorth_error *err);
+
+/** The app came to the foreground: uploads resume and a flush starts. */
+APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);
+
+/** Grant (1) or revoke (0) analytics consent; persisted. Revoking purges
+ *  the queue. */
+APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
+                                                 appnorth_error *err);
+
+/** The consent state: APPNORTH_CONSENT_UNKNOWN, _REVOKED or _GRANTED. */
+APPNORTH_API int32_t appnorth_events_consent(appnorth_events *events, int32_t *out_state,
+                                             appnorth_error *err);
+
+/** Set the user id (1 to 256 bytes), kept in the secure store. */
+APPNORTH_API int32_t appnorth_events_identify(appnorth_events *events, const char *user_id,
+                                              appnorth_error *err);
+
+/** Clear the user id (logout). The anonymous id stays. */
+APPNORTH_API int32_t appnorth_events_reset(appnorth_events *events, appnorth_error *err);
+
+/** Set (or with NULL, clear) the push token, kept in the secure store. */
+APPNORTH_API int32_t appnorth_events_set_push_token(appnorth_events *events, const char *token,
+                                                    appnorth_error *err);
+
+/** The anonymous id, made on first use and persisted. *out_id: freed with
+ *  appnorth_string_free(). */
+APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char **out_id,
+                                                  appnorth_error *err);
+
+/**
+ * Queue statistics as JSON: {"queued","queued_bytes","dropped":{"queue_limit",
+ * "client_error","payload_too_large","consent"},"breaker":{"open",
+ * "consecutive_failures","threshold"},"last_error":{...}|null,
+ * "last_flush_ms"|null,"last_attempt_ms"|null,"network_type","batch_size",
+ * "consent"}. Drop counts cover this handle's lifetime.
+ */
+APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_json,
+                                           appnorth_error *err);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@ extension AppNorthError {
         case .http: return Int32(APPNORTH_E_HTTP)
         case .storage: return Int32(APPNORTH_E_STORAGE)
         case .wrongState: return Int32(APPNORTH_E_WRONG_STATE)
+        case .timeout: return Int32(APPNORTH_E_TIMEOUT)
         case .internal: return Int32(APPNORTH_E_INTERNAL)
         }
     }

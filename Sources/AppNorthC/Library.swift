@@ -35,6 +35,7 @@ private func statusName(_ code: Int32) -> StaticString {
     case APPNORTH_E_QUEUE_FULL: return "queue full"
     case APPNORTH_E_WRONG_STATE: return "wrong state"
     case APPNORTH_E_INTERNAL: return "internal error"
+    case APPNORTH_E_TIMEOUT: return "timeout"
     default: return "unknown status"
     }
 }

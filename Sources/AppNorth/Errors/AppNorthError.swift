@@ -31,6 +31,8 @@ public enum AppNorthError: Error, Sendable, Equatable {
     case storage(String)
     /// The call is not allowed in the current state (for instance, closed).
     case wrongState(String)
+    /// The operation did not finish within the time the caller allowed.
+    case timeout(String)
     /// A bug or an impossible condition.
     case `internal`(String)
 
@@ -39,7 +41,7 @@ public enum AppNorthError: Error, Sendable, Equatable {
         switch self {
         case .network(let m), .invalidArgument(let m), .invalidUTF8(let m),
              .notFound(let m), .conflict(let m), .storage(let m),
-             .wrongState(let m), .internal(let m):
+             .wrongState(let m), .timeout(let m), .internal(let m):
             return m
         case .invalidJSON(let m, _), .tooLarge(let m, _), .validation(let m, _),
              .authentication(let m, _), .server(let m, _), .http(let m, _):

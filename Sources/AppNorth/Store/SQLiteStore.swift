@@ -21,6 +21,17 @@ public final class SQLiteStore: Sendable {
             PRIMARY KEY (namespace, key)
         );
         """,
+        // 2: the analytics event queue. `seq` orders events oldest first;
+        // `id` is the UUIDv7 the server deduplicates on; `payload` is the
+        // event's JSON object exactly as it will be uploaded.
+        """
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            payload BLOB NOT NULL,
+            bytes INTEGER NOT NULL
+        );
+        """,
     ]
 
     public static var schemaVersion: Int { migrations.count }

@@ -128,3 +128,66 @@ final class BackgroundThread: @unchecked Sendable {
         }
     }
 }
+
+/// A counter that threads can wait to reach: flush callers wait for the
+/// upload thread to finish the cycle they asked for.
+final class GenerationWaiter: @unchecked Sendable {
+    // @unchecked: `value` is only touched with the mutex held.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private var value: UInt64 = 0
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        cond = .allocate(capacity: 1)
+        cond.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    var current: UInt64 {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return value
+    }
+
+    /// Moves the counter to at least `target` and wakes every waiter.
+    func advance(to target: UInt64) {
+        pthread_mutex_lock(mutex)
+        if target > value { value = target }
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits until the counter reaches `target` or `milliseconds` pass.
+    /// Returns true when it was reached.
+    func wait(for target: UInt64, milliseconds: Int) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let ms = max(0, milliseconds)
+        deadline.tv_sec += ms / 1000
+        deadline.tv_nsec += (ms % 1000) * 1_000_000
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while value < target {
+            if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return value >= target
+    }
+}

@@ -30,8 +30,11 @@ public final class HTTPTransport: Sendable {
     /// Sends a request and collects the whole response. Throws `.network`
     /// when no HTTP response arrived; any status, including errors, is a
     /// response.
-    public func perform(_ request: HTTPRequest) throws(AppNorthError) -> HTTPResponse {
+    /// `cancel`, when given and set from another thread, aborts the
+    /// transfer within about a second (a `.network` error).
+    public func perform(_ request: HTTPRequest, cancel: StreamCancellation? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
+        context.cancel = cancel
         let status = try run(request, context: context,
                              totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
         return HTTPResponse(status: status, headers: context.headers, body: context.body,

@@ -1,0 +1,423 @@
+import Synchronization
+
+/// The analytics event queue: durable, batched, retried, consent-aware.
+///
+/// `track` writes the event to SQLite (WAL) before it returns. One library
+/// thread uploads: every 30 s, as soon as 20 events wait, or when `flush`
+/// asks, in batches sized by the network type. Failed requests are retried
+/// 3 times (1 s, 2 s, 4 s with jitter); 5 consecutive failures pause
+/// uploads until `startSession()` or `foreground()`. Since only that thread
+/// uploads, two flushes never send the same event at once; a crash after a
+/// 2xx but before deletion may resend a batch, which the server
+/// deduplicates by event id.
+///
+/// Thread-safe. `close` (or deinit) stops the upload thread.
+public final class AppNorthEvents: Sendable {
+    public let options: AppNorthEventsOptions
+    private let client: AppNorthClient
+    private let store: EventStore
+    private let db: SQLiteStore
+    private let identity: Identity
+    private let clock: any AppNorthClock
+    private let logger: Logger
+    private let state: Mutex<State>
+    private let flushDone = GenerationWaiter()
+    private let shutdown = StreamCancellation()
+    private let worker: Mutex<BackgroundThread?> = Mutex(nil)
+
+    struct State {
+        var consent: ConsentState
+        var networkType: NetworkType
+        var sessionID: String
+        var breaker: CircuitBreaker
+        var closed = false
+        var flushRequested: UInt64 = 0
+        var dropped: [String: Int] = [:]
+        /// The most recent upload error, for stats.
+        var lastError: AppNorthError?
+        /// The error that ended the last upload cycle, for flush callers.
+        var cycleError: AppNorthError?
+        var lastFlushMs: Int64?
+        var lastAttemptMs: Int64?
+        /// The uploader waits for this before its next request (Retry-After).
+        var notBeforeMono: UInt64 = 0
+    }
+
+    /// Opens the queue in `directory` and starts the upload thread.
+    /// `secureStore` holds identity values (default: a 0600 file there).
+    public init(client: AppNorthClient, directory: DataDirectory, options: AppNorthEventsOptions = AppNorthEventsOptions(),
+                secureStore: (any AppNorthSecureStore)? = nil, clock: any AppNorthClock = SystemClock(),
+                logger: Logger? = nil) throws(AppNorthError) {
+        try options.validate()
+        self.options = options
+        self.client = client
+        self.clock = clock
+        self.logger = logger ?? client.configuration.logger
+        db = try SQLiteStore(directory: directory)
+        store = try EventStore(db: db)
+        let secrets: any AppNorthSecureStore
+        if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
+        identity = try Identity(store: secrets, clock: clock)
+        let consent = try Self.loadConsent(db)
+        state = Mutex(State(consent: consent, networkType: options.networkType,
+                            sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
+        // The thread holds the queue only while it works, never while it
+        // sleeps, so dropping the last reference (deinit) can stop it.
+        let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
+            var memory = UploaderMemory()
+            while !thread.isStopping {
+                guard let sleepMs = self?.uploaderStep(thread, &memory) else { break }
+                if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
+            }
+            // Nobody waits in vain for a flush after the thread has stopped.
+            self?.flushDone.advance(to: .max)
+        }
+        worker.withLock { $0 = thread }
+    }
+
+    deinit {
+        shutdown.cancel()
+        worker.withLock { $0 }?.stop()
+    }
+
+    // MARK: Tracking
+
+    /// Queues an event durably. `propertiesJSON` must be a JSON object (or
+    /// nil); it is stored and sent exactly as given. Returns false when the
+    /// event was dropped because analytics consent is not given.
+    @discardableResult
+    public func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
+        guard (1...256).contains(name.unicodeScalars.count) else {
+            throw .invalidArgument("event name must be 1 to 256 characters")
+        }
+        if let propertiesJSON { _ = try JSON.parseObject(propertiesJSON, what: "event properties") }
+        let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
+            let allowed = s.consent == .granted || (s.consent == .unknown && !options.requireConsent)
+            if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
+            return (allowed, s.closed, s.sessionID)
+        }
+        guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
+        guard snapshot.allowed else { return false }
+
+        let now = clock.wallMilliseconds()
+        let id = Random.uuidV7(unixMilliseconds: now)
+        let who = identity.both
+        let payload = EventPayload.build(id: id, name: name, timestampMs: now, propertiesJSON: propertiesJSON,
+                                         anonymousID: who.anonymousID, userID: who.userID, sessionID: snapshot.session)
+        guard payload.count <= options.maxEventBytes else {
+            throw .tooLarge("event is \(payload.count) bytes; the limit is \(options.maxEventBytes)")
+        }
+        try store.insert(id: id, payload: payload)
+        let dropped = try store.dropOldest(maxCount: options.maxQueuedEvents, maxBytes: options.maxQueuedBytes)
+        if dropped > 0 {
+            state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
+            logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
+        }
+        if store.count >= options.batchThreshold { wakeUploader() }
+        return true
+    }
+
+    // MARK: Flushing
+
+    /// Asks the upload thread to upload everything now and waits up to
+    /// `timeoutMilliseconds` for it. Throws the cycle's error (network,
+    /// server...), `.wrongState` while uploads are paused by the circuit
+    /// breaker, or `.timeout`.
+    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) {
+        let target = state.withLock { s -> UInt64? in
+            guard !s.closed else { return nil }
+            s.flushRequested += 1
+            return s.flushRequested
+        }
+        guard let target else { throw .wrongState("the event queue is closed") }
+        wakeUploader()
+        guard flushDone.wait(for: target, milliseconds: timeoutMilliseconds) else {
+            throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
+        }
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError) }
+        if outcome.0 { throw Self.pausedError }
+        if let error = outcome.1 { throw error }
+    }
+
+    static let pausedError = AppNorthError.wrongState(
+        "uploads are paused after consecutive failures; call start_session or foreground to resume")
+
+    /// Flushes within `timeoutMilliseconds` (0: no flush), then stops the
+    /// upload thread. Queued events stay on disk. Later calls fail with
+    /// `.wrongState`. Idempotent.
+    public func close(timeoutMilliseconds: Int) {
+        if timeoutMilliseconds > 0 { try? flush(timeoutMilliseconds: timeoutMilliseconds) }
+        state.withLock { $0.closed = true }
+        shutdown.cancel()
+        worker.withLock { $0 }?.stop()
+    }
+
+    // MARK: Sessions and network
+
+    /// A new app session: a new session id, and uploads resume if the
+    /// circuit breaker had paused them.
+    public func startSession() {
+        state.withLock {
+            $0.sessionID = Random.hexToken(bytes: 16)
+            $0.breaker.reset()
+        }
+        wakeUploader()
+    }
+
+    /// The app came to the foreground: uploads resume and a flush starts.
+    public func foreground() {
+        state.withLock {
+            $0.breaker.reset()
+            $0.flushRequested += 1
+        }
+        wakeUploader()
+    }
+
+    public func setNetworkType(_ type: NetworkType) {
+        state.withLock { $0.networkType = type }
+    }
+
+    // MARK: Consent
+
+    public var consent: ConsentState { state.withLock { $0.consent } }
+
+    /// Persists the choice. Revoking purges the queue; granting queues only
+    /// events tracked from then on.
+    public func setConsent(analytics granted: Bool) throws(AppNorthError) {
+        let value: ConsentState = granted ? .granted : .revoked
+        try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
+        state.withLock { $0.consent = value }
+        if !granted {
+            let purged = try store.purge()
+            if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
+        }
+    }
+
+    private static func loadConsent(_ db: SQLiteStore) throws(AppNorthError) -> ConsentState {
+        guard let row = try db.kvGet(namespace: "consent", key: "analytics") else { return .unknown }
+        switch String(decoding: row.value, as: UTF8.self) {
+        case "granted": return .granted
+        case "revoked": return .revoked
+        default: return .unknown
+        }
+    }
+
+    // MARK: Identity
+
+    public var anonymousID: String { identity.anonymousID }
+    public var userID: String? { identity.userID }
+
+    public func identify(userID: String) throws(AppNorthError) {
+        guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
+        try identity.identify(userID)
+    }
+
+    /// Clears the user id (logout). The anonymous id stays.
+    public func reset() throws(AppNorthError) { try identity.identify(nil) }
+
+    public func setPushToken(_ token: String?) throws(AppNorthError) {
+        if let token, !(1...4096).contains(token.utf8.count) { throw .invalidArgument("push token must be 1 to 4096 bytes") }
+        try identity.setPushToken(token)
+    }
+
+    public func pushToken() throws(AppNorthError) -> String? { try identity.pushToken() }
+
+    // MARK: Stats
+
+    /// Queued count and bytes, drops by reason, breaker state, last error,
+    /// last flush time, as a JSON object.
+    public func statsJSON() -> String {
+        let s = state.withLock { $0 }
+        let root = JSON.object()
+        root.set("queued", .int(Int64(store.count)))
+        root.set("queued_bytes", .int(Int64(store.bytes)))
+        let dropped = JSON.object()
+        for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
+            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0])))
+        }
+        root.set("dropped", dropped)
+        let breaker = JSON.object()
+        breaker.set("open", .bool(s.breaker.isOpen))
+        breaker.set("consecutive_failures", .int(Int64(s.breaker.consecutiveFailures)))
+        breaker.set("threshold", .int(Int64(s.breaker.threshold)))
+        root.set("breaker", breaker)
+        if let error = s.lastError {
+            let e = JSON.object()
+            e.set("message", .string(error.message))
+            e.set("http_status", .int(Int64(error.httpStatus)))
+            root.set("last_error", e)
+        } else {
+            root.set("last_error", .null())
+        }
+        root.set("last_flush_ms", s.lastFlushMs.map { .int($0) } ?? .null())
+        root.set("last_attempt_ms", s.lastAttemptMs.map { .int($0) } ?? .null())
+        root.set("network_type", .string(s.networkType.name))
+        root.set("batch_size", .int(Int64(s.networkType.batchSize)))
+        root.set("consent", .string(s.consent.name))
+        return root.serialized()
+    }
+
+    public var queuedCount: Int { store.count }
+
+    // MARK: - The upload thread
+
+    private func wakeUploader() {
+        worker.withLock { $0 }?.wake()
+    }
+
+    /// The upload thread's timers run on real monotonic time: they pace
+    /// real requests. (The injected clock stamps events.) Tests use short
+    /// configured intervals instead of moving a clock.
+    private static func ticks() -> UInt64 { SystemClock().monotonicNanoseconds() }
+
+    /// What the upload thread remembers between steps.
+    struct UploaderMemory {
+        var lastCycleMono: UInt64 = 0
+        var lastCycleFailed = false
+        var completed: UInt64 = 0
+    }
+
+    /// One turn of the upload thread: runs a cycle when one is due and
+    /// returns 0, or returns how long to sleep before the next turn.
+    private func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
+        if memory.lastCycleMono == 0 { memory.lastCycleMono = Self.ticks() }
+        let requested = state.withLock { $0.flushRequested }
+        let elapsedMs = Int((Self.ticks() &- memory.lastCycleMono) / 1_000_000)
+        let thresholdReached = store.count >= options.batchThreshold && !memory.lastCycleFailed
+        guard requested > memory.completed || thresholdReached || elapsedMs >= options.flushIntervalMilliseconds else {
+            return max(1, options.flushIntervalMilliseconds - elapsedMs)
+        }
+        memory.lastCycleFailed = !uploadCycle(thread)
+        memory.lastCycleMono = Self.ticks()
+        memory.completed = requested
+        flushDone.advance(to: requested)
+        return 0
+    }
+
+    /// Uploads batches until the queue is empty or one fails. Returns true
+    /// when nothing failed.
+    private func uploadCycle(_ thread: BackgroundThread) -> Bool {
+        state.withLock { $0.cycleError = nil }
+        while !thread.isStopping {
+            let (allowed, batchSize) = state.withLock { s in
+                (!s.breaker.isOpen && (s.consent == .granted || (s.consent == .unknown && !options.requireConsent)),
+                 s.networkType.batchSize)
+            }
+            guard allowed else { return state.withLock { !$0.breaker.isOpen } }
+            let batch: [StoredEvent]
+            do {
+                batch = try store.oldest(batchSize)
+            } catch {
+                record(error)
+                state.withLock { $0.cycleError = error }
+                return false
+            }
+            if batch.isEmpty { return true }
+            if !upload(batch, thread) {
+                state.withLock { $0.cycleError = $0.lastError }
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Sends one batch with the retry schedule. Returns false when the
+    /// batch failed (kept for the next cycle, or discarded after a 4xx).
+    private func upload(_ batch: [StoredEvent], _ thread: BackgroundThread) -> Bool {
+        var retry = 0
+        while true {
+            waitForRetryAfter(thread)
+            if thread.isStopping { return false }
+            let (status, response, error) = send(batch)
+            state.withLock { $0.lastAttemptMs = clock.wallMilliseconds() }
+            switch UploadStatusPolicy.outcome(for: status) {
+            case .delivered:
+                _ = try? store.remove(batch)
+                state.withLock {
+                    $0.breaker.recordSuccess()
+                    $0.lastFlushMs = clock.wallMilliseconds()
+                }
+                return true
+            case .discard:
+                let gone = (try? store.remove(batch)) ?? 0
+                state.withLock {
+                    $0.dropped["client_error", default: 0] += gone
+                    $0.breaker.recordFailure()
+                }
+                record(error!)
+                logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
+                return false
+            case .split:
+                if batch.count == 1 {
+                    let gone = (try? store.remove(batch)) ?? 0
+                    state.withLock { $0.dropped["payload_too_large", default: 0] += gone }
+                    logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
+                    return true
+                }
+                let half = batch.count / 2
+                return upload(Array(batch[..<half]), thread) && upload(Array(batch[half...]), thread)
+            case .retry:
+                let open = state.withLock { s -> Bool in
+                    s.breaker.recordFailure()
+                    if status == 429 || status == 503,
+                       let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
+                                                          capMs: options.retryAfterCapMilliseconds) {
+                        s.notBeforeMono = Self.ticks() + UInt64(wait) * 1_000_000
+                    }
+                    return s.breaker.isOpen
+                }
+                record(error!)
+                retry += 1
+                guard !open, let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return false }
+                if !pause(milliseconds: delay, thread) { return false }
+            }
+        }
+    }
+
+    /// One POST of a batch. The body splices the stored payloads together,
+    /// so properties reach the server exactly as the host wrote them.
+    private func send(_ batch: [StoredEvent]) -> (Int?, HTTPResponse?, AppNorthError?) {
+        var body: [UInt8] = Array(#"{"events":["#.utf8)
+        body.reserveCapacity(batch.reduce(16) { $0 + $1.payload.count + 1 })
+        for (index, event) in batch.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += event.payload
+        }
+        body += Array("]}".utf8)
+        var headers = client.standardHeaders()
+        headers.append(("Content-Type", "application/json"))
+        let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body)
+        do {
+            let response = try client.transport.perform(request, cancel: shutdown)
+            if response.isSuccess { return (response.status, response, nil) }
+            return (response.status, response,
+                    AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response)))
+        } catch {
+            return (nil, nil, error)
+        }
+    }
+
+    private func record(_ error: AppNorthError) {
+        state.withLock { $0.lastError = error }
+        logger.log(.warning, "event upload failed: \(error.message)")
+    }
+
+    /// Waits out a server's Retry-After, unless the thread is stopping.
+    private func waitForRetryAfter(_ thread: BackgroundThread) {
+        let until = state.withLock { $0.notBeforeMono }
+        let now = Self.ticks()
+        if until > now { _ = pause(milliseconds: Int((until - now) / 1_000_000), thread) }
+    }
+
+    /// Sleeps a retry delay. Wake-ups from `track` do not cut it short; only
+    /// stopping does. Returns false when the thread is stopping.
+    private func pause(milliseconds: Int, _ thread: BackgroundThread) -> Bool {
+        let deadline = Self.ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        while !thread.isStopping {
+            let now = Self.ticks()
+            if now >= deadline { return true }
+            sleepMilliseconds(min(50, Int((deadline - now) / 1_000_000) + 1))
+        }
+        return false
+    }
+}

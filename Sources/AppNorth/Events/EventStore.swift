@@ -1,0 +1,82 @@
+import Synchronization
+
+/// One stored event: its place in the queue and its upload JSON.
+struct StoredEvent: Sendable {
+    let seq: Int64
+    let payload: [UInt8]
+}
+
+/// The durable event queue: rows in the data directory's SQLite database
+/// (WAL). An insert has committed, and survives the process being killed,
+/// before `insert` returns. Count and size are kept in memory so the limits
+/// cost nothing on the hot path.
+final class EventStore: Sendable {
+    private let db: SQLiteStore
+    private let totals: Mutex<(count: Int, bytes: Int)>
+
+    init(db: SQLiteStore) throws(AppNorthError) {
+        self.db = db
+        let row = try db.withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events") { ($0.int(0), $0.int(1)) }.first
+        }
+        totals = Mutex(row ?? (0, 0))
+    }
+
+    var count: Int { totals.withLock { $0.count } }
+    var bytes: Int { totals.withLock { $0.bytes } }
+
+    func insert(id: String, payload: [UInt8]) throws(AppNorthError) {
+        try db.withConnection { conn throws(AppNorthError) in
+            try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                         [.text(id), .blob(payload), .int(Int64(payload.count))])
+            totals.withLock { $0.count += 1; $0.bytes += payload.count }
+        }
+    }
+
+    /// Drops the oldest events until both limits hold; returns how many.
+    func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
+        try db.withConnection { conn throws(AppNorthError) in
+            var dropped = 0
+            while totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) {
+                let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING bytes") {
+                    $0.int(0)
+                }
+                guard let size = removed.first else { break }
+                totals.withLock { $0.count -= 1; $0.bytes -= size }
+                dropped += 1
+            }
+            return dropped
+        }
+    }
+
+    /// The oldest `limit` events.
+    func oldest(_ limit: Int) throws(AppNorthError) -> [StoredEvent] {
+        try db.withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT seq, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
+                StoredEvent(seq: $0.int64(0), payload: $0.blob(1))
+            }
+        }
+    }
+
+    /// Removes a batch (rows already dropped for the limits are skipped).
+    /// Returns how many rows went.
+    @discardableResult
+    func remove(_ batch: [StoredEvent]) throws(AppNorthError) -> Int {
+        guard let first = batch.first?.seq, let last = batch.last?.seq else { return 0 }
+        return try db.withConnection { conn throws(AppNorthError) in
+            let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING bytes",
+                                      [.int(first), .int(last)]) { $0.int(0) }
+            totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+            return gone.count
+        }
+    }
+
+    /// Removes every event; returns how many.
+    func purge() throws(AppNorthError) -> Int {
+        try db.withConnection { conn throws(AppNorthError) in
+            let gone = try conn.run("DELETE FROM events")
+            totals.withLock { $0 = (0, 0) }
+            return gone
+        }
+    }
+}

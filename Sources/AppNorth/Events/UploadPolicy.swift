@@ -1,0 +1,114 @@
+import CSystem
+import Glibc
+
+/// The host-reported network, which sets how many events go in one request.
+public enum NetworkType: Int32, Sendable {
+    case unknown = 0, wifi = 1, cellular = 2, expensiveCellular = 3
+
+    /// Wi-Fi 100, cellular 50, expensive or roaming cellular 20; unknown
+    /// is treated as the most expensive.
+    public var batchSize: Int {
+        switch self {
+        case .wifi: return 100
+        case .cellular: return 50
+        case .expensiveCellular, .unknown: return 20
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .unknown: return "unknown"
+        case .wifi: return "wifi"
+        case .cellular: return "cellular"
+        case .expensiveCellular: return "expensive_cellular"
+        }
+    }
+}
+
+/// What to do with a batch after an upload attempt.
+public enum UploadOutcome: Sendable, Equatable {
+    /// 2xx: remove the events.
+    case delivered
+    /// 4xx other than 408, 413 and 429: discard the batch, no retry.
+    case discard
+    /// 413: split the batch in halves; a single event is discarded.
+    case split
+    /// 5xx, 408, 429 or no response: keep the events and retry.
+    case retry
+}
+
+/// The seed's status-code table, as a pure function.
+public enum UploadStatusPolicy {
+    /// `status` is nil when no HTTP answer arrived.
+    public static func outcome(for status: Int?) -> UploadOutcome {
+        guard let status else { return .retry }
+        switch status {
+        case 200...299: return .delivered
+        case 413: return .split
+        case 408, 429: return .retry
+        case 400...499: return .discard
+        default: return .retry
+        }
+    }
+}
+
+/// After a failed request the uploader retries 3 times, waiting 1 s, 2 s
+/// and 4 s (the base is configurable), each with up to ±20 % jitter so
+/// that many clients do not retry in step.
+public struct RetrySchedule: Sendable, Equatable {
+    public var baseMilliseconds: Int
+    public var retries: Int
+    public var jitterFraction: Double
+
+    public init(baseMilliseconds: Int = 1000, retries: Int = 3, jitterFraction: Double = 0.2) {
+        self.baseMilliseconds = baseMilliseconds
+        self.retries = retries
+        self.jitterFraction = jitterFraction
+    }
+
+    /// The nominal delay before retry `n` (1-based): base × 2^(n-1).
+    public func nominalDelay(retry n: Int) -> Int? {
+        guard n >= 1, n <= retries else { return nil }
+        return baseMilliseconds << (n - 1)
+    }
+
+    /// The delay with jitter; `unit` is a random number in [0, 1).
+    public func delay(retry n: Int, unit: Double) -> Int? {
+        guard let nominal = nominalDelay(retry: n) else { return nil }
+        let spread = Double(nominal) * jitterFraction
+        return max(0, Int((Double(nominal) - spread + 2 * spread * unit).rounded()))
+    }
+}
+
+/// Counts consecutive failed uploads. Five in a row pause uploads until the
+/// host starts a new session or comes to the foreground; one success
+/// resets the count.
+public struct CircuitBreaker: Sendable, Equatable {
+    public static let defaultThreshold = 5
+    public let threshold: Int
+    public private(set) var consecutiveFailures = 0
+
+    public init(threshold: Int = CircuitBreaker.defaultThreshold) { self.threshold = threshold }
+
+    public var isOpen: Bool { consecutiveFailures >= threshold }
+
+    public mutating func recordSuccess() { consecutiveFailures = 0 }
+    public mutating func recordFailure() { consecutiveFailures += 1 }
+    /// A new session or a return to the foreground.
+    public mutating func reset() { consecutiveFailures = 0 }
+}
+
+/// Reads a Retry-After header: delay-seconds or an HTTP date, capped.
+public enum RetryAfter {
+    public static func milliseconds(_ header: String?, nowWallMs: Int64, capMs: Int) -> Int? {
+        guard let header = header.map({ String(Text.trimmed($0)) }), !header.isEmpty else { return nil }
+        if let seconds = Int(header) {
+            return min(max(0, seconds) * 1000, capMs)
+        }
+        var parts = tm()
+        let parsed = header.withCString { strptime($0, "%a, %d %b %Y %H:%M:%S GMT", &parts) }
+        guard parsed != nil else { return nil }
+        let when = Int64(timegm(&parts)) * 1000
+        return Int(min(Int64(capMs), max(0, when - nowWallMs)))
+    }
+}

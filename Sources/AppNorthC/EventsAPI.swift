@@ -1,0 +1,249 @@
+import AppNorth
+import CAppNorthAPI
+
+// appnorth_events_options_* and appnorth_events_*.
+
+final class EventsOptionsBox {
+    var client: AppNorthClient?
+    var dataDir: String?
+    var options = AppNorthEventsOptions()
+    var secureStore: HostSecureStore?
+}
+
+/// Identity values through the host's get/set callbacks.
+final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
+    // @unchecked: the host promises its callbacks work from any thread.
+    let getFn: appnorth_secure_get_fn
+    let setFn: appnorth_secure_set_fn
+    let releaseFn: appnorth_release_fn?
+    let userData: UnsafeMutableRawPointer?
+
+    init(get: appnorth_secure_get_fn, set: appnorth_secure_set_fn, release: appnorth_release_fn?,
+         userData: UnsafeMutableRawPointer?) {
+        getFn = get
+        setFn = set
+        releaseFn = release
+        self.userData = userData
+    }
+
+    deinit { releaseFn?(userData) }
+
+    func read(_ key: String) throws -> String? {
+        let buffer = LoadBuffer()
+        let rc = withExtendedLifetime(buffer) {
+            key.withCString { getFn(userData, $0, OpaquePointer(Unmanaged.passUnretained(buffer).toOpaque())) }
+        }
+        guard rc == 0 else { throw AppNorthError.storage("the host secure store get callback returned \(rc)") }
+        guard let bytes = buffer.bytes else { return nil }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw AppNorthError.storage("the host secure store returned invalid UTF-8")
+        }
+        return text
+    }
+
+    func write(_ key: String, _ value: String?) throws {
+        let rc = key.withCString { k in
+            if let value { return value.withCString { setFn(userData, k, $0) } }
+            return setFn(userData, k, nil)
+        }
+        guard rc == 0 else { throw AppNorthError.storage("the host secure store set callback returned \(rc)") }
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_new() -> OpaquePointer? {
+    Handle.make(EventsOptionsBox())
+}
+
+@c @implementation
+public func appnorth_events_options_free(_ options: OpaquePointer?) {
+    Handle.release(options, as: EventsOptionsBox.self)
+}
+
+private func withOptions(_ options: OpaquePointer?, _ err: ErrorOut?, _ body: (EventsOptionsBox) throws -> Void) -> Int32 {
+    guarded(err) { try body(try Handle.get(options, as: EventsOptionsBox.self, "options")) }
+}
+
+@c @implementation
+public func appnorth_events_options_set_client(_ options: OpaquePointer?, _ client: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { $0.client = try Handle.get(client, as: AppNorthClient.self, "client") }
+}
+
+@c @implementation
+public func appnorth_events_options_set_data_dir(_ options: OpaquePointer?, _ dataDir: UnsafePointer<CChar>?,
+                                                 _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        let path = try requiredString(dataDir, "data_dir")
+        guard !path.isEmpty else { throw AppNorthError.invalidArgument("data_dir is empty") }
+        box.dataDir = path
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_flush_policy(_ options: OpaquePointer?, _ intervalMs: Int32, _ threshold: Int32,
+                                                     _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        var o = box.options
+        o.flushIntervalMilliseconds = Int(intervalMs)
+        o.batchThreshold = Int(threshold)
+        try o.validate()
+        box.options = o
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_limits(_ options: OpaquePointer?, _ maxEvents: Int32, _ maxBytes: Int64,
+                                               _ maxEventBytes: Int32, _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        var o = box.options
+        o.maxQueuedEvents = Int(maxEvents)
+        o.maxQueuedBytes = Int(maxBytes)
+        o.maxEventBytes = Int(maxEventBytes)
+        try o.validate()
+        box.options = o
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseMs: Int32, _ retries: Int32,
+                                              _ retryAfterCapMs: Int32, _ breakerThreshold: Int32,
+                                              _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        var o = box.options
+        o.retry.baseMilliseconds = Int(baseMs)
+        o.retry.retries = Int(retries)
+        guard retryAfterCapMs >= 0 else { throw AppNorthError.invalidArgument("retry_after_cap_ms must be 0 or more") }
+        o.retryAfterCapMilliseconds = Int(retryAfterCapMs)
+        o.breakerThreshold = Int(breakerThreshold)
+        try o.validate()
+        box.options = o
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
+                                                        _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { $0.options.requireConsent = require != 0 }
+}
+
+@c @implementation
+public func appnorth_events_options_set_secure_store(_ options: OpaquePointer?, _ get: appnorth_secure_get_fn?,
+                                                     _ set: appnorth_secure_set_fn?, _ release: appnorth_release_fn?,
+                                                     _ userData: UnsafeMutableRawPointer?, _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        box.secureStore = HostSecureStore(get: try required(get, "get"), set: try required(set, "set"),
+                                          release: release, userData: userData)
+    }
+}
+
+@c @implementation
+public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMutablePointer<OpaquePointer?>?,
+                                _ err: ErrorOut?) -> Int32 {
+    outEvents?.pointee = nil
+    return guarded(err) {
+        let out = try required(outEvents, "out_events")
+        let box = try Handle.get(options, as: EventsOptionsBox.self, "options")
+        guard let client = box.client else { throw AppNorthError.invalidArgument("options have no client") }
+        guard let dataDir = box.dataDir else { throw AppNorthError.invalidArgument("options have no data directory") }
+        let events = try AppNorthEvents(client: client, directory: DataDirectory(path: dataDir), options: box.options,
+                                        secureStore: box.secureStore)
+        out.pointee = Handle.make(events)
+    }
+}
+
+@c @implementation
+public func appnorth_events_free(_ events: OpaquePointer?) {
+    guard let events else { return }
+    // Stop the upload thread now, whatever other references exist.
+    (try? Handle.get(events, as: AppNorthEvents.self, "events"))?.close(timeoutMilliseconds: 0)
+    Handle.release(events, as: AppNorthEvents.self)
+}
+
+private func withEvents(_ events: OpaquePointer?, _ err: ErrorOut?, _ body: (AppNorthEvents) throws -> Void) -> Int32 {
+    guarded(err) { try body(try Handle.get(events, as: AppNorthEvents.self, "events")) }
+}
+
+@c @implementation
+public func appnorth_events_close(_ events: OpaquePointer?, _ timeoutMs: Int32, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { events in
+        guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
+        events.close(timeoutMilliseconds: Int(timeoutMs))
+    }
+}
+
+@c @implementation
+public func appnorth_events_track(_ events: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ properties: UnsafePointer<CChar>?,
+                                  _ outQueued: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
+    setOut(outQueued, 0)
+    return withEvents(events, err) { events in
+        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: try optionalString(properties, "properties_json"))
+        setOut(outQueued, queued ? 1 : 0)
+    }
+}
+
+@c @implementation
+public func appnorth_events_flush(_ events: OpaquePointer?, _ timeoutMs: Int32, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { events in
+        guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
+        try events.flush(timeoutMilliseconds: Int(timeoutMs))
+    }
+}
+
+@c @implementation
+public func appnorth_events_set_network_type(_ events: OpaquePointer?, _ type: Int32, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { events in
+        guard let network = NetworkType(rawValue: type) else {
+            throw AppNorthError.invalidArgument("network_type must be one of APPNORTH_NETWORK_*")
+        }
+        events.setNetworkType(network)
+    }
+}
+
+@c @implementation
+public func appnorth_events_start_session(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { $0.startSession() }
+}
+
+@c @implementation
+public func appnorth_events_foreground(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { $0.foreground() }
+}
+
+@c @implementation
+public func appnorth_events_set_consent(_ events: OpaquePointer?, _ granted: Int32, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { try $0.setConsent(analytics: granted != 0) }
+}
+
+@c @implementation
+public func appnorth_events_consent(_ events: OpaquePointer?, _ outState: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { events in
+        try required(outState, "out_state").pointee = events.consent.rawValue
+    }
+}
+
+@c @implementation
+public func appnorth_events_identify(_ events: OpaquePointer?, _ userID: UnsafePointer<CChar>?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { try $0.identify(userID: try requiredString(userID, "user_id")) }
+}
+
+@c @implementation
+public func appnorth_events_reset(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { try $0.reset() }
+}
+
+@c @implementation
+public func appnorth_events_set_push_token(_ events: OpaquePointer?, _ token: UnsafePointer<CChar>?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { try $0.setPushToken(try optionalString(token, "token")) }
+}
+
+@c @implementation
+public func appnorth_events_anonymous_id(_ events: OpaquePointer?, _ outID: OutString?, _ err: ErrorOut?) -> Int32 {
+    outID?.pointee = nil
+    return withEvents(events, err) { events in try returnString(outID, "out_id") { events.anonymousID } }
+}
+
+@c @implementation
+public func appnorth_events_stats(_ events: OpaquePointer?, _ outJSON: OutString?, _ err: ErrorOut?) -> Int32 {
+    outJSON?.pointee = nil
+    return withEvents(events, err) { events in try returnString(outJSON, "out_json") { events.statsJSON() } }
+}

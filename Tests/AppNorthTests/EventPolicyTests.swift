@@ -1,0 +1,79 @@
+import XCTest
+@testable import AppNorth
+
+/// The seed's event rules that are pure policy, driven directly.
+final class EventPolicyTests: XCTestCase {
+    func testDefaultsAreTheSeedNumbers() {
+        let o = AppNorthEventsOptions()
+        XCTAssertEqual(o.flushIntervalMilliseconds, 30_000)
+        XCTAssertEqual(o.batchThreshold, 20)
+        XCTAssertEqual(o.maxQueuedEvents, 10_000)
+        XCTAssertEqual(o.maxQueuedBytes, 5 * 1024 * 1024)
+        XCTAssertEqual(o.retry.retries, 3)
+        XCTAssertEqual(o.breakerThreshold, 5)
+        XCTAssertFalse(o.requireConsent)
+    }
+
+    func testBatchSizeFollowsTheNetwork() {
+        XCTAssertEqual(NetworkType.wifi.batchSize, 100)
+        XCTAssertEqual(NetworkType.cellular.batchSize, 50)
+        XCTAssertEqual(NetworkType.expensiveCellular.batchSize, 20)
+        XCTAssertEqual(NetworkType.unknown.batchSize, 20)
+    }
+
+    func testRetryScheduleIsOneTwoFourSecondsWithJitter() {
+        let schedule = RetrySchedule()
+        XCTAssertEqual((1...3).map { schedule.nominalDelay(retry: $0) }, [1000, 2000, 4000])
+        XCTAssertNil(schedule.nominalDelay(retry: 4), "three retries, then the batch waits for the next cycle")
+        XCTAssertEqual(schedule.delay(retry: 1, unit: 0), 800)
+        XCTAssertEqual(schedule.delay(retry: 1, unit: 0.5), 1000)
+        XCTAssertEqual(schedule.delay(retry: 3, unit: 0.999_999), 4800)
+    }
+
+    func testStatusCodeHandling() {
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 200), .delivered)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 204), .delivered)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 400), .discard)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 404), .discard)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 408), .retry)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 429), .retry)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 413), .split)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 500), .retry)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: 503), .retry)
+        XCTAssertEqual(UploadStatusPolicy.outcome(for: nil), .retry, "network errors keep the events")
+    }
+
+    func testCircuitBreakerTripsOnTheFifthFailureInARow() {
+        var breaker = CircuitBreaker()
+        for _ in 0..<4 { breaker.recordFailure() }
+        XCTAssertFalse(breaker.isOpen)
+        breaker.recordSuccess()
+        for _ in 0..<4 { breaker.recordFailure() }
+        XCTAssertFalse(breaker.isOpen, "a success resets the count")
+        breaker.recordFailure()
+        XCTAssertTrue(breaker.isOpen)
+        breaker.reset()
+        XCTAssertFalse(breaker.isOpen)
+    }
+
+    func testRetryAfterSecondsAndHTTPDateAreCapped() {
+        let now: Int64 = 784_111_777_000  // Sun, 06 Nov 1994 08:49:37 GMT
+        XCTAssertEqual(RetryAfter.milliseconds("5", nowWallMs: now, capMs: 60_000), 5000)
+        XCTAssertEqual(RetryAfter.milliseconds("999", nowWallMs: now, capMs: 60_000), 60_000)
+        XCTAssertEqual(RetryAfter.milliseconds("Sun, 06 Nov 1994 08:49:47 GMT", nowWallMs: now, capMs: 60_000), 10_000)
+        XCTAssertEqual(RetryAfter.milliseconds("Sun, 06 Nov 1994 08:49:27 GMT", nowWallMs: now, capMs: 60_000), 0)
+        XCTAssertNil(RetryAfter.milliseconds("soon", nowWallMs: now, capMs: 60_000))
+        XCTAssertNil(RetryAfter.milliseconds(nil, nowWallMs: now, capMs: 60_000))
+    }
+
+    func testPayloadSplicesPropertiesVerbatimAndEscapesStrings() throws {
+        let bytes = EventPayload.build(id: "id1", name: "tap \"x\"\n", timestampMs: 5, propertiesJSON: #"{"price": 9.99}"#,
+                                       anonymousID: "a", userID: nil, sessionID: "s")
+        let text = String(decoding: bytes, as: UTF8.self)
+        XCTAssertTrue(text.contains(#""properties":{"price": 9.99}"#), text)
+        let parsed = try JSON.parse(bytes)
+        XCTAssertEqual(parsed["name"]?.stringValue, "tap \"x\"\n")
+        XCTAssertEqual(parsed["user_id"]?.isNull, true)
+        XCTAssertEqual(parsed["timestamp"]?.intValue, 5)
+    }
+}

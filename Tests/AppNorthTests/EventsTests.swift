@@ -1,0 +1,366 @@
+import XCTest
+import Glibc
+import Synchronization
+@testable import AppNorth
+
+/// The event queue against the real server: one test per rule of the seed.
+final class EventsTests: XCTestCase {
+    var folder = ""
+
+    override func setUp() async throws {
+        try TestServer.reset()
+        folder = "/tmp/appnorth-events-\(getpid())-\(Random.hexToken(bytes: 4))"
+    }
+
+    override func tearDown() {
+        _ = system("rm -rf '\(folder)'")
+    }
+
+    /// Options for tests: no timer flushes unless asked, fast retries.
+    func quiet(_ change: (inout AppNorthEventsOptions) -> Void = { _ in }) -> AppNorthEventsOptions {
+        var o = AppNorthEventsOptions()
+        o.flushIntervalMilliseconds = 3_600_000
+        o.batchThreshold = 10_000
+        o.retry.baseMilliseconds = 10
+        change(&o)
+        return o
+    }
+
+    func open(_ options: AppNorthEventsOptions, client: AppNorthClient? = nil,
+              secure: (any AppNorthSecureStore)? = nil, logger: Logger? = nil) throws -> AppNorthEvents {
+        try AppNorthEvents(client: client ?? TestServer.client(), directory: DataDirectory(path: folder),
+                           options: options, secureStore: secure, logger: logger)
+    }
+
+    func serverEvents() throws -> [JSON] {
+        try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
+    }
+
+    func eventPosts() throws -> Int {
+        try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
+            $0["method"]?.stringValue == "POST" && ($0["path"]?.stringValue ?? "").hasSuffix("/events")
+        }.count
+    }
+
+    /// Polls until `condition` holds or 5 s pass.
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<250 {
+            if try condition() { return true }
+            sleepMilliseconds(20)
+        }
+        return false
+    }
+
+    func testTrackIsOnDiskBeforeItReturns() throws {
+        let events = try open(quiet())
+        try events.track("opened")
+        let other = try SQLiteStore(directory: DataDirectory(path: folder))
+        let rows = try other.withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT COUNT(*) FROM events") { $0.int(0) }.first
+        }
+        XCTAssertEqual(rows, 1)
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testEventCarriesIdTimestampIdentitySessionAndVerbatimProperties() throws {
+        let events = try open(quiet())
+        try events.identify(userID: "user-42")
+        try events.track("purchase", propertiesJSON: #"{"price":9.99,"currency":"EUR"}"#)
+        try events.flush(timeoutMilliseconds: 5000)
+        let stored = try XCTUnwrap(try serverEvents().first)
+        XCTAssertEqual(stored["name"]?.stringValue, "purchase")
+        XCTAssertEqual(stored["properties_raw"]?.stringValue, #"{"price":9.99,"currency":"EUR"}"#)
+        XCTAssertEqual(stored["user_id"]?.stringValue, "user-42")
+        XCTAssertEqual(stored["anonymous_id"]?.stringValue, events.anonymousID)
+        XCTAssertEqual(stored["id"]?.stringValue?.count, 36)
+        XCTAssertEqual(Array(stored["id"]?.stringValue ?? "")[14], "7", "UUIDv7")
+        XCTAssertGreaterThan(stored["timestamp"]?.intValue ?? 0, 1_600_000_000_000)
+        XCTAssertFalse(stored["session_id"]?.stringValue?.isEmpty ?? true)
+        XCTAssertEqual(events.queuedCount, 0)
+    }
+
+    func testBadEventsAreRefusedAndNothingIsStored() throws {
+        let events = try open(quiet { $0.maxEventBytes = 512 })
+        XCTAssertThrowsError(try events.track("")) { XCTAssertEqual(($0 as? AppNorthError).map { "\($0)" }?.hasPrefix("invalidArgument"), true) }
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: "[1]"))
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: "{\"a\":"))
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: #"{"blob":"\#(String(repeating: "z", count: 600))"}"#)) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(events.queuedCount, 0)
+        try events.track("fine")
+        XCTAssertEqual(events.queuedCount, 1, "an oversize event never blocks the queue")
+    }
+
+    func testFlushesWhenTheBatchThresholdIsReached() throws {
+        let events = try open(quiet { $0.batchThreshold = 5 })
+        for i in 0..<4 { try events.track("e\(i)") }
+        sleepMilliseconds(200)
+        XCTAssertEqual(try serverEvents().count, 0, "below the threshold nothing is sent")
+        try events.track("e4")
+        XCTAssertTrue(try eventually { try serverEvents().count == 5 })
+    }
+
+    func testFlushesOnTheTimer() throws {
+        let events = try open(quiet { $0.flushIntervalMilliseconds = 150 })
+        try events.track("timer")
+        XCTAssertTrue(try eventually { try serverEvents().count == 1 })
+    }
+
+    func testBatchSizeFollowsTheNetworkType() throws {
+        for (type, requests) in [(NetworkType.wifi, 2), (.cellular, 3), (.expensiveCellular, 8), (.unknown, 8)] {
+            try TestServer.reset()
+            let events = try open(quiet { $0.networkType = type })
+            for i in 0..<150 { try events.track("e\(i)") }
+            try events.flush(timeoutMilliseconds: 10_000)
+            XCTAssertEqual(try eventPosts(), requests, "\(type)")
+            XCTAssertEqual(try serverEvents().count, 150)
+            events.close(timeoutMilliseconds: 0)
+        }
+    }
+
+    func testOldestEventsAreDroppedPastTheCountLimit() throws {
+        let events = try open(quiet { $0.maxQueuedEvents = 5 })
+        for i in 0..<8 { try events.track("e\(i)") }
+        XCTAssertEqual(events.queuedCount, 5)
+        let stats = try JSON.parse(events.statsJSON())
+        XCTAssertEqual(stats["dropped"]?["queue_limit"]?.intValue, 3)
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().compactMap { $0["name"]?.stringValue }, ["e3", "e4", "e5", "e6", "e7"])
+    }
+
+    func testOldestEventsAreDroppedPastTheByteLimit() throws {
+        let events = try open(quiet { $0.maxQueuedBytes = 2048 })
+        let padding = String(repeating: "p", count: 300)
+        for i in 0..<10 { try events.track("e\(i)", propertiesJSON: #"{"pad":"\#(padding)"}"#) }
+        let stats = try JSON.parse(events.statsJSON())
+        XCTAssertLessThanOrEqual(stats["queued_bytes"]?.intValue ?? .max, 2048)
+        XCTAssertGreaterThan(stats["dropped"]?["queue_limit"]?.intValue ?? 0, 0)
+    }
+
+    func testServerErrorsAreRetriedThreeTimesThenKept() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"status":500,"count":4,"path_prefix":"/v1/apps/swift/events"}"#)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) {
+            guard case AppNorthError.server = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try eventPosts(), 4, "one attempt and three retries")
+        XCTAssertEqual(events.queuedCount, 1, "5xx keeps the events")
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().count, 1)
+    }
+
+    func testNetworkErrorsKeepTheEvents() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.offline {
+            XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) {
+                guard case AppNorthError.network = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        XCTAssertEqual(events.queuedCount, 1)
+    }
+
+    func testClientErrorsDiscardTheBatch() throws {
+        let events = try open(quiet())
+        for i in 0..<3 { try events.track("e\(i)") }
+        try TestServer.post("/admin/faults", #"{"status":400,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try eventPosts(), 1, "no retry after a 4xx")
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["client_error"]?.intValue, 3)
+    }
+
+    func test408And429AreKeptAndRetried() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"status":408,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        try TestServer.post("/admin/faults", #"{"status":429,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().count, 1)
+        XCTAssertEqual(try eventPosts(), 3)
+    }
+
+    func test429HonoursRetryAfter() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"status":429,"count":1,"retry_after":"1","path_prefix":"/v1/apps/swift/events"}"#)
+        let start = SystemClock().monotonicNanoseconds()
+        try events.flush(timeoutMilliseconds: 5000)
+        let elapsed = (SystemClock().monotonicNanoseconds() - start) / 1_000_000
+        XCTAssertGreaterThanOrEqual(elapsed, 950, "waited for Retry-After: 1 instead of the 10 ms retry base")
+        XCTAssertEqual(try serverEvents().count, 1)
+    }
+
+    func test413SplitsTheBatchAndDropsASingleOversizeEvent() throws {
+        let events = try open(quiet())
+        let padding = String(repeating: "p", count: 700)
+        for i in 0..<4 { try events.track("small\(i)", propertiesJSON: #"{"pad":"\#(padding)"}"#) }
+        try events.track("huge", propertiesJSON: #"{"pad":"\#(String(repeating: "h", count: 3000))"}"#)
+        try TestServer.post("/admin/settings", #"{"events_max_body":2500}"#)
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(Set(try serverEvents().compactMap { $0["name"]?.stringValue }), ["small0", "small1", "small2", "small3"])
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["payload_too_large"]?.intValue, 1)
+    }
+
+    func testCircuitBreakerPausesAfterFiveFailuresUntilANewSession() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"status":503,"count":100,"path_prefix":"/v1/apps/swift/events"}"#)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))  // 4 failures
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) { // the 5th trips it
+            guard case AppNorthError.wrongState = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try eventPosts(), 5)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
+        XCTAssertEqual(try eventPosts(), 5, "paused: no more uploads")
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue, true)
+
+        try TestServer.delete("/admin/faults")
+        events.startSession()
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().count, 1)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["consecutive_failures"]?.intValue, 0)
+    }
+
+    func testForegroundAlsoResumesUploads() throws {
+        let events = try open(quiet { $0.breakerThreshold = 1; $0.retry.retries = 0 })
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"status":500,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
+        events.foreground()
+        XCTAssertTrue(try eventually { try serverEvents().count == 1 })
+    }
+
+    func testConsentRevokedDropsAndPurgesAndIsRemembered() throws {
+        do {
+            let events = try open(quiet())
+            try events.track("before")
+            XCTAssertEqual(events.consent, .unknown)
+            try events.setConsent(analytics: false)
+            XCTAssertEqual(events.queuedCount, 0, "revoking purges the queue")
+            XCTAssertFalse(try events.track("while revoked"))
+            XCTAssertEqual(events.queuedCount, 0)
+            events.close(timeoutMilliseconds: 0)
+        }
+        let reopened = try open(quiet())
+        XCTAssertEqual(reopened.consent, .revoked, "consent survives a restart")
+        XCTAssertFalse(try reopened.track("still revoked"))
+        try reopened.setConsent(analytics: true)
+        XCTAssertTrue(try reopened.track("after grant"))
+        try reopened.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().compactMap { $0["name"]?.stringValue }, ["after grant"])
+    }
+
+    func testRequireConsentStoresNothingBeforeAChoice() throws {
+        let events = try open(quiet { $0.requireConsent = true })
+        XCTAssertFalse(try events.track("too early"))
+        XCTAssertEqual(events.queuedCount, 0)
+        try events.setConsent(analytics: true)
+        XCTAssertTrue(try events.track("allowed"))
+    }
+
+    func testIdentityPersistsInAPrivateFileAndNeverInLogs() throws {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } }
+        let first: String
+        do {
+            let events = try open(quiet(), logger: logger)
+            first = events.anonymousID
+            try events.identify(userID: "secret-user")
+            try events.setPushToken("secret-push")
+            try events.track("e")
+            try TestServer.offline { _ = try? events.flush(timeoutMilliseconds: 5000) }
+            events.close(timeoutMilliseconds: 0)
+        }
+        var info = stat()
+        XCTAssertEqual(stat(folder + "/identity.json", &info), 0)
+        XCTAssertEqual(UInt32(info.st_mode) & 0o777, 0o600)
+        let reopened = try open(quiet())
+        XCTAssertEqual(reopened.anonymousID, first)
+        XCTAssertEqual(reopened.userID, "secret-user")
+        XCTAssertEqual(try reopened.pushToken(), "secret-push")
+        try reopened.reset()
+        XCTAssertNil(reopened.userID)
+        XCTAssertEqual(reopened.anonymousID, first)
+        let logged = lines.withLock { $0.joined(separator: "\n") }
+        XCTAssertFalse(logged.isEmpty, "the failed flush was logged")
+        XCTAssertFalse(logged.contains("secret") || logged.contains(first), logged)
+    }
+
+    func testHostSecureStoreIsUsed() throws {
+        let store = MemorySecureStore()
+        let events = try open(quiet(), secure: store)
+        XCTAssertEqual(try store.read("anonymous_id"), events.anonymousID)
+        try events.identify(userID: "u1")
+        XCTAssertEqual(try store.read("user_id"), "u1")
+        XCTAssertFalse(FileManagerFree.exists(folder + "/identity.json"))
+    }
+
+    func testAResendAfterACrashIsDeduplicatedByTheServer() throws {
+        let events = try open(quiet())
+        for i in 0..<3 { try events.track("e\(i)") }
+        // A previous process sent these, got its 2xx, and died before deleting them.
+        let rows = try SQLiteStore(directory: DataDirectory(path: folder)).withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT payload FROM events ORDER BY seq") { String(decoding: $0.blob(0), as: UTF8.self) }
+        }
+        _ = try TestServer.admin.perform(HTTPRequest(method: .post, url: try TestServer.url() + "/v1/apps/swift/events",
+                                                 headers: [("Content-Type", "application/json")],
+                                                 body: Array(("{\"events\":[" + rows.joined(separator: ",") + "]}").utf8)))
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().count, 3)
+    }
+
+    func testCloseFlushesWithinItsBound() throws {
+        let events = try open(quiet())
+        for i in 0..<3 { try events.track("e\(i)") }
+        events.close(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().count, 3)
+        XCTAssertThrowsError(try events.track("late")) {
+            guard case AppNorthError.wrongState = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    func testCloseIsBoundedWhileTheServerHangs() throws {
+        let events = try open(quiet())
+        try events.track("e")
+        try TestServer.post("/admin/faults", #"{"delay_ms":5000,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        let start = SystemClock().monotonicNanoseconds()
+        events.close(timeoutMilliseconds: 300)
+        let elapsed = (SystemClock().monotonicNanoseconds() - start) / 1_000_000
+        XCTAssertLessThan(elapsed, 2500, "close returned in \(elapsed) ms")
+    }
+
+    func testEightThreadsTrackWhileFlushesAndConsentChangesRun() throws {
+        let events = try open(quiet { $0.batchThreshold = 50; $0.networkType = .wifi })
+        let perThread = 150
+        let failures = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        for t in 0..<8 {
+            _ = try BackgroundThread(name: "tracker\(t)") { thread in
+                for i in 0..<perThread {
+                    if (try? events.track("t\(t)-\(i)", propertiesJSON: #"{"i":\#(i)}"#)) != true {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+                done.add(1, ordering: .releasing)
+            }
+        }
+        while done.load(ordering: .acquiring) < 8 {
+            _ = try? events.flush(timeoutMilliseconds: 2000)
+            try events.setConsent(analytics: true)
+        }
+        try events.flush(timeoutMilliseconds: 10_000)
+        XCTAssertEqual(failures.load(ordering: .relaxed), 0)
+        let names = try serverEvents().compactMap { $0["name"]?.stringValue }
+        XCTAssertEqual(names.count, 8 * perThread, "every accepted event arrived")
+        XCTAssertEqual(Set(names).count, 8 * perThread, "exactly once")
+    }
+}
+
+/// `access` without Foundation's FileManager.
+enum FileManagerFree {
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+}

@@ -84,7 +84,7 @@ C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
 
 $(BUILD)/tests/%: Tests/c/%.c Tests/c/check.h Tests/c/admin.h $(DIST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl) -lpthread
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl sqlite3) -lpthread
 
 $(PYTEST):
 	@scripts/ensure-deps.sh --python

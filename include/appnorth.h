@@ -300,7 +300,8 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  * Client: community writes
  *
  * Every write carries an Idempotency-Key: the caller's (1 to 255 printable
- * ASCII characters) or, when NULL, a random one the library makes. The
+ * ASCII characters, 0x20 to 0x7E, not starting or ending with a space) or,
+ * when NULL, a random one the library makes. The
  * server applies a key once per app and identity and replays its first
  * answer; a key reused with a different payload is APPNORTH_E_CONFLICT.
  * Content is checked before anything is sent: an empty or whitespace-only
@@ -350,8 +351,8 @@ APPNORTH_API int32_t appnorth_client_vote(appnorth_client *client, const char *i
                                           const char *idempotency_key, char **out_json,
                                           appnorth_error *err);
 
-/** Send a chat message (1 to 4000 bytes). Chat messages are never queued
- *  and never cached. */
+/** Send a chat message (1 to 4000 characters). Chat messages are never
+ *  queued and never cached. */
 APPNORTH_API int32_t appnorth_client_send_chat_message(appnorth_client *client, const char *body,
                                                        const char *idempotency_key, char **out_json,
                                                        appnorth_error *err);
@@ -422,9 +423,10 @@ APPNORTH_API int32_t appnorth_buffer_set(appnorth_buffer *buffer, const void *by
  *   erase. Return 0 on success.
  * release: optional; called once with user_data when the storage is freed.
  * They run on the thread that called the queue or cache function, never
- * while the library holds a data lock. They must not call back into the
- * queue or cache that is using them: such a call fails with
- * APPNORTH_E_WRONG_STATE instead of deadlocking.
+ * while the library holds a data lock. They must not change the queue or
+ * cache that is using them: submit, flush, discard, store and clear called
+ * from inside fail with APPNORTH_E_WRONG_STATE instead of deadlocking
+ * (reads such as appnorth_queue_pending_count() are allowed).
  */
 typedef int32_t (*appnorth_storage_load_fn)(void *user_data, appnorth_buffer *out);
 typedef int32_t (*appnorth_storage_save_fn)(void *user_data, const void *bytes, size_t length);
@@ -528,7 +530,8 @@ APPNORTH_API int32_t appnorth_queue_submit_feedback(appnorth_queue *queue, appno
  * Replay this client's scope's entries in order, with their original keys.
  * A network failure stops the flush and keeps the rest (returns
  * APPNORTH_OK); any other error stops it, is returned, and leaves the
- * failing entry pending. out_sent (optional): how many were sent. A
+ * failing entry pending. out_sent (optional): how many were sent, also
+ * when an error is returned. A
  * completed flush does not prove the queue is empty: see
  * appnorth_queue_pending_count(). Blocks for up to one request timeout per
  * entry.

@@ -62,7 +62,9 @@ public func appnorth_queue_flush(_ queue: OpaquePointer?, _ client: OpaquePointe
     return guarded(err) {
         let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
-        setOut(outSent, try queue.flush(using: client))
+        var sent = 0
+        defer { setOut(outSent, sent) }
+        try queue.flush(using: client, sentCount: &sent)
     }
 }
 

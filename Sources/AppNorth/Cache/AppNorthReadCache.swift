@@ -40,9 +40,11 @@ public final class AppNorthReadCache: Sendable {
         fresh(kind: .boards, scope: scope, query: "")
     }
 
-    /// The fresh ideas array for a scope and query, or nil.
+    /// The fresh ideas array for a scope and query, or nil. A query with a
+    /// cursor is always nil: only first pages are cached.
     public func ideas(scope: String, query: IdeaQuery = IdeaQuery()) -> String? {
-        fresh(kind: .ideas, scope: scope, query: query.cacheKey)
+        guard query.cursor == nil else { return nil }
+        return fresh(kind: .ideas, scope: scope, query: query.cacheKey)
     }
 
     // MARK: Storing

@@ -136,8 +136,11 @@ func limit(_ value: String, _ name: String, max: Int) throws(AppNorthError) {
 /// Validates a caller's idempotency key, or makes one.
 func idempotencyKey(_ key: String?) throws(AppNorthError) -> String {
     guard let key else { return Random.hexToken(bytes: 16) }
-    guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-        throw .invalidArgument("idempotency key must be 1 to 255 printable ASCII characters without spaces")
+    // Printable ASCII (0x20 to 0x7E), as the protocol allows; HTTP would
+    // trim spaces at either end, so those are refused.
+    guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
+          key.utf8.first != 0x20, key.utf8.last != 0x20 else {
+        throw .invalidArgument("idempotency key must be 1 to 255 printable ASCII characters, not starting or ending with a space")
     }
     return key
 }

@@ -89,20 +89,27 @@ public final class AppNorthOfflineQueue: Sendable {
     /// leaves the failing entry pending. Returns how many were sent.
     @discardableResult
     public func flush(using client: AppNorthClient) throws -> Int {
+        var sent = 0
+        try flush(using: client, sentCount: &sent)
+        return sent
+    }
+
+    /// The same, counting into `sent` as it goes, so a caller learns how
+    /// many were sent before an error was thrown.
+    public func flush(using client: AppNorthClient, sentCount sent: inout Int) throws {
+        sent = 0
         try flushGate.run("flush") {
             let scope = client.scope
             let mine = entries.withLock { $0.filter { $0.scope == scope } }
-            var sent = 0
             for entry in mine {
                 do {
                     _ = try client.post(entry.path, body: entry.body, key: entry.idempotencyKey)
                 } catch AppNorthError.network {
-                    return sent
+                    return
                 }
                 try remove { $0.id == entry.id }
                 sent += 1
             }
-            return sent
         }
     }
 

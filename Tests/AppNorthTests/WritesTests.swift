@@ -40,7 +40,9 @@ final class WritesTests: XCTestCase {
         XCTAssertThrowsError(try client.submitComment(handle: ideaID, body: "other", idempotencyKey: "k")) {
             guard case AppNorthError.conflict = $0 else { return XCTFail("\($0)") }
         }
-        XCTAssertThrowsError(try client.submitComment(handle: ideaID, body: "x", idempotencyKey: "has space"))
+        XCTAssertThrowsError(try client.submitComment(handle: ideaID, body: "x", idempotencyKey: " leading space"))
+        XCTAssertThrowsError(try client.submitComment(handle: ideaID, body: "x", idempotencyKey: "tab\tkey"))
+        XCTAssertNoThrow(try client.submitComment(handle: ideaID, body: "x", idempotencyKey: "inner space"))
     }
 
     func testGeneratedKeysAreSentWithEveryWrite() throws {

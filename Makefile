@@ -4,7 +4,7 @@
 #   make dist      self-contained stripped libappnorth.so + header + pkg-config in dist/
 #   make install   PREFIX=/usr/local by default
 
-VERSION      := 0.1.0
+VERSION      := 0.2.0
 SOVERSION    := 0
 PREFIX       ?= /usr/local
 DIST         := dist

@@ -54,11 +54,11 @@ extern "C" {
  * --------------------------------------------------------------------- */
 
 #define APPNORTH_VERSION_MAJOR 0
-#define APPNORTH_VERSION_MINOR 1
+#define APPNORTH_VERSION_MINOR 2
 #define APPNORTH_VERSION_PATCH 0
-#define APPNORTH_VERSION_STRING "0.1.0"
+#define APPNORTH_VERSION_STRING "0.2.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
-#define APPNORTH_VERSION_NUMBER 100
+#define APPNORTH_VERSION_NUMBER 200
 
 /**
  * The library's version string, "MAJOR.MINOR.PATCH", as built.
@@ -227,8 +227,11 @@ APPNORTH_API int32_t appnorth_client_options_set_timeouts(appnorth_client_option
 
 /**
  * Route the client's log lines to `fn` for levels >= `min_level`. NULL `fn`
- * turns logging off (the default). `user_data` is passed back unchanged; the
- * host keeps it alive until the client is freed.
+ * turns logging off (the default). `user_data` is passed back unchanged.
+ * Handles made with the client (an events queue, a remote config) keep
+ * using this logger after appnorth_client_free(): keep `fn` and
+ * `user_data` valid until the client and every handle made with it are
+ * freed.
  */
 APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options *options,
                                                         appnorth_log_fn fn,
@@ -285,7 +288,8 @@ APPNORTH_API int32_t appnorth_client_list_boards(appnorth_client *client,
  *   "status" (string: open, planned, in_progress, done, declined),
  *   "cursor" (string, the previous page's "next_cursor"),
  *   "limit"  (integer, 1 to 100; the server's default is 20).
- * Unknown keys or wrong types are APPNORTH_E_INVALID_JSON, before any
+ * Unknown keys or wrong types are APPNORTH_E_INVALID_JSON, an unknown
+ * status or a limit out of range APPNORTH_E_INVALID_ARGUMENT, before any
  * request is made.
  * *out_json receives {"ideas":[...],"next_cursor":"..." or null}; the caller
  * frees it with appnorth_string_free().
@@ -452,7 +456,8 @@ APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn loa
                                                    appnorth_error *err);
 
 /** Free a storage. The queue or cache using it keeps its own reference, so
- *  this may be called right after creating them. NULL is a no-op. */
+ *  this may be called right after creating them; a callback storage's
+ *  release function runs when the last of them lets go. NULL is a no-op. */
 APPNORTH_API void appnorth_storage_free(appnorth_storage *storage);
 
 /**

@@ -30,4 +30,7 @@ if [ "${1:-}" = "--python" ]; then
         python3 -m venv .venv
         .venv/bin/pip install -q --disable-pip-version-check -r bindings/python/requirements-test.txt
     fi
+    # The binding itself, editable, so tests and subprocesses import it.
+    .venv/bin/python -c "import appnorth" 2>/dev/null \
+        || .venv/bin/pip install -q --disable-pip-version-check -e bindings/python
 fi

@@ -195,18 +195,18 @@ public func appnorth_events_set_network_type(_ events: OpaquePointer?, _ type: I
         guard let network = NetworkType(rawValue: type) else {
             throw AppNorthError.invalidArgument("network_type must be one of APPNORTH_NETWORK_*")
         }
-        events.setNetworkType(network)
+        try events.setNetworkType(network)
     }
 }
 
 @c @implementation
 public func appnorth_events_start_session(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
-    withEvents(events, err) { $0.startSession() }
+    withEvents(events, err) { try $0.startSession() }
 }
 
 @c @implementation
 public func appnorth_events_foreground(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
-    withEvents(events, err) { $0.foreground() }
+    withEvents(events, err) { try $0.foreground() }
 }
 
 @c @implementation

@@ -79,6 +79,25 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(events.queuedCount, 0)
     }
 
+    func testHugeIntegersInPropertiesArriveAsWritten() throws {
+        let events = try open(quiet())
+        let props = #"{"id":123456789012345678901234567890,"n":-0.0}"#
+        try events.track("big", propertiesJSON: props)
+        try events.flush(timeoutMilliseconds: 5000)
+        XCTAssertEqual(try serverEvents().first?["properties_raw"]?.stringValue, props)
+    }
+
+    func testCallsAfterCloseAreWrongState() throws {
+        let events = try open(quiet())
+        events.close(timeoutMilliseconds: 0)
+        for call in [{ try events.startSession() }, { try events.foreground() }, { try events.setNetworkType(.wifi) },
+                     { try events.setConsent(analytics: true) }, { try events.identify(userID: "u") }, { try events.reset() }] {
+            XCTAssertThrowsError(try call()) {
+                guard case AppNorthError.wrongState = $0 else { return XCTFail("\($0)") }
+            }
+        }
+    }
+
     func testBadEventsAreRefusedAndNothingIsStored() throws {
         let events = try open(quiet { $0.maxEventBytes = 512 })
         XCTAssertThrowsError(try events.track("")) { XCTAssertEqual(($0 as? AppNorthError).map { "\($0)" }?.hasPrefix("invalidArgument"), true) }
@@ -219,7 +238,7 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue, true)
 
         try TestServer.delete("/admin/faults")
-        events.startSession()
+        try events.startSession()
         try events.flush(timeoutMilliseconds: 5000)
         XCTAssertEqual(try serverEvents().count, 1)
         XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["consecutive_failures"]?.intValue, 0)
@@ -230,7 +249,7 @@ final class EventsTests: XCTestCase {
         try events.track("e")
         try TestServer.post("/admin/faults", #"{"status":500,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
         XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
-        events.foreground()
+        try events.foreground()
         XCTAssertTrue(try eventually { try serverEvents().count == 1 })
     }
 

@@ -45,16 +45,17 @@ public struct AppNorthClientConfiguration: Sendable {
 
     public static func validatedURL(_ url: String) throws(AppNorthError) -> String {
         var url = String(Text.trimmed(url))
-        while url.hasSuffix("/") { url.removeLast() }
         let lower = Text.asciiLowercased(url)
-        let rest: Substring
+        let schemeLength: Int
         if lower.hasPrefix("https://") {
-            rest = url.dropFirst(8)
+            schemeLength = 8
         } else if lower.hasPrefix("http://") {
-            rest = url.dropFirst(7)
+            schemeLength = 7
         } else {
             throw .invalidArgument("API URL must start with http:// or https://")
         }
+        while url.count > schemeLength && url.hasSuffix("/") { url.removeLast() }
+        let rest = url.dropFirst(schemeLength)
         let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         guard !host.isEmpty, !host.hasPrefix(":"), !host.hasSuffix(":") else {
             throw .invalidArgument("API URL has no host")

@@ -90,7 +90,7 @@ public final class AppNorthEvents: Sendable {
         guard (1...256).contains(name.unicodeScalars.count) else {
             throw .invalidArgument("event name must be 1 to 256 characters")
         }
-        if let propertiesJSON { _ = try JSON.parseObject(propertiesJSON, what: "event properties") }
+        if let propertiesJSON { try JSON.validateObject(propertiesJSON, what: "event properties") }
         let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
             let allowed = s.consent == .granted || (s.consent == .unknown && !options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
@@ -156,8 +156,8 @@ public final class AppNorthEvents: Sendable {
 
     /// A new app session: a new session id, and uploads resume if the
     /// circuit breaker had paused them.
-    public func startSession() {
-        state.withLock {
+    public func startSession() throws(AppNorthError) {
+        try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
             $0.breaker.reset()
         }
@@ -165,16 +165,26 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// The app came to the foreground: uploads resume and a flush starts.
-    public func foreground() {
-        state.withLock {
+    public func foreground() throws(AppNorthError) {
+        try whileOpen {
             $0.breaker.reset()
             $0.flushRequested += 1
         }
         wakeUploader()
     }
 
-    public func setNetworkType(_ type: NetworkType) {
-        state.withLock { $0.networkType = type }
+    public func setNetworkType(_ type: NetworkType) throws(AppNorthError) {
+        try whileOpen { $0.networkType = type }
+    }
+
+    /// Changes state unless the queue is closed.
+    private func whileOpen(_ change: (inout State) -> Void) throws(AppNorthError) {
+        let open = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            change(&s)
+            return true
+        }
+        if !open { throw .wrongState("the event queue is closed") }
     }
 
     // MARK: Consent
@@ -185,6 +195,7 @@ public final class AppNorthEvents: Sendable {
     /// events tracked from then on.
     public func setConsent(analytics granted: Bool) throws(AppNorthError) {
         let value: ConsentState = granted ? .granted : .revoked
+        try whileOpen { _ in }
         try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
         state.withLock { $0.consent = value }
         if !granted {
@@ -209,14 +220,19 @@ public final class AppNorthEvents: Sendable {
 
     public func identify(userID: String) throws(AppNorthError) {
         guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
+        try whileOpen { _ in }
         try identity.identify(userID)
     }
 
     /// Clears the user id (logout). The anonymous id stays.
-    public func reset() throws(AppNorthError) { try identity.identify(nil) }
+    public func reset() throws(AppNorthError) {
+        try whileOpen { _ in }
+        try identity.identify(nil)
+    }
 
     public func setPushToken(_ token: String?) throws(AppNorthError) {
         if let token, !(1...4096).contains(token.utf8.count) { throw .invalidArgument("push token must be 1 to 4096 bytes") }
+        try whileOpen { _ in }
         try identity.setPushToken(token)
     }
 

@@ -40,13 +40,15 @@ public final class JSON: @unchecked Sendable {
 
     /// Parses UTF-8 bytes. Any JSON value is accepted at the top level.
     /// Throws `.invalidJSON` with jansson's message and byte position.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON") throws(AppNorthError) -> JSON {
+    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON",
+                             flags extra: size_t = 0) throws(AppNorthError) -> JSON {
+        let flags = size_t(JSON_DECODE_ANY) | extra
         var error = json_error_t()
         let parsed: UnsafeMutablePointer<json_t>?
         if let base = bytes.baseAddress, bytes.count > 0 {
-            parsed = json_loadb(base.assumingMemoryBound(to: CChar.self), bytes.count, size_t(JSON_DECODE_ANY), &error)
+            parsed = json_loadb(base.assumingMemoryBound(to: CChar.self), bytes.count, flags, &error)
         } else {
-            parsed = json_loadb("", 0, size_t(JSON_DECODE_ANY), &error)
+            parsed = json_loadb("", 0, flags, &error)
         }
         guard let value = parsed else {
             let text = withUnsafeBytes(of: &error.text) { raw in
@@ -69,6 +71,19 @@ public final class JSON: @unchecked Sendable {
         try bytes.withUnsafeBytes { buffer in
             Result { () throws(AppNorthError) in try parse(buffer, what: what) }
         }.get()
+    }
+
+    /// Checks that host text is a JSON object without keeping the tree.
+    /// Integers too large for 64 bits are accepted (read as reals): the
+    /// text is forwarded as written, so nothing is lost.
+    public static func validateObject(_ text: String, what: String) throws(AppNorthError) {
+        var text = text
+        let kind: Kind = try text.withUTF8 { buffer in
+            Result { () throws(AppNorthError) in
+                try parse(UnsafeRawBufferPointer(buffer), what: what, flags: size_t(JSON_DECODE_INT_AS_REAL)).kind
+            }
+        }.get()
+        guard kind == .object else { throw .invalidJSON("\(what) must be a JSON object", position: 0) }
     }
 
     /// Parses text that must be a JSON object.

@@ -1,0 +1,189 @@
+"""Python binding for libappnorth, the offline-first AppNorth client SDK core.
+
+Reads and writes::
+
+    import appnorth
+
+    with appnorth.Client("http://127.0.0.1:8080", "demo") as client:
+        boards = client.list_boards()["boards"]
+        client.submit_idea(boards[0]["id"], "Dark mode")
+
+Offline writes and cached reads::
+
+    queue = appnorth.OfflineQueue(appnorth.Storage.sqlite(data_dir, "queue"))
+    queue.submit_idea(client, board_id, "Dark mode")  # False: kept while offline
+    queue.flush(client)                                # later: sends it, same key
+    cache = appnorth.ReadCache(appnorth.Storage.sqlite(data_dir, "cache"))
+    for source, boards in cache.read_boards(client):   # cache first, then network
+        ...
+
+The shared library is found through ``APPNORTH_LIBRARY`` (a path to
+libappnorth.so), then the package folder, then the repository's build
+folders (``dist/lib``, ``.build/release``, ``.build/debug``).
+:data:`LIBRARY_PATH` is the file actually loaded.
+
+Failures raise subclasses of :class:`AppNorthError`, one per status code.
+Live clients are closed at interpreter exit.
+"""
+
+from __future__ import annotations
+
+from . import _lib
+from ._lib import (
+    CACHE_DEFAULT_TTL_SECONDS,
+    CONSENT_GRANTED,
+    CONSENT_REVOKED,
+    CONSENT_UNKNOWN,
+    LIBRARY_PATH,
+    LOG_DEBUG,
+    LOG_ERROR,
+    LOG_INFO,
+    LOG_WARNING,
+    MAX_FEEDBACK_TEXT_CHARS,
+    MAX_SCREENSHOT_BYTES,
+    MAX_SCREENSHOTS,
+    MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
+    NETWORK_CELLULAR,
+    NETWORK_EXPENSIVE_CELLULAR,
+    NETWORK_UNKNOWN,
+    NETWORK_WIFI,
+    QUEUE_DEFAULT_LIMIT,
+    SOURCE_CACHE,
+    SOURCE_NETWORK,
+)
+from ._lib import C as _C
+from .client import DEFAULT_API_TIMEOUT_MS, DEFAULT_RESOURCE_TIMEOUT_MS, LOGGER_NAME, Client, Feedback
+from .errors import (
+    E_AUTHENTICATION,
+    E_CONFLICT,
+    E_HTTP,
+    E_INTERNAL,
+    E_INVALID_ARGUMENT,
+    E_INVALID_JSON,
+    E_INVALID_UTF8,
+    E_NETWORK,
+    E_NOT_FOUND,
+    E_QUEUE_FULL,
+    E_SERVER,
+    E_STORAGE,
+    E_TIMEOUT,
+    E_TOO_LARGE,
+    E_VALIDATION,
+    E_WRONG_STATE,
+    OK,
+    AppNorthError,
+    AuthenticationError,
+    ConflictError,
+    HTTPError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidJSONError,
+    InvalidUTF8Error,
+    NetworkError,
+    NotFoundError,
+    QueueFullError,
+    ServerError,
+    StorageError,
+    TimeoutError,
+    TooLargeError,
+    ValidationError,
+    WrongStateError,
+)
+
+from .events import Events
+from .offline import ManualClock, OfflineQueue, ReadCache, Storage
+
+#: The binding's own version (the library's is :func:`version`).
+__version__ = "0.2.0"
+
+
+def version() -> str:
+    """The loaded library's version, ``"MAJOR.MINOR.PATCH"``."""
+    result: str = _C.appnorth_version()
+    return result
+
+
+def version_number() -> int:
+    """The loaded library's version as ``MAJOR * 10000 + MINOR * 100 + PATCH``."""
+    return int(_C.appnorth_version_number())
+
+
+def status_str(code: int) -> str:
+    """The library's name for a status code, e.g. ``"network error"``
+    (``"unknown status"`` for codes it does not know)."""
+    result: str = _C.appnorth_status_str(_lib.to_int32(code, "code"))
+    return result
+
+
+__all__ = [
+    "__version__",
+    "LIBRARY_PATH",
+    "version",
+    "version_number",
+    "status_str",
+    "Client",
+    "Feedback",
+    "Storage",
+    "OfflineQueue",
+    "ReadCache",
+    "ManualClock",
+    "Events",
+    "NETWORK_UNKNOWN",
+    "NETWORK_WIFI",
+    "NETWORK_CELLULAR",
+    "NETWORK_EXPENSIVE_CELLULAR",
+    "CONSENT_UNKNOWN",
+    "CONSENT_REVOKED",
+    "CONSENT_GRANTED",
+    "DEFAULT_API_TIMEOUT_MS",
+    "DEFAULT_RESOURCE_TIMEOUT_MS",
+    "LOGGER_NAME",
+    "LOG_DEBUG",
+    "LOG_INFO",
+    "LOG_WARNING",
+    "LOG_ERROR",
+    "SOURCE_CACHE",
+    "SOURCE_NETWORK",
+    "MAX_TITLE_CHARS",
+    "MAX_TEXT_CHARS",
+    "MAX_FEEDBACK_TEXT_CHARS",
+    "MAX_SCREENSHOTS",
+    "MAX_SCREENSHOT_BYTES",
+    "QUEUE_DEFAULT_LIMIT",
+    "CACHE_DEFAULT_TTL_SECONDS",
+    "OK",
+    "E_INVALID_ARGUMENT",
+    "E_INVALID_JSON",
+    "E_INVALID_UTF8",
+    "E_TOO_LARGE",
+    "E_NETWORK",
+    "E_VALIDATION",
+    "E_AUTHENTICATION",
+    "E_NOT_FOUND",
+    "E_CONFLICT",
+    "E_SERVER",
+    "E_HTTP",
+    "E_STORAGE",
+    "E_QUEUE_FULL",
+    "E_WRONG_STATE",
+    "E_INTERNAL",
+    "E_TIMEOUT",
+    "AppNorthError",
+    "InvalidArgumentError",
+    "InvalidJSONError",
+    "InvalidUTF8Error",
+    "TooLargeError",
+    "NetworkError",
+    "ValidationError",
+    "AuthenticationError",
+    "NotFoundError",
+    "ConflictError",
+    "ServerError",
+    "HTTPError",
+    "StorageError",
+    "QueueFullError",
+    "WrongStateError",
+    "InternalError",
+    "TimeoutError",
+]

@@ -1,0 +1,137 @@
+"""The lifetime of one library handle, shared by every wrapper class.
+
+A :class:`Handle` owns one C pointer. It guarantees, on the Python side,
+what the header asks of the host:
+
+- calls in progress finish before the handle is freed (:meth:`close` waits
+  for them), and no call starts after (``WrongStateError``);
+- a handle is never freed from inside one of its own calls or callbacks
+  (that would deadlock or free memory the library is using);
+- handles do not survive ``fork()``: in a child process calls raise
+  ``WrongStateError`` and closing only forgets the parent's pointer;
+- live handles are tracked weakly and closed at interpreter exit
+  (:func:`appnorth._lib.close_all_live`), so no library thread calls into a
+  finalising interpreter;
+- CFUNCTYPE objects handed to the library (``_keep``) stay referenced
+  until the handle is freed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional
+
+from . import _lib, errors
+
+
+def report_callback_error(where: str) -> None:
+    """Report the exception being handled inside a callback. Exceptions
+    must never unwind into C, and a failing logger cannot be trusted with
+    the report, so it goes to stderr."""
+    try:
+        sys.stderr.write(f"appnorth: exception in {where} ignored:\n")
+        traceback.print_exc(file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - stderr itself may be gone
+        pass
+
+
+class Handle:
+    """Base class: one library handle with close(), ``with`` and exit cleanup."""
+
+    #: Used in messages: "client is closed".
+    _kind = "handle"
+    # Class-level defaults keep __del__ and close() safe when __init__ failed.
+    _ptr: Optional[Any] = None
+    _closed: bool = True
+
+    def _init_state(self) -> None:
+        """Call first in __init__, before any callback is created."""
+        self._cond = threading.Condition()
+        self._active = 0
+        self._local = threading.local()
+        self._pid = os.getpid()
+        self._keep: List[Any] = []
+
+    def _attach(self, ptr: Any, keep: Optional[List[Any]] = None) -> None:
+        """Call last in __init__, once the handle exists."""
+        self._keep = list(keep or [])
+        self._ptr = ptr
+        self._closed = False
+        _lib.register_live(self)
+
+    def _free(self, ptr: Any) -> None:
+        """Release the C handle (appnorth_X_free)."""
+        raise NotImplementedError
+
+    # -- lifetime ----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (or creation failed)."""
+        return self._closed
+
+    def close(self) -> None:
+        """Free the handle. Idempotent.
+
+        Waits for calls in progress on other threads to return. Raises
+        WrongStateError when called from inside one of this object's own
+        calls or callbacks.
+        """
+        local = getattr(self, "_local", None)
+        depth: int = getattr(local, "depth", 0) if local is not None else 0
+        in_callback: int = getattr(local, "in_callback", 0) if local is not None else 0
+        if depth or in_callback or _lib.inside_callback():
+            raise errors.WrongStateError(
+                f"cannot close a {self._kind} from inside its own call or a library callback")
+        cond = getattr(self, "_cond", None)
+        if cond is None:
+            return
+        with cond:
+            if self._closed:
+                return
+            self._closed = True
+            while self._active:
+                cond.wait()
+            ptr, self._ptr = self._ptr, None
+        if ptr and self._pid == os.getpid():
+            self._free(ptr)
+        # Only now: the library holds no pointer to these any more.
+        self._keep = []
+        _lib.unregister_live(self)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except BaseException:  # noqa: BLE001 - nothing to report to at GC time
+            pass
+
+    @contextmanager
+    def _use(self) -> Iterator[Any]:
+        """The live pointer for the duration of one call."""
+        with self._cond:
+            if self._closed:
+                raise errors.WrongStateError(f"{self._kind} is closed")
+            if self._pid != os.getpid():
+                raise errors.WrongStateError(
+                    f"{self._kind} was created in another process; handles do not survive fork()")
+            self._active += 1
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        try:
+            yield self._ptr
+        finally:
+            self._local.depth = depth
+            with self._cond:
+                self._active -= 1
+                if not self._active:
+                    self._cond.notify_all()

@@ -1,0 +1,712 @@
+"""Loading libappnorth.so and declaring its C functions.
+
+Everything that touches ctypes' function objects lives here:
+
+- :func:`candidate_paths` / :func:`load` locate the shared library
+  (``APPNORTH_LIBRARY``, then the package folder, then the repository's build
+  folders) and load it with :class:`ctypes.CDLL` (never ``PyDLL``: library
+  threads must be able to take the GIL while a call is blocked in C).
+- :data:`DECLARATIONS` is the single table of every C function the binding
+  uses; :func:`ffi` applies one entry (argtypes, restype, errcheck), so no
+  call site can forget its error check.
+- The errcheck functions turn status codes into exceptions
+  (:mod:`appnorth.errors`) and static ``const char *`` results into ``str``.
+- :func:`take_string` reads and frees a string the library handed out
+  through a ``char **`` out-parameter.
+
+Nothing in this module is public API: use :mod:`appnorth` instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import logging  # noqa: F401  (before our atexit hook; see the end of the file)
+import os
+import sys
+import threading
+import weakref
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_char,
+    c_char_p,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_void_p,
+)
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from . import errors
+
+#: The library major version this binding is written against. A library
+#: with another major version has an incompatible ABI and is refused.
+EXPECTED_MAJOR = 0
+
+#: Environment variable naming the shared library to load (a file path).
+LIBRARY_ENV = "APPNORTH_LIBRARY"
+
+# Mirrors of the header's macros and enums (tests compare them to the header).
+ERROR_MESSAGE_SIZE = 256
+LOG_DEBUG = 0
+LOG_INFO = 1
+LOG_WARNING = 2
+LOG_ERROR = 3
+SOURCE_CACHE = 1
+SOURCE_NETWORK = 2
+MAX_TITLE_CHARS = 200
+MAX_TEXT_CHARS = 10000
+MAX_FEEDBACK_TEXT_CHARS = 20000
+MAX_SCREENSHOTS = 5
+MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
+QUEUE_DEFAULT_LIMIT = 50
+NETWORK_UNKNOWN = 0
+NETWORK_WIFI = 1
+NETWORK_CELLULAR = 2
+NETWORK_EXPENSIVE_CELLULAR = 3
+CONSENT_UNKNOWN = -1
+CONSENT_REVOKED = 0
+CONSENT_GRANTED = 1
+CACHE_DEFAULT_TTL_SECONDS = 300
+
+INT32_MIN = -(2 ** 31)
+INT32_MAX = 2 ** 31 - 1
+
+
+# ---------------------------------------------------------------------------
+# C types
+# ---------------------------------------------------------------------------
+
+class appnorth_error(Structure):
+    """``struct appnorth_error``: written by the library on every call."""
+
+    _fields_ = [
+        ("code", c_int32),
+        ("http_status", c_int32),
+        ("message", c_char * ERROR_MESSAGE_SIZE),
+    ]
+
+    def text(self) -> str:
+        """The message, decoded from UTF-8 (the library truncates on a
+        character boundary; anything else is replaced, never raised)."""
+        return bytes(self.message).split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+
+class _Opaque(Structure):
+    """Base of the opaque handle types: only pointers to them are used."""
+
+
+class appnorth_client_options(_Opaque):
+    pass
+
+
+class appnorth_client(_Opaque):
+    pass
+
+
+class appnorth_feedback(_Opaque):
+    pass
+
+
+class appnorth_storage(_Opaque):
+    pass
+
+
+class appnorth_buffer(_Opaque):
+    pass
+
+
+class appnorth_queue(_Opaque):
+    pass
+
+
+class appnorth_clock(_Opaque):
+    pass
+
+
+class appnorth_cache(_Opaque):
+    pass
+
+
+class appnorth_events_options(_Opaque):
+    pass
+
+
+class appnorth_events(_Opaque):
+    pass
+
+
+# Typed handle pointers: ctypes refuses a handle of the wrong kind.
+ClientOptionsPtr = POINTER(appnorth_client_options)
+ClientPtr = POINTER(appnorth_client)
+FeedbackPtr = POINTER(appnorth_feedback)
+StoragePtr = POINTER(appnorth_storage)
+BufferPtr = POINTER(appnorth_buffer)
+QueuePtr = POINTER(appnorth_queue)
+ClockPtr = POINTER(appnorth_clock)
+CachePtr = POINTER(appnorth_cache)
+EventsOptionsPtr = POINTER(appnorth_events_options)
+EventsPtr = POINTER(appnorth_events)
+ErrorPtr = POINTER(appnorth_error)
+Int32Out = POINTER(c_int32)
+#: ``char **`` out-parameters are read as ``void *`` so that ctypes never
+#: converts (and loses) the library-owned pointer before it is freed.
+StringOut = POINTER(c_void_p)
+
+# Callback types. Keep every instance referenced for as long as the library
+# may call it. ``const char *`` arguments are borrowed for the duration of
+# the call, so ``c_char_p`` (copied into ``bytes``, never freed) is right
+# for them; binary data arrives as ``void *`` plus a length.
+
+#: ``void (*appnorth_log_fn)(int32_t level, const char *message, void *user_data)``
+LOG_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+#: ``int32_t (*appnorth_storage_load_fn)(void *user_data, appnorth_buffer *out)``
+STORAGE_LOAD_FN = CFUNCTYPE(c_int32, c_void_p, BufferPtr)
+#: ``int32_t (*appnorth_storage_save_fn)(void *user_data, const void *bytes, size_t length)``
+STORAGE_SAVE_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_size_t)
+#: ``void (*appnorth_release_fn)(void *user_data)``
+RELEASE_FN = CFUNCTYPE(None, c_void_p)
+#: ``void (*appnorth_read_fn)(int32_t source, const char *json, void *user_data)``
+READ_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+#: ``int32_t (*appnorth_secure_get_fn)(void *user_data, const char *key, appnorth_buffer *out)``
+SECURE_GET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, BufferPtr)
+#: ``int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value)``
+SECURE_SET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p)
+
+
+# ---------------------------------------------------------------------------
+# Error checks
+# ---------------------------------------------------------------------------
+
+def _find_error(arguments: Sequence[Any]) -> Optional[appnorth_error]:
+    """The appnorth_error the caller passed (by convention the last argument)."""
+    for argument in reversed(arguments):
+        if isinstance(argument, appnorth_error):
+            return argument
+        obj = getattr(argument, "_obj", None)  # byref(err)
+        if isinstance(obj, appnorth_error):
+            return obj
+    return None
+
+
+def check_status(result: int, func: Any, arguments: Tuple[Any, ...]) -> int:
+    """errcheck for calls returning an ``int32_t`` status: raise on failure."""
+    if result == errors.OK:
+        return result
+    err = _find_error(arguments)
+    if err is not None:
+        message = err.text() or _status_name(result)
+        raise errors.make_error(result, message, err.http_status)
+    raise errors.make_error(result, _status_name(result))
+
+
+def static_string(result: Optional[int], func: Any, arguments: Tuple[Any, ...]) -> str:
+    """errcheck for ``const char *`` results the library owns (never freed)."""
+    if not result:
+        raise errors.InternalError(f"{func.__name__} returned NULL")
+    return ctypes.string_at(result).decode("utf-8", errors="replace")
+
+
+def non_null(result: Any, func: Any, arguments: Tuple[Any, ...]) -> Any:
+    """errcheck for constructors that return NULL only when out of memory."""
+    if not result:
+        raise MemoryError(f"{func.__name__} returned NULL (out of memory)")
+    return result
+
+
+def _status_name(code: int) -> str:
+    try:
+        return str(C.appnorth_status_str(code))
+    except Exception:  # the library itself is unusable: still say something
+        return f"status {code}"
+
+
+# ---------------------------------------------------------------------------
+# The declaration table
+# ---------------------------------------------------------------------------
+
+Errcheck = Callable[[Any, Any, Tuple[Any, ...]], Any]
+
+
+class Declaration(NamedTuple):
+    """One C function: the arguments of :func:`ffi`."""
+
+    name: str
+    argtypes: Sequence[Any]
+    restype: Any
+    errcheck: Optional[Errcheck]
+
+
+#: Every C function of include/appnorth.h, in header order.
+#: tests/test_header_coverage.py fails when the header has one this lacks,
+#: or when an entry's argument count differs from the header's.
+_S = check_status
+DECLARATIONS: Tuple[Declaration, ...] = (
+    # Version
+    Declaration("appnorth_version", [], c_void_p, static_string),
+    Declaration("appnorth_version_number", [], c_int32, None),
+    # Status codes and errors
+    Declaration("appnorth_status_str", [c_int32], c_void_p, static_string),
+    Declaration("appnorth_string_free", [c_void_p], None, None),
+    # Client options
+    Declaration("appnorth_client_options_new", [], ClientOptionsPtr, non_null),
+    Declaration("appnorth_client_options_free", [ClientOptionsPtr], None, None),
+    Declaration("appnorth_client_options_set_api_url", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_app_id", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_credential",
+                [ClientOptionsPtr, c_char_p, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_timeouts",
+                [ClientOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_logger",
+                [ClientOptionsPtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
+    # Client: reads
+    Declaration("appnorth_client_new", [ClientOptionsPtr, POINTER(ClientPtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_free", [ClientPtr], None, None),
+    Declaration("appnorth_client_scope", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_list_boards", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_list_ideas", [ClientPtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    # Client: writes
+    Declaration("appnorth_client_submit_idea",
+                [ClientPtr, c_char_p, c_char_p, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_submit_comment",
+                [ClientPtr, c_char_p, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_submit_feedback",
+                [ClientPtr, FeedbackPtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_vote", [ClientPtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_send_chat_message",
+                [ClientPtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_list_chat_messages", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_list_comments", [ClientPtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    # Feedback builder
+    Declaration("appnorth_feedback_new", [], FeedbackPtr, non_null),
+    Declaration("appnorth_feedback_free", [FeedbackPtr], None, None),
+    Declaration("appnorth_feedback_set_text", [FeedbackPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_feedback_set_diagnostics", [FeedbackPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_feedback_add_screenshot",
+                [FeedbackPtr, c_void_p, c_size_t, c_char_p, ErrorPtr], c_int32, _S),
+    # Storage
+    Declaration("appnorth_buffer_set", [BufferPtr, c_void_p, c_size_t, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_storage_new_sqlite",
+                [c_char_p, c_char_p, POINTER(StoragePtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_storage_new_memory", [POINTER(StoragePtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_storage_new_callbacks",
+                [STORAGE_LOAD_FN, STORAGE_SAVE_FN, RELEASE_FN, c_void_p, POINTER(StoragePtr), ErrorPtr],
+                c_int32, _S),
+    Declaration("appnorth_storage_free", [StoragePtr], None, None),
+    Declaration("appnorth_storage_erase", [StoragePtr, ErrorPtr], c_int32, _S),
+    # Offline write queue
+    Declaration("appnorth_queue_new", [StoragePtr, c_int32, POINTER(QueuePtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_free", [QueuePtr], None, None),
+    Declaration("appnorth_queue_submit_idea",
+                [QueuePtr, ClientPtr, c_char_p, c_char_p, c_char_p, c_char_p, Int32Out, ErrorPtr],
+                c_int32, _S),
+    Declaration("appnorth_queue_submit_comment",
+                [QueuePtr, ClientPtr, c_char_p, c_char_p, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_submit_feedback",
+                [QueuePtr, ClientPtr, FeedbackPtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_flush", [QueuePtr, ClientPtr, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_pending_count", [QueuePtr, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_entries", [QueuePtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_discard", [QueuePtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
+    # Clocks
+    Declaration("appnorth_clock_new_manual", [c_int64, POINTER(ClockPtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_clock_free", [ClockPtr], None, None),
+    Declaration("appnorth_clock_advance", [ClockPtr, c_int64, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_clock_set_wall", [ClockPtr, c_int64, ErrorPtr], c_int32, _S),
+    # Read cache
+    Declaration("appnorth_cache_new",
+                [StoragePtr, c_int32, ClockPtr, POINTER(CachePtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_cache_free", [CachePtr], None, None),
+    Declaration("appnorth_cache_store_boards", [CachePtr, c_char_p, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_cache_store_ideas",
+                [CachePtr, c_char_p, c_char_p, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_cache_boards", [CachePtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_cache_ideas", [CachePtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_cache_clear", [CachePtr, c_char_p, ErrorPtr], c_int32, _S),
+    # Cached-then-fresh reads
+    Declaration("appnorth_read_boards", [CachePtr, ClientPtr, READ_FN, c_void_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_read_ideas",
+                [CachePtr, ClientPtr, c_char_p, READ_FN, c_void_p, ErrorPtr], c_int32, _S),
+    # Analytics events: options
+    Declaration("appnorth_events_options_new", [], EventsOptionsPtr, non_null),
+    Declaration("appnorth_events_options_free", [EventsOptionsPtr], None, None),
+    Declaration("appnorth_events_options_set_client", [EventsOptionsPtr, ClientPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_data_dir", [EventsOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_flush_policy",
+                [EventsOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_limits",
+                [EventsOptionsPtr, c_int32, c_int64, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_retry",
+                [EventsOptionsPtr, c_int32, c_int32, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_require_consent",
+                [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_secure_store",
+                [EventsOptionsPtr, SECURE_GET_FN, SECURE_SET_FN, RELEASE_FN, c_void_p, ErrorPtr], c_int32, _S),
+    # Analytics events
+    Declaration("appnorth_events_new", [EventsOptionsPtr, POINTER(EventsPtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_free", [EventsPtr], None, None),
+    Declaration("appnorth_events_close", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_track", [EventsPtr, c_char_p, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_flush", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_set_network_type", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_start_session", [EventsPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_foreground", [EventsPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_set_consent", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_consent", [EventsPtr, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_identify", [EventsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_reset", [EventsPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_set_push_token", [EventsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_anonymous_id", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_stats", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
+)
+
+#: Declared names, for lookups and the header coverage test.
+DECLARED_NAMES = frozenset(d.name for d in DECLARATIONS)
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+#: bindings/python/appnorth/_lib.py -> the repository root (meaningful only
+#: for an in-tree or editable install; the paths are just skipped otherwise).
+REPO_ROOT = _PACKAGE_DIR.parents[2]
+
+
+def candidate_paths() -> List[Path]:
+    """Where the library is looked for, in order (APPNORTH_LIBRARY aside)."""
+    packaged = sorted(_PACKAGE_DIR.glob("libappnorth.so*"),
+                      key=lambda p: (p.name != "libappnorth.so", p.name))
+    return packaged + [
+        REPO_ROOT / "dist" / "lib" / "libappnorth.so",
+        REPO_ROOT / ".build" / "release" / "libappnorth.so",
+        REPO_ROOT / ".build" / "debug" / "libappnorth.so",
+    ]
+
+
+def _fail(tried: List[Tuple[str, str]]) -> ImportError:
+    lines = "\n".join(f"  {path}: {reason}" for path, reason in tried)
+    return ImportError(
+        "appnorth: cannot load libappnorth.so. Tried:\n"
+        f"{lines}\n"
+        "Build it with `make dist` in the libappnorth repository (or "
+        "`swift build`), or set APPNORTH_LIBRARY to the path of "
+        "libappnorth.so.")
+
+
+def load() -> Tuple[ctypes.CDLL, str]:
+    """Find and load the library; returns it and the path loaded.
+
+    When ``APPNORTH_LIBRARY`` is set, only that path is tried: an explicit
+    choice that fails must not silently fall back to another build.
+    """
+    tried: List[Tuple[str, str]] = []
+    explicit = os.environ.get(LIBRARY_ENV)
+    if explicit:
+        paths = [Path(explicit).expanduser()]
+    else:
+        paths = candidate_paths()
+    for path in paths:
+        if not path.is_file():
+            tried.append((str(path), "not found"))
+            continue
+        try:
+            return ctypes.CDLL(str(path)), str(path)
+        except OSError as exc:
+            tried.append((str(path), f"failed to load: {exc}"))
+    if explicit:
+        tried[-1] = (tried[-1][0], tried[-1][1] + f" (from {LIBRARY_ENV})")
+    raise _fail(tried)
+
+
+#: Declared functions the loaded library does not export (an older minor
+#: version: the API grows by addition). Calling one raises InternalError.
+MISSING: "set[str]" = set()
+
+
+def _missing_function(name: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise errors.InternalError(
+            f"{LIBRARY_PATH} (version {C.appnorth_version()}) does not export {name}: "
+            f"the library is older than this binding. Rebuild it (`make dist`) or "
+            f"point {LIBRARY_ENV} at a current build.")
+
+    missing.__name__ = name
+    return missing
+
+
+def ffi(name: str, argtypes: Sequence[Any], restype: Any,
+        errcheck: Optional[Errcheck] = None) -> Any:
+    """Declare one C function of the loaded library (libarchive-c style):
+    argument types, result type and error check, in one place."""
+    try:
+        func = getattr(DLL, name)
+    except AttributeError:
+        MISSING.add(name)
+        return _missing_function(name)
+    func.argtypes = list(argtypes)
+    func.restype = restype
+    if errcheck is not None:
+        func.errcheck = errcheck
+    return func
+
+
+DLL, LIBRARY_PATH = load()
+
+#: The declared functions, by name: ``C.appnorth_client_new(...)``.
+C = SimpleNamespace(**{d.name: ffi(*d) for d in DECLARATIONS})
+
+
+def _check_version() -> None:
+    if "appnorth_version" in MISSING:
+        raise ImportError(f"appnorth: {LIBRARY_PATH} does not export appnorth_version: "
+                          "it is not libappnorth")
+    text = C.appnorth_version()
+    try:
+        major = int(text.split(".", 1)[0])
+    except ValueError:
+        raise ImportError(f"appnorth: {LIBRARY_PATH} reports a malformed version {text!r}") from None
+    if major != EXPECTED_MAJOR:
+        raise ImportError(
+            f"appnorth: {LIBRARY_PATH} is version {text}, but this binding needs "
+            f"major version {EXPECTED_MAJOR}. Install a matching library or binding.")
+
+
+_check_version()
+
+
+# ---------------------------------------------------------------------------
+# Helpers used by the object layer
+# ---------------------------------------------------------------------------
+
+TextArg = Union[str, bytes, bytearray, None]
+
+
+def to_c_string(value: TextArg, name: str) -> Optional[bytes]:
+    """A ``const char *`` argument: None -> NULL, ``str`` -> UTF-8,
+    ``bytes`` passed through unchanged (the library validates the UTF-8).
+
+    Raises InvalidUTF8Error for a ``str`` that cannot be encoded (lone
+    surrogates), InvalidArgumentError for an embedded NUL (C would silently
+    cut the string there), TypeError for other types.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise errors.InvalidUTF8Error(f"{name} is not valid UTF-8: {exc.reason}") from None
+    elif isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    else:
+        raise TypeError(f"{name} must be str, bytes or None, not {type(value).__name__}")
+    if b"\0" in data:
+        raise errors.InvalidArgumentError(f"{name} contains a NUL character")
+    return data
+
+
+def to_int32(value: Any, name: str) -> int:
+    """An ``int32_t`` argument; ctypes would silently wrap larger values."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
+    return value
+
+
+def take_string(out: c_void_p) -> Optional[str]:
+    """Read a library-owned string from a ``char **`` out-parameter, free it
+    with appnorth_string_free() and clear the pointer. NULL gives None."""
+    address = out.value
+    if not address:
+        return None
+    try:
+        return ctypes.string_at(address).decode("utf-8")
+    finally:
+        out.value = None
+        C.appnorth_string_free(address)
+
+
+def call_returning_string(func: Any, *args: Any) -> str:
+    """Call ``func(*args, char **out, appnorth_error *err)`` and return the
+    string it hands out (freed here, on success or failure)."""
+    out = c_void_p()
+    err = appnorth_error()
+    try:
+        func(*args, out, err)
+    finally:
+        text = take_string(out)
+    if text is None:
+        raise errors.InternalError(f"{func.__name__} succeeded but returned NULL")
+    return text
+
+
+def call_returning_optional_string(func: Any, *args: Any) -> Optional[str]:
+    """Like :func:`call_returning_string` for calls whose out-string may
+    legitimately be NULL on success (a cache miss)."""
+    out = c_void_p()
+    err = appnorth_error()
+    try:
+        func(*args, out, err)
+    finally:
+        text = take_string(out)
+    return text
+
+
+# ---------------------------------------------------------------------------
+# Exceptions raised inside callbacks that run on the calling thread
+# ---------------------------------------------------------------------------
+
+_callback_state = threading.local()
+
+
+def stash_callback_error(exc: BaseException, where: str) -> None:
+    """Record an exception raised inside a synchronous callback (storage,
+    read delivery) so that the Python call that triggered it re-raises it
+    (see :func:`callback_errors`). Outside such a call it is reported to
+    stderr. Either way it never unwinds into C."""
+    if getattr(_callback_state, "depth", 0):
+        if getattr(_callback_state, "exc", None) is None:
+            _callback_state.exc = exc
+        return
+    from ._handle import report_callback_error
+
+    report_callback_error(where)
+
+
+@contextmanager
+def callback_errors() -> Iterator[None]:
+    """Around a call whose callbacks run on this thread: a callback's
+    exception becomes the ``__cause__`` of the call's AppNorthError, or is
+    re-raised itself when the call succeeded."""
+    saved = getattr(_callback_state, "exc", None)
+    _callback_state.exc = None
+    _callback_state.depth = getattr(_callback_state, "depth", 0) + 1
+    try:
+        try:
+            yield
+        except errors.AppNorthError as error:
+            pending = _callback_state.exc
+            if pending is not None and error.__cause__ is None:
+                raise error from pending
+            raise
+        pending = _callback_state.exc
+        if pending is not None:
+            raise pending
+    finally:
+        _callback_state.depth -= 1
+        _callback_state.exc = saved
+
+
+@contextmanager
+def in_callback() -> Iterator[None]:
+    """Marks the current thread as running a library callback (see
+    :func:`inside_callback`)."""
+    _callback_state.running = getattr(_callback_state, "running", 0) + 1
+    try:
+        yield
+    finally:
+        _callback_state.running -= 1
+
+
+def inside_callback() -> bool:
+    """True while this thread runs a callback the library called. Handles
+    must not be freed there: the library may be using them further up the
+    stack (and appnorth_events_free must not run in a log callback)."""
+    return bool(getattr(_callback_state, "running", 0))
+
+
+# ---------------------------------------------------------------------------
+# Callbacks released by the library (appnorth_release_fn)
+# ---------------------------------------------------------------------------
+
+# Host callbacks whose lifetime the library ends with a release call (host
+# storages, secure stores) stay referenced here until that call. Afterwards
+# their thunks are kept, emptied of the Python functions, in _released: a
+# thunk must not be freed while it may still be returning into C.
+_pinned: "dict[int, Tuple[Any, ...]]" = {}
+_released: List[Tuple[Any, ...]] = []
+_pin_lock = threading.Lock()
+_next_pin = [1]
+
+
+def pin(thunks: Sequence[Any], payload: Sequence[Any] = ()) -> int:
+    """Keep CFUNCTYPE ``thunks`` (and Python ``payload``) alive until the
+    library calls :data:`RELEASE` with the returned key as user_data."""
+    with _pin_lock:
+        key = _next_pin[0]
+        _next_pin[0] += 1
+        _pinned[key] = (tuple(thunks), tuple(payload))
+    return key
+
+
+def unpin(key: int) -> None:
+    """Forget a pin the library will never release (creation failed early)."""
+    with _pin_lock:
+        _pinned.pop(key, None)
+
+
+def pending_pins() -> int:
+    """How many pinned callback sets the library has not released yet."""
+    with _pin_lock:
+        return len(_pinned)
+
+
+def _release(user_data: Optional[int]) -> None:
+    with _pin_lock:
+        entry = _pinned.pop(user_data or 0, None)
+        if entry is not None:
+            _released.append(entry[0])
+
+
+#: The appnorth_release_fn handed out with every pinned callback set.
+RELEASE = RELEASE_FN(_release)
+
+
+# ---------------------------------------------------------------------------
+# Live handles: closed at interpreter exit
+# ---------------------------------------------------------------------------
+
+_live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def register_live(obj: Any) -> None:
+    """Track ``obj`` (weakly) so that it is closed at interpreter exit."""
+    with _live_lock:
+        _live.add(obj)
+
+
+def unregister_live(obj: Any) -> None:
+    with _live_lock:
+        _live.discard(obj)
+
+
+def close_all_live() -> None:
+    """Close every live handle. Registered with :mod:`atexit`: a library
+    thread calling into Python (a log callback) while the interpreter is
+    finalising crashes the process, and closing stops those threads first.
+    Errors are reported, never raised, so every handle gets its turn."""
+    with _live_lock:
+        objects = list(_live)
+    for obj in objects:
+        try:
+            obj.close()
+        except Exception as exc:  # pragma: no cover - reported, not raised
+            try:
+                sys.stderr.write(f"appnorth: error closing {obj!r} at exit: {exc!r}\n")
+            except Exception:
+                pass
+
+
+# logging (imported at the top) registered its own shutdown hook already;
+# atexit runs hooks last-in first-out, so handles close while logging still
+# works and their last log lines are delivered.
+atexit.register(close_all_live)

@@ -1,0 +1,407 @@
+"""The community API client: :class:`Client` (and :class:`Feedback`).
+
+A :class:`Client` owns one ``appnorth_client`` handle. It builds the C
+options with the setters, creates the handle and frees the options before
+returning, so there is no options object to manage in Python.
+
+Threads: a client may be used from several threads at once (the library is
+thread-safe and ctypes releases the GIL during every call). :meth:`close`
+waits for calls in progress on other threads, then frees the handle; after
+that every method raises :class:`~appnorth.errors.WrongStateError`.
+
+fork(): handles do not survive fork(). In a child process every method
+raises WrongStateError, and closing there only forgets the parent's handle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
+
+from . import _lib
+from ._handle import Handle, report_callback_error
+from ._lib import C, TextArg, appnorth_error
+
+__all__ = [
+    "Client",
+    "Feedback",
+    "DEFAULT_API_TIMEOUT_MS",
+    "DEFAULT_RESOURCE_TIMEOUT_MS",
+    "LOGGER_NAME",
+]
+
+#: The library's defaults (see appnorth_client_options_new in the header).
+DEFAULT_API_TIMEOUT_MS = 30000
+DEFAULT_RESOURCE_TIMEOUT_MS = 60000
+
+#: The logger that ``Client(..., logger=True)`` writes to.
+LOGGER_NAME = "appnorth"
+
+_PY_LEVELS: Dict[int, int] = {
+    _lib.LOG_DEBUG: logging.DEBUG,
+    _lib.LOG_INFO: logging.INFO,
+    _lib.LOG_WARNING: logging.WARNING,
+    _lib.LOG_ERROR: logging.ERROR,
+}
+
+LoggerArg = Union[bool, logging.Logger, None]
+#: JSON given as a Python value (serialised here) or as text (sent unchanged).
+JSONArg = Union[Dict[str, Any], str, bytes, None]
+Screenshot = Tuple[bytes, str]
+
+
+def _min_library_level(logger: logging.Logger) -> int:
+    """The lowest APPNORTH_LOG_* level ``logger`` would emit right now, so
+    the library does not call into Python for lines that would be dropped."""
+    level = logger.getEffectiveLevel()
+    if level <= logging.DEBUG:
+        return _lib.LOG_DEBUG
+    if level <= logging.INFO:
+        return _lib.LOG_INFO
+    if level <= logging.WARNING:
+        return _lib.LOG_WARNING
+    return _lib.LOG_ERROR
+
+
+def _make_log_callback(logger: logging.Logger, local: threading.local) -> Any:
+    """A CFUNCTYPE log sink forwarding to ``logger``. It may run on any
+    thread. ``local`` marks the thread as inside this client's callback, so
+    that Client.close() refuses to run there."""
+
+    def log_sink(level: int, message: Optional[bytes], user_data: Optional[int]) -> None:
+        local.in_callback = getattr(local, "in_callback", 0) + 1
+        try:
+            with _lib.in_callback():
+                text = message.decode("utf-8", errors="replace") if message else ""
+                logger.log(_PY_LEVELS.get(level, logging.ERROR), "%s", text)
+        except BaseException:  # noqa: BLE001 - never propagate into C
+            report_callback_error("the appnorth log callback")
+        finally:
+            local.in_callback -= 1
+
+    return _lib.LOG_FN(log_sink)
+
+
+def json_text(value: JSONArg, name: str) -> Optional[bytes]:
+    """JSON for the library: dicts and lists are serialised (UTF-8, no ASCII
+    escaping); ``str``/``bytes`` are sent as given, so the host's own
+    spelling (``9.99``) survives and the library validates it."""
+    if value is None or isinstance(value, (str, bytes, bytearray)):
+        return _lib.to_c_string(value, name)
+    if isinstance(value, (dict, list)):
+        return _lib.to_c_string(json.dumps(value, ensure_ascii=False), name)
+    raise TypeError(f"{name} must be a dict, list, str, bytes or None, not {type(value).__name__}")
+
+
+class Feedback(Handle):
+    """A feedback report under construction (``appnorth_feedback``).
+
+    Args:
+        text: the report text (required before submitting; 1 to
+            MAX_FEEDBACK_TEXT_CHARS characters).
+        diagnostics: a JSON object as a dict (serialised here) or as text
+            (sent exactly as given).
+        screenshots: ``(data, content_type)`` pairs; content type
+            ``"image/png"`` or ``"image/jpeg"``, at most MAX_SCREENSHOTS.
+
+    Not thread-safe: build it on one thread. Submitting only reads it; the
+    queue copies it. Close it (or use ``with``) when done.
+    """
+
+    _kind = "feedback"
+
+    def __init__(self, text: TextArg = None, *, diagnostics: JSONArg = None,
+                 screenshots: Iterable[Screenshot] = ()) -> None:
+        self._init_state()
+        self._attach(C.appnorth_feedback_new())
+        try:
+            if text is not None:
+                self.set_text(text)
+            if diagnostics is not None:
+                self.set_diagnostics(diagnostics)
+            for data, content_type in screenshots:
+                self.add_screenshot(data, content_type)
+        except BaseException:
+            self.close()
+            raise
+
+    def _free(self, ptr: Any) -> None:
+        C.appnorth_feedback_free(ptr)
+
+    def set_text(self, text: TextArg) -> None:
+        c_text = _lib.to_c_string(text, "text")
+        with self._use() as handle:
+            C.appnorth_feedback_set_text(handle, c_text, appnorth_error())
+
+    def set_diagnostics(self, diagnostics: JSONArg) -> None:
+        """A JSON object (dict, or text kept as given); None clears them."""
+        c_json = json_text(diagnostics, "diagnostics")
+        with self._use() as handle:
+            C.appnorth_feedback_set_diagnostics(handle, c_json, appnorth_error())
+
+    def add_screenshot(self, data: Union[bytes, bytearray, memoryview], content_type: TextArg) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"screenshot data must be bytes, not {type(data).__name__}")
+        raw = bytes(data)
+        c_type = _lib.to_c_string(content_type, "content_type")
+        with self._use() as handle:
+            C.appnorth_feedback_add_screenshot(handle, raw, len(raw), c_type, appnorth_error())
+
+    def __repr__(self) -> str:
+        return f"<appnorth.Feedback {'closed' if self._closed else 'open'}>"
+
+
+class Client(Handle):
+    """A connection to one AppNorth API for one App ID and one identity.
+
+    Args:
+        api_url: the API's base URL, ``http://`` or ``https://``.
+        app_id: 1 to 128 characters of ``A-Z a-z 0-9 . _ -``.
+        email, token: the user's credential; both or neither (anonymous).
+            The token stays in memory, is never logged and never stored.
+        api_timeout_ms: API request timeout, 1 to 600000 (default 30000).
+        resource_timeout_ms: resource download timeout, 1 to 600000
+            (default 60000).
+        logger: ``True`` routes the library's log lines to the ``"appnorth"``
+            logger; a :class:`logging.Logger` routes them there. The minimum
+            level handed to the library is the logger's effective level at
+            creation. ``None``/``False``: silent (the default).
+
+    Text arguments take ``str`` (encoded to UTF-8) or ``bytes`` (passed
+    unchanged). No network traffic happens here.
+
+    Raises:
+        InvalidArgumentError: missing (None) or malformed URL, App ID,
+            credential or timeout.
+        InvalidUTF8Error: text that is not valid UTF-8.
+    """
+
+    _kind = "client"
+
+    def __init__(
+        self,
+        api_url: TextArg,
+        app_id: TextArg,
+        *,
+        email: TextArg = None,
+        token: TextArg = None,
+        api_timeout_ms: Optional[int] = None,
+        resource_timeout_ms: Optional[int] = None,
+        logger: LoggerArg = None,
+    ) -> None:
+        self._init_state()
+        self._description = f"api_url={api_url!r}, app_id={app_id!r}"
+
+        c_url = _lib.to_c_string(api_url, "api_url")
+        c_app = _lib.to_c_string(app_id, "app_id")
+        c_email = _lib.to_c_string(email, "email")
+        c_token = _lib.to_c_string(token, "token")
+        timeouts = None
+        if api_timeout_ms is not None or resource_timeout_ms is not None:
+            timeouts = (
+                _lib.to_int32(DEFAULT_API_TIMEOUT_MS if api_timeout_ms is None else api_timeout_ms,
+                              "api_timeout_ms"),
+                _lib.to_int32(DEFAULT_RESOURCE_TIMEOUT_MS if resource_timeout_ms is None
+                              else resource_timeout_ms, "resource_timeout_ms"),
+            )
+        py_logger = self._resolve_logger(logger)
+
+        err = appnorth_error()
+        callback = None
+        options = C.appnorth_client_options_new()
+        try:
+            C.appnorth_client_options_set_api_url(options, c_url, err)
+            C.appnorth_client_options_set_app_id(options, c_app, err)
+            if c_email is not None or c_token is not None:
+                C.appnorth_client_options_set_credential(options, c_email, c_token, err)
+            if timeouts is not None:
+                C.appnorth_client_options_set_timeouts(options, timeouts[0], timeouts[1], err)
+            if py_logger is not None:
+                callback = _make_log_callback(py_logger, self._local)
+                C.appnorth_client_options_set_logger(
+                    options, callback, _min_library_level(py_logger), None, err)
+            handle = _lib.ClientPtr()
+            C.appnorth_client_new(options, handle, err)
+        finally:
+            C.appnorth_client_options_free(options)
+
+        # The CFUNCTYPE object must outlive every call the library may make
+        # into it: it is dropped only after appnorth_client_free() returned.
+        self._attach(handle, keep=[callback] if callback is not None else [])
+
+    @staticmethod
+    def _resolve_logger(logger: LoggerArg) -> Optional[logging.Logger]:
+        if logger is None or logger is False:
+            return None
+        if logger is True:
+            return logging.getLogger(LOGGER_NAME)
+        if isinstance(logger, logging.Logger):
+            return logger
+        raise TypeError(f"logger must be a bool, a logging.Logger or None, not {type(logger).__name__}")
+
+    def _free(self, ptr: Any) -> None:
+        C.appnorth_client_free(ptr)
+
+    @property
+    def _log_callback(self) -> Optional[Any]:
+        """The CFUNCTYPE log sink held for the library (None when silent or closed)."""
+        return self._keep[0] if self._keep else None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<appnorth.Client {getattr(self, '_description', '')} {state}>"
+
+    # -- reads -------------------------------------------------------------
+
+    @property
+    def scope(self) -> str:
+        """The account scope: ``"<api url>|<app id>|<email or anonymous>"``.
+        Offline queue entries and cache keys are matched on it."""
+        with self._use() as handle:
+            return _lib.call_returning_string(C.appnorth_client_scope, handle)
+
+    def list_boards_json(self) -> str:
+        """The server's ``{"boards": [...]}`` object, as JSON text.
+
+        Raises NetworkError when no response arrived, the HTTP mapping
+        (AuthenticationError, ServerError, ...) for error responses,
+        InvalidJSONError when the body is not a JSON object.
+        Blocks for at most the API request timeout.
+        """
+        with self._use() as handle:
+            return _lib.call_returning_string(C.appnorth_client_list_boards, handle)
+
+    def list_boards(self) -> Dict[str, Any]:
+        """The server's ``{"boards": [...]}`` object, parsed."""
+        result: Dict[str, Any] = json.loads(self.list_boards_json())
+        return result
+
+    def list_ideas_json(self, query_json: TextArg = None) -> str:
+        """One page of ideas as JSON text, ``{"ideas": [...], "next_cursor": ...}``.
+
+        ``query_json``: None for no filters, or a JSON object with any of
+        ``board``, ``q``, ``status``, ``cursor`` (strings) and ``limit``
+        (integer 1 to 100). Unknown keys or wrong types raise
+        InvalidJSONError before any request is made.
+        """
+        c_query = _lib.to_c_string(query_json, "query_json")
+        with self._use() as handle:
+            return _lib.call_returning_string(C.appnorth_client_list_ideas, handle, c_query)
+
+    def list_ideas(
+        self,
+        board: Optional[str] = None,
+        q: Optional[str] = None,
+        status: Optional[str] = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """One page of ideas, parsed: ``{"ideas": [...], "next_cursor": str or None}``.
+
+        Filters left as None are not sent. ``status`` is one of open,
+        planned, in_progress, done, declined; ``cursor`` is the previous
+        page's ``next_cursor``; ``limit`` is 1 to 100 (server default 20).
+        """
+        text = idea_query(board=board, q=q, status=status, cursor=cursor, limit=limit)
+        result: Dict[str, Any] = json.loads(self.list_ideas_json(text))
+        return result
+
+    def list_comments(self, idea_id: TextArg) -> Dict[str, Any]:
+        """An idea's comments: ``{"comments": [...]}``."""
+        c_id = _lib.to_c_string(idea_id, "idea_id")
+        with self._use() as handle:
+            text = _lib.call_returning_string(C.appnorth_client_list_comments, handle, c_id)
+        result: Dict[str, Any] = json.loads(text)
+        return result
+
+    def list_chat_messages(self) -> Dict[str, Any]:
+        """This identity's chat messages: ``{"messages": [...]}``."""
+        with self._use() as handle:
+            text = _lib.call_returning_string(C.appnorth_client_list_chat_messages, handle)
+        result: Dict[str, Any] = json.loads(text)
+        return result
+
+    # -- writes ------------------------------------------------------------
+    #
+    # Each write carries an Idempotency-Key: the caller's, or a random one
+    # the library makes. Nothing is queued: see OfflineQueue for that.
+
+    def _write(self, func: Any, *args: Any) -> Dict[str, Any]:
+        with self._use() as handle:
+            text = _lib.call_returning_string(func, handle, *args)
+        result: Dict[str, Any] = json.loads(text)
+        return result
+
+    def submit_idea(self, board_id: TextArg, title: TextArg, body: TextArg = None, *,
+                    idempotency_key: TextArg = None) -> Dict[str, Any]:
+        """Submit an idea; returns the server's ``{"idea": {...}}``."""
+        return self._write(C.appnorth_client_submit_idea,
+                           _lib.to_c_string(board_id, "board_id"), _lib.to_c_string(title, "title"),
+                           _lib.to_c_string(body, "body"),
+                           _lib.to_c_string(idempotency_key, "idempotency_key"))
+
+    def submit_comment(self, idea_id: TextArg, body: TextArg, *,
+                       idempotency_key: TextArg = None) -> Dict[str, Any]:
+        """Comment on an idea; returns ``{"comment": {...}}``."""
+        return self._write(C.appnorth_client_submit_comment,
+                           _lib.to_c_string(idea_id, "idea_id"), _lib.to_c_string(body, "body"),
+                           _lib.to_c_string(idempotency_key, "idempotency_key"))
+
+    def submit_feedback(self, feedback: Union[Feedback, str, bytes, None], *, diagnostics: JSONArg = None,
+                        screenshots: Iterable[Screenshot] = (),
+                        idempotency_key: TextArg = None) -> Dict[str, Any]:
+        """Send feedback, given as a :class:`Feedback` or as its text plus
+        ``diagnostics`` and ``screenshots``; returns ``{"feedback": {...}}``."""
+        c_key = _lib.to_c_string(idempotency_key, "idempotency_key")
+        with feedback_for(feedback, diagnostics, screenshots) as built:
+            with built._use() as fb:
+                return self._write(C.appnorth_client_submit_feedback, fb, c_key)
+
+    def vote(self, idea_id: TextArg, *, idempotency_key: TextArg = None) -> Dict[str, Any]:
+        """Vote for an idea (once per identity: a second vote is ConflictError)."""
+        return self._write(C.appnorth_client_vote, _lib.to_c_string(idea_id, "idea_id"),
+                           _lib.to_c_string(idempotency_key, "idempotency_key"))
+
+    def send_chat_message(self, body: TextArg, *, idempotency_key: TextArg = None) -> Dict[str, Any]:
+        """Send a chat message (never queued, never cached)."""
+        return self._write(C.appnorth_client_send_chat_message, _lib.to_c_string(body, "body"),
+                           _lib.to_c_string(idempotency_key, "idempotency_key"))
+
+
+def idea_query(board: Optional[str] = None, q: Optional[str] = None, status: Optional[str] = None,
+               cursor: Optional[str] = None, limit: Optional[int] = None) -> Optional[str]:
+    """The query_json text for the given filters, or None for no filters."""
+    query: Dict[str, Any] = {}
+    for key, value in (("board", board), ("q", q), ("status", status), ("cursor", cursor), ("limit", limit)):
+        if value is not None:
+            query[key] = value
+    return json.dumps(query, ensure_ascii=False) if query else None
+
+
+class _Borrowed:
+    """``with`` around a Feedback the caller owns: leaves it open."""
+
+    def __init__(self, feedback: Feedback) -> None:
+        self.feedback = feedback
+
+    def __enter__(self) -> Feedback:
+        return self.feedback
+
+    def __exit__(self, *exc_info: Any) -> None:
+        pass
+
+
+def feedback_for(feedback: Union[Feedback, str, bytes, None], diagnostics: JSONArg,
+                 screenshots: Iterable[Screenshot]) -> Any:
+    """A context manager yielding a Feedback: the caller's (kept open) or
+    a temporary one built from text, diagnostics and screenshots."""
+    if isinstance(feedback, Feedback):
+        if diagnostics is not None or tuple(screenshots):
+            raise TypeError("give diagnostics and screenshots to the Feedback object, not here")
+        return _Borrowed(feedback)
+    if feedback is not None and not isinstance(feedback, (str, bytes, bytearray)):
+        raise TypeError(f"feedback must be a Feedback or its text, not {type(feedback).__name__}")
+    # None leaves the text unset: the library refuses that with its own message.
+    return Feedback(feedback, diagnostics=diagnostics, screenshots=screenshots)

@@ -1,0 +1,252 @@
+"""Analytics events: :class:`Events`.
+
+``track()`` writes each event to the data directory's SQLite database before
+it returns; one library thread uploads the queue in batches (every 30 s, as
+soon as 20 events wait, or on ``flush()``), with retries, a circuit breaker
+and consent. That thread may log through the client's logger at any time,
+so an Events object is closed at interpreter exit like every handle, and it
+keeps the client's log callback alive for as long as it runs.
+
+Identity values (anonymous id, user id, push token) live in a secure store:
+``identity.json`` (0600) in the data directory, or any ``MutableMapping``
+you pass as ``secure_store`` (a keyring adapter, for instance).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from typing import Any, Dict, MutableMapping, Optional, Union
+
+from . import _lib
+from ._handle import Handle
+from ._lib import C, TextArg, appnorth_error
+from .client import Client, JSONArg, json_text
+
+__all__ = ["Events"]
+
+# The library's defaults (see the header), used when only some of a group of
+# settings is given.
+DEFAULT_FLUSH_INTERVAL_MS = 30000
+DEFAULT_BATCH_THRESHOLD = 20
+DEFAULT_MAX_EVENTS = 10000
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+DEFAULT_MAX_EVENT_BYTES = 65536
+DEFAULT_RETRY_BASE_DELAY_MS = 1000
+DEFAULT_RETRIES = 3
+DEFAULT_RETRY_AFTER_CAP_MS = 120000
+DEFAULT_BREAKER_THRESHOLD = 5
+
+
+def _pick(value: Optional[int], default: int, name: str) -> int:
+    return _lib.to_int32(default if value is None else value, name)
+
+
+def _secure_store_thunks(store: MutableMapping[str, str]) -> Any:
+    def c_get(user_data: Optional[int], key: Optional[bytes], buffer: Any) -> int:
+        try:
+            with _lib.in_callback():
+                value = store.get((key or b"").decode("utf-8"))
+                if value is not None:
+                    raw = value.encode("utf-8")
+                    C.appnorth_buffer_set(buffer, raw, len(raw), appnorth_error())
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - never propagate into C
+            _lib.stash_callback_error(exc, "a secure store get callback")
+            return -1
+
+    def c_set(user_data: Optional[int], key: Optional[bytes], value: Optional[bytes]) -> int:
+        try:
+            with _lib.in_callback():
+                name = (key or b"").decode("utf-8")
+                if value is None:
+                    store.pop(name, None)
+                else:
+                    store[name] = value.decode("utf-8")
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - never propagate into C
+            _lib.stash_callback_error(exc, "a secure store set callback")
+            return -1
+
+    return _lib.SECURE_GET_FN(c_get), _lib.SECURE_SET_FN(c_set)
+
+
+class Events(Handle):
+    """The analytics event queue and its upload thread (``appnorth_events``).
+
+    Args:
+        client: whose API URL, App ID, credential and logger uploads use.
+        data_dir: where the queue's database (and, by default, the identity
+            file) live; created 0700.
+        flush_interval_ms, batch_threshold: automatic flush period (default
+            30000) and queue length that starts a flush at once (default 20).
+        max_events, max_bytes, max_event_bytes: queue limits (defaults
+            10000 events, 5 MB, 64 KB per event).
+        retry_base_delay_ms, retries, retry_after_cap_ms, breaker_threshold:
+            the retry policy (defaults 1000, 3, 120000, 5).
+        require_consent: store nothing until consent is granted.
+        secure_store: a ``MutableMapping[str, str]`` for identity values
+            (keys "anonymous_id", "user_id", "push_token"), instead of the
+            0600 file.
+
+    Calls are thread-safe. ``close()`` stops the upload thread (queued
+    events stay on disk); ``close(flush_timeout_ms=...)`` flushes first.
+    """
+
+    _kind = "events"
+
+    def __init__(
+        self,
+        client: Client,
+        data_dir: Union[str, bytes, "os.PathLike[str]"],
+        *,
+        flush_interval_ms: Optional[int] = None,
+        batch_threshold: Optional[int] = None,
+        max_events: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        max_event_bytes: Optional[int] = None,
+        retry_base_delay_ms: Optional[int] = None,
+        retries: Optional[int] = None,
+        retry_after_cap_ms: Optional[int] = None,
+        breaker_threshold: Optional[int] = None,
+        require_consent: bool = False,
+        secure_store: Optional[MutableMapping[str, str]] = None,
+    ) -> None:
+        self._init_state()
+        if not isinstance(client, Client):
+            raise TypeError(f"client must be a Client, not {type(client).__name__}")
+        path = data_dir if data_dir is None or isinstance(data_dir, (str, bytes)) else os.fspath(data_dir)
+        c_dir = _lib.to_c_string(path, "data_dir")
+        err = appnorth_error()
+        options = C.appnorth_events_options_new()
+        try:
+            with client._use() as c:
+                C.appnorth_events_options_set_client(options, c, err)
+            C.appnorth_events_options_set_data_dir(options, c_dir, err)
+            if flush_interval_ms is not None or batch_threshold is not None:
+                C.appnorth_events_options_set_flush_policy(
+                    options, _pick(flush_interval_ms, DEFAULT_FLUSH_INTERVAL_MS, "flush_interval_ms"),
+                    _pick(batch_threshold, DEFAULT_BATCH_THRESHOLD, "batch_threshold"), err)
+            if max_events is not None or max_bytes is not None or max_event_bytes is not None:
+                limit_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+                if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int):
+                    raise TypeError(f"max_bytes must be an int, not {type(limit_bytes).__name__}")
+                C.appnorth_events_options_set_limits(
+                    options, _pick(max_events, DEFAULT_MAX_EVENTS, "max_events"), limit_bytes,
+                    _pick(max_event_bytes, DEFAULT_MAX_EVENT_BYTES, "max_event_bytes"), err)
+            if any(v is not None for v in (retry_base_delay_ms, retries, retry_after_cap_ms, breaker_threshold)):
+                C.appnorth_events_options_set_retry(
+                    options, _pick(retry_base_delay_ms, DEFAULT_RETRY_BASE_DELAY_MS, "retry_base_delay_ms"),
+                    _pick(retries, DEFAULT_RETRIES, "retries"),
+                    _pick(retry_after_cap_ms, DEFAULT_RETRY_AFTER_CAP_MS, "retry_after_cap_ms"),
+                    _pick(breaker_threshold, DEFAULT_BREAKER_THRESHOLD, "breaker_threshold"), err)
+            if require_consent:
+                C.appnorth_events_options_set_require_consent(options, 1, err)
+            if secure_store is not None:
+                get_fn, set_fn = _secure_store_thunks(secure_store)
+                # Released by the library when the store's last user goes
+                # (these options, or the events handle made from them).
+                key = _lib.pin([get_fn, set_fn], [secure_store])
+                try:
+                    C.appnorth_events_options_set_secure_store(options, get_fn, set_fn, _lib.RELEASE, key, err)
+                except BaseException:
+                    _lib.unpin(key)
+                    raise
+            handle = _lib.EventsPtr()
+            with _lib.callback_errors():
+                C.appnorth_events_new(options, handle, err)
+        finally:
+            C.appnorth_events_options_free(options)
+        # The upload thread logs through the client's log callback: keep it
+        # alive for as long as this handle, even if the client closes first.
+        self._attach(handle, keep=list(client._keep))
+
+    def _free(self, ptr: Any) -> None:
+        C.appnorth_events_free(ptr)
+
+    def close(self, flush_timeout_ms: int = 0) -> None:
+        """Stop the upload thread and free the handle. Idempotent.
+
+        ``flush_timeout_ms`` > 0 uploads what is queued first, waiting up to
+        that long; an error that ended that flush is raised after the handle
+        is freed. Queued events that were not sent stay on disk.
+        """
+        if flush_timeout_ms and not self._closed:
+            timeout = _lib.to_int32(flush_timeout_ms, "flush_timeout_ms")
+            try:
+                with self._use() as events, _lib.callback_errors():
+                    C.appnorth_events_close(events, timeout, appnorth_error())
+            finally:
+                super().close()
+        else:
+            super().close()
+
+    def _call(self, func: Any, *args: Any) -> None:
+        with self._use() as events, _lib.callback_errors():
+            func(events, *args, appnorth_error())
+
+    def track(self, name: TextArg, properties: JSONArg = None) -> bool:
+        """Queue an event; returns False when consent dropped it. Properties:
+        a dict, or JSON object text stored and sent exactly as given."""
+        c_name, c_props = _lib.to_c_string(name, "name"), json_text(properties, "properties")
+        queued = ctypes.c_int32(0)
+        self._call(C.appnorth_events_track, c_name, c_props, queued)
+        return bool(queued.value)
+
+    def flush(self, timeout_ms: int = 10000) -> None:
+        """Upload everything now, waiting up to ``timeout_ms``. Raises the
+        error that ended the upload, WrongStateError while the circuit
+        breaker pauses uploads, or TimeoutError."""
+        self._call(C.appnorth_events_flush, _lib.to_int32(timeout_ms, "timeout_ms"))
+
+    def set_network_type(self, network_type: int) -> None:
+        """NETWORK_UNKNOWN, _WIFI, _CELLULAR or _EXPENSIVE_CELLULAR: sets the batch size."""
+        self._call(C.appnorth_events_set_network_type, _lib.to_int32(network_type, "network_type"))
+
+    def start_session(self) -> None:
+        """A new app session: new session id; uploads resume if paused."""
+        self._call(C.appnorth_events_start_session)
+
+    def foreground(self) -> None:
+        """The app came to the foreground: uploads resume and a flush starts."""
+        self._call(C.appnorth_events_foreground)
+
+    def set_consent(self, granted: bool) -> None:
+        """Grant or revoke analytics consent (persisted; revoking purges the queue)."""
+        self._call(C.appnorth_events_set_consent, 1 if granted else 0)
+
+    @property
+    def consent(self) -> int:
+        """CONSENT_UNKNOWN, CONSENT_REVOKED or CONSENT_GRANTED."""
+        state = ctypes.c_int32(0)
+        self._call(C.appnorth_events_consent, state)
+        return state.value
+
+    def identify(self, user_id: TextArg) -> None:
+        """Set the user id (kept in the secure store)."""
+        self._call(C.appnorth_events_identify, _lib.to_c_string(user_id, "user_id"))
+
+    def reset(self) -> None:
+        """Clear the user id (logout); the anonymous id stays."""
+        self._call(C.appnorth_events_reset)
+
+    def set_push_token(self, token: TextArg) -> None:
+        """Set, or with None clear, the push token (kept in the secure store)."""
+        self._call(C.appnorth_events_set_push_token, _lib.to_c_string(token, "token"))
+
+    @property
+    def anonymous_id(self) -> str:
+        """The anonymous id, made on first use and persisted."""
+        with self._use() as events, _lib.callback_errors():
+            return _lib.call_returning_string(C.appnorth_events_anonymous_id, events)
+
+    def stats(self) -> Dict[str, Any]:
+        """Queue statistics: queued, dropped counts, breaker, last error, ..."""
+        with self._use() as events, _lib.callback_errors():
+            text = _lib.call_returning_string(C.appnorth_events_stats, events)
+        result: Dict[str, Any] = json.loads(text)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<appnorth.Events {'closed' if self._closed else 'open'}>"

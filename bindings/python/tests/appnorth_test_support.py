@@ -1,0 +1,118 @@
+"""Shared test helpers: paths, constants and the dev server's admin API.
+
+A module with a unique name (not conftest) so that test files can import it
+even when pytest collects several test folders in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+BINDING_DIR = Path(__file__).resolve().parents[1]
+REPO_ROOT = BINDING_DIR.parents[1]
+HEADER = REPO_ROOT / "include" / "appnorth.h"
+DEVSERVER = REPO_ROOT / "devserver" / "appnorth_devserver.py"
+
+#: App id most tests use.
+APP = "pytest-app"
+#: Short timeouts keep failure tests fast.
+FAST_TIMEOUT_MS = 2000
+
+
+class Admin:
+    """The dev server's /admin endpoints, through urllib."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"admin {method} {path} -> HTTP {exc.code}: {exc.read()!r}") from None
+
+    def reset(self) -> None:
+        self._call("POST", "/admin/reset", {})
+
+    def add_board(self, app: str, name: str, description: str = "") -> Dict[str, Any]:
+        result: Dict[str, Any] = self._call(
+            "POST", f"/admin/apps/{app}/boards", {"name": name, "description": description})["board"]
+        return result
+
+    def add_idea(self, app: str, board_id: str, title: str, body: str = "",
+                 status: str = "open") -> Dict[str, Any]:
+        result: Dict[str, Any] = self._call(
+            "POST", f"/admin/apps/{app}/ideas",
+            {"board_id": board_id, "title": title, "body": body, "status": status})["idea"]
+        return result
+
+    def add_user(self, app: str, email: str, token: str) -> None:
+        self._call("POST", "/admin/users", {"app": app, "email": email, "token": token})
+
+    def add_fault(self, **spec: Any) -> Dict[str, Any]:
+        result: Dict[str, Any] = self._call("POST", "/admin/faults", spec)
+        return result
+
+    def clear_faults(self) -> None:
+        self._call("DELETE", "/admin/faults")
+
+    def outage(self, count: int = 50) -> None:
+        """Every API request drops its connection until clear_faults().
+        (One drop is not an outage: libcurl retries a request once when a
+        reused connection turns out to be closed.)"""
+        self.add_fault(drop=True, count=count)
+
+    def requests(self, expect: int = 0, since: int = 0, timeout: float = 3.0) -> List[Dict[str, Any]]:
+        """API requests the server received (admin calls are not logged).
+
+        The dev server logs a request just after answering it, so a test
+        that asks right after a call may be early: ``expect`` waits (up to
+        ``timeout`` s) until at least that many entries are there."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result: List[Dict[str, Any]] = self._call("GET", f"/admin/requests?since={since}")["requests"]
+            if len(result) >= expect or time.monotonic() > deadline:
+                return result
+            time.sleep(0.01)
+
+    def assert_nothing_sent(self, app: str = APP) -> None:
+        """No API request arrived since the last reset. Proved with a
+        sentinel request: once its log entry is there, an earlier request
+        would have been logged too."""
+        import appnorth
+
+        with appnorth.Client(self.url, app, api_timeout_ms=FAST_TIMEOUT_MS) as sentinel:
+            sentinel.list_boards()
+        requests = self.requests(expect=1)
+        assert [(r["method"], r["path"]) for r in requests] == [("GET", f"/v1/apps/{app}/boards")], requests
+
+    def state(self, app: str) -> Dict[str, Any]:
+        result: Dict[str, Any] = self._call("GET", f"/admin/apps/{app}/state")
+        return result
+
+
+def wait_for_port_file(path: Path, process: subprocess.Popen, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dev server exited with {process.returncode}: "
+                               f"{process.stderr.read().decode(errors='replace') if process.stderr else ''}")
+        try:
+            text = path.read_text().strip()
+            if text:
+                return int(text)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"dev server did not write {path} within {timeout} s")

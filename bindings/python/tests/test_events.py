@@ -1,0 +1,230 @@
+"""Analytics events through the binding, against the real dev server: what
+arrives, consent, identity in a Python secure store, failures, and the upload
+thread's log lines reaching Python safely, including at interpreter exit."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+import appnorth
+from appnorth_test_support import APP, BINDING_DIR, FAST_TIMEOUT_MS, Admin
+
+FAST_RETRY: Dict[str, Any] = {"retry_base_delay_ms": 10, "flush_interval_ms": 600_000, "batch_threshold": 1000}
+
+
+@pytest.fixture
+def events(client: appnorth.Client, tmp_path: Path) -> Iterator[appnorth.Events]:
+    with appnorth.Events(client, tmp_path / "data", **FAST_RETRY) as ev:
+        yield ev
+
+
+def test_tracked_events_arrive_with_properties_as_written(events: appnorth.Events, admin: Admin) -> None:
+    assert events.track("checkout", '{"price": 9.99, "currency": "EUR"}') is True
+    assert events.track("opened", {"screen": "home"}) is True
+    assert events.stats()["queued"] == 2
+    events.flush(5000)
+    stored = admin.state(APP)["events"]
+    assert [(e["name"], e["properties_raw"]) for e in stored] == [
+        ("checkout", '{"price": 9.99, "currency": "EUR"}'), ("opened", '{"screen": "home"}')]
+    assert {e["anonymous_id"] for e in stored} == {events.anonymous_id}
+    assert events.stats()["queued"] == 0
+
+
+def test_identity_values_live_in_the_python_secure_store(client: appnorth.Client, tmp_path: Path,
+                                                         admin: Admin) -> None:
+    store: Dict[str, str] = {}
+    with appnorth.Events(client, tmp_path, secure_store=store, **FAST_RETRY) as ev:
+        anonymous = ev.anonymous_id
+        assert store == {"anonymous_id": anonymous}
+        ev.identify("user-42")
+        ev.set_push_token("push-abc")
+        assert store == {"anonymous_id": anonymous, "user_id": "user-42", "push_token": "push-abc"}
+        ev.track("after_login")
+        ev.flush(5000)
+        ev.set_push_token(None)
+        ev.reset()
+        assert store == {"anonymous_id": anonymous}
+    assert not (tmp_path / "identity.json").exists()
+    (event,) = admin.state(APP)["events"]
+    assert (event["anonymous_id"], event["user_id"]) == (anonymous, "user-42")
+    # The same store gives the same anonymous id to a new handle.
+    with appnorth.Events(client, tmp_path, secure_store=store, **FAST_RETRY) as ev:
+        assert ev.anonymous_id == anonymous
+
+
+def test_secure_store_exception_is_the_cause_of_a_storage_error(client: appnorth.Client, tmp_path: Path) -> None:
+    class ReadOnly(dict):  # type: ignore[type-arg]
+        def __setitem__(self, key: str, value: str) -> None:
+            raise PermissionError("keyring locked")
+
+    with appnorth.Events(client, tmp_path, secure_store=ReadOnly(anonymous_id="anon-1"), **FAST_RETRY) as ev:
+        assert ev.anonymous_id == "anon-1"
+        with pytest.raises(appnorth.StorageError) as info:
+            ev.identify("user-1")
+    assert isinstance(info.value.__cause__, PermissionError)
+
+
+def test_secure_store_callbacks_are_released_with_the_handle(client: appnorth.Client, tmp_path: Path) -> None:
+    before = appnorth._lib.pending_pins()
+    ev = appnorth.Events(client, tmp_path, secure_store={}, **FAST_RETRY)
+    assert appnorth._lib.pending_pins() == before + 1
+    ev.close()
+    assert appnorth._lib.pending_pins() == before
+
+
+def test_revoked_consent_drops_events(events: appnorth.Events, admin: Admin) -> None:
+    assert events.consent == appnorth.CONSENT_UNKNOWN
+    events.track("before")
+    events.set_consent(False)
+    assert events.consent == appnorth.CONSENT_REVOKED
+    assert events.track("after") is False
+    stats = events.stats()
+    assert stats["queued"] == 0 and stats["dropped"]["consent"] >= 1
+    events.flush(5000)
+    assert admin.state(APP)["events"] == []
+
+
+def test_require_consent_stores_nothing_until_granted(client: appnorth.Client, tmp_path: Path,
+                                                      admin: Admin) -> None:
+    with appnorth.Events(client, tmp_path, require_consent=True, **FAST_RETRY) as ev:
+        assert ev.track("too early") is False
+        ev.set_consent(True)
+        assert ev.consent == appnorth.CONSENT_GRANTED
+        assert ev.track("granted") is True
+        ev.flush(5000)
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["granted"]
+
+
+def test_server_failure_keeps_the_batch(events: appnorth.Events, admin: Admin) -> None:
+    admin.add_fault(status=503, count=20)
+    events.track("retry me")
+    with pytest.raises(appnorth.ServerError) as info:
+        events.flush(5000)
+    assert info.value.http_status == 503
+    stats = events.stats()
+    assert stats["queued"] == 1 and stats["last_error"]["http_status"] == 503
+    admin.clear_faults()
+    events.start_session()
+    events.flush(5000)
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["retry me"]
+
+
+def test_close_with_flush_sends_the_queue(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
+    ev = appnorth.Events(client, tmp_path, **FAST_RETRY)
+    ev.track("last words")
+    ev.close(flush_timeout_ms=5000)
+    assert ev.closed
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["last words"]
+    with pytest.raises(appnorth.WrongStateError):
+        ev.track("too late")
+
+
+def test_queued_events_survive_a_restart(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
+    with appnorth.Events(client, tmp_path, **FAST_RETRY) as ev:
+        ev.track("persisted")
+    assert admin.state(APP)["events"] == []
+    with appnorth.Events(client, tmp_path, **FAST_RETRY) as ev:
+        assert ev.stats()["queued"] == 1
+        ev.flush(5000)
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["persisted"]
+
+
+@pytest.mark.parametrize("name,properties,error", [
+    ("", None, appnorth.InvalidArgumentError),
+    ("x" * 257, None, appnorth.InvalidArgumentError),
+    (None, None, appnorth.InvalidArgumentError),
+    ("ok", "[1, 2]", appnorth.InvalidJSONError),
+    ("ok", "{broken", appnorth.InvalidJSONError),
+    ("ok", b'{"k": "\xff"}', appnorth.InvalidUTF8Error),
+    ("ok", {"blob": "x" * 70_000}, appnorth.TooLargeError),
+])
+def test_bad_events_are_refused(events: appnorth.Events, name: Any, properties: Any, error: type) -> None:
+    with pytest.raises(error):
+        events.track(name, properties)
+    assert events.stats()["queued"] == 0
+
+
+def test_bad_options_are_refused(client: appnorth.Client, tmp_path: Path) -> None:
+    with pytest.raises(appnorth.InvalidArgumentError):
+        appnorth.Events(client, tmp_path, flush_interval_ms=1)
+    with pytest.raises(appnorth.InvalidArgumentError):
+        appnorth.Events(client, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        appnorth.Events("client", tmp_path)  # type: ignore[arg-type]
+    client.close()
+    with pytest.raises(appnorth.WrongStateError):
+        appnorth.Events(client, tmp_path)
+
+
+def test_upload_thread_logs_reach_python_from_its_own_thread(server_url: str, tmp_path: Path,
+                                                             admin: Admin) -> None:
+    records: List[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("appnorth.test.events")
+    logger.setLevel(logging.DEBUG)
+    handler = Collect()
+    logger.addHandler(handler)
+    try:
+        client = appnorth.Client(server_url, APP, logger=logger, api_timeout_ms=FAST_TIMEOUT_MS)
+        ev = appnorth.Events(client, tmp_path, **FAST_RETRY)
+        # The events handle keeps the client's log callback alive: closing the
+        # client first must not leave the upload thread with a dangling one.
+        client.close()
+        admin.add_fault(status=503, count=20)
+        ev.track("logged")
+        with pytest.raises(appnorth.ServerError):
+            ev.flush(5000)
+        ev.close()
+    finally:
+        logger.removeHandler(handler)
+    uploads = [r for r in records if "upload" in r.getMessage()]
+    assert uploads, [r.getMessage() for r in records]
+    assert any(r.thread != threading.get_ident() for r in uploads)
+
+
+EXIT_SCRIPT = textwrap.dedent("""
+    import atexit, logging, sys
+    live = []
+    atexit.register(lambda: print("closed at exit:", all(o.closed for o in live), flush=True))
+    import appnorth
+
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(threadName)s %(message)s")
+    url, data = sys.argv[1], sys.argv[2]
+    for i in range(3):
+        client = appnorth.Client(url, "exit-app", logger=True, api_timeout_ms=2000)
+        events = appnorth.Events(client, f"{data}/{i}", flush_interval_ms=10, batch_threshold=1,
+                                 retry_base_delay_ms=1, breaker_threshold=100)
+        live += [client, events]
+        for n in range(50):
+            events.track("spam", {"n": n})
+    print("exiting while upload threads log", flush=True)
+""")
+
+
+def test_interpreter_exit_while_upload_threads_log(server_url: str, admin: Admin, tmp_path: Path) -> None:
+    """PRODUCT.md: a library thread calling into Python while the
+    interpreter finalises crashes the host. The exit hook stops them first."""
+    script = tmp_path / "exit_events.py"
+    script.write_text(EXIT_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(BINDING_DIR), APPNORTH_LIBRARY=appnorth.LIBRARY_PATH)
+    admin.add_fault(status=503, count=100_000)  # keep every upload thread failing and logging
+    for run in range(4):
+        result = subprocess.run([sys.executable, str(script), server_url, str(tmp_path / f"run{run}")],
+                                env=env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+        assert "exiting while upload threads log" in result.stdout
+        assert "closed at exit: True" in result.stdout
+        assert "Traceback" not in result.stderr

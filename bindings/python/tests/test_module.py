@@ -1,0 +1,177 @@
+"""Module-level API and library loading (no server needed)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Optional
+
+import pytest
+
+import appnorth
+from appnorth import _lib
+from appnorth_test_support import BINDING_DIR, HEADER
+
+
+def _run_python(code: str, env_update: Dict[str, Optional[str]], cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    for key, value in env_update.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=str(cwd),
+                          capture_output=True, text=True, timeout=30)
+
+
+# -- version and status names ------------------------------------------------
+
+def test_version_is_the_header_version() -> None:
+    header = HEADER.read_text()
+    string_match = re.search(r'#define APPNORTH_VERSION_STRING "([^"]+)"', header)
+    number_match = re.search(r"#define APPNORTH_VERSION_NUMBER (\d+)", header)
+    assert string_match and number_match
+    expected, number = string_match.group(1), int(number_match.group(1))
+    assert appnorth.version() == expected
+    assert appnorth.version_number() == number
+    assert int(appnorth.version().split(".")[0]) == _lib.EXPECTED_MAJOR
+
+
+def test_status_str_names_every_code() -> None:
+    assert appnorth.status_str(appnorth.OK) == "ok"
+    assert appnorth.status_str(appnorth.E_NETWORK) == "network error"
+    assert appnorth.status_str(appnorth.E_WRONG_STATE) == "wrong state"
+    codes = [value for name, value in vars(appnorth).items() if name == "OK" or name.startswith("E_")]
+    names = {appnorth.status_str(code) for code in codes}
+    assert len(names) == len(codes) and "unknown status" not in names, "every status has its own name"
+
+
+def test_status_str_of_unknown_codes_is_static_text() -> None:
+    assert appnorth.status_str(999) == "unknown status"
+    assert appnorth.status_str(-1) == "unknown status"
+    # Many calls: a static string that the binding must not free.
+    for _ in range(1000):
+        appnorth.status_str(5)
+
+
+def test_status_str_refuses_values_ctypes_would_wrap() -> None:
+    with pytest.raises(appnorth.InvalidArgumentError, match="out of range"):
+        appnorth.status_str(2 ** 32 + 5)
+    with pytest.raises(TypeError):
+        appnorth.status_str("5")  # type: ignore[arg-type]
+
+
+def test_library_path_is_the_loaded_file() -> None:
+    assert os.path.isfile(appnorth.LIBRARY_PATH)
+    assert os.path.basename(appnorth.LIBRARY_PATH).startswith("libappnorth.so")
+    assert appnorth.__version__
+
+
+# -- the exception hierarchy --------------------------------------------------
+
+@pytest.mark.parametrize("code,cls", [
+    (appnorth.E_INVALID_ARGUMENT, appnorth.InvalidArgumentError),
+    (appnorth.E_INVALID_JSON, appnorth.InvalidJSONError),
+    (appnorth.E_INVALID_UTF8, appnorth.InvalidUTF8Error),
+    (appnorth.E_TOO_LARGE, appnorth.TooLargeError),
+    (appnorth.E_NETWORK, appnorth.NetworkError),
+    (appnorth.E_VALIDATION, appnorth.ValidationError),
+    (appnorth.E_AUTHENTICATION, appnorth.AuthenticationError),
+    (appnorth.E_NOT_FOUND, appnorth.NotFoundError),
+    (appnorth.E_CONFLICT, appnorth.ConflictError),
+    (appnorth.E_SERVER, appnorth.ServerError),
+    (appnorth.E_HTTP, appnorth.HTTPError),
+    (appnorth.E_STORAGE, appnorth.StorageError),
+    (appnorth.E_QUEUE_FULL, appnorth.QueueFullError),
+    (appnorth.E_WRONG_STATE, appnorth.WrongStateError),
+    (appnorth.E_INTERNAL, appnorth.InternalError),
+    (appnorth.E_TIMEOUT, appnorth.TimeoutError),
+])
+def test_each_status_maps_to_its_exception(code: int, cls: type) -> None:
+    error = appnorth.errors.make_error(code, "detail", 0)
+    assert type(error) is cls
+    assert isinstance(error, appnorth.AppNorthError)
+    assert (error.code, error.http_status, error.message) == (code, 0, "detail")
+
+
+def test_unknown_status_maps_to_the_base_class() -> None:
+    error = appnorth.errors.make_error(77, "odd", 0)
+    assert type(error) is appnorth.AppNorthError and error.code == 77
+
+
+def test_argument_errors_are_value_errors() -> None:
+    for cls in (appnorth.InvalidArgumentError, appnorth.InvalidJSONError,
+                appnorth.InvalidUTF8Error, appnorth.TooLargeError):
+        assert issubclass(cls, ValueError)
+    assert issubclass(appnorth.WrongStateError, RuntimeError)
+    assert issubclass(appnorth.TimeoutError, TimeoutError) and appnorth.TimeoutError is not TimeoutError
+
+
+def test_error_text_shows_http_status() -> None:
+    error = appnorth.errors.make_error(appnorth.E_SERVER, "HTTP 503 injected", 503)
+    assert str(error) == "HTTP 503 injected (HTTP 503)"
+    assert "http_status=503" in repr(error)
+
+
+# -- loading --------------------------------------------------------------------
+
+def _copy_package(dest_root: Path) -> Path:
+    """A copy of the package three levels below dest_root (like
+    <repo>/bindings/python/appnorth), so its repo-relative build paths point
+    into dest_root, where there are no builds."""
+    package = dest_root / "bindings" / "python" / "appnorth"
+    shutil.copytree(BINDING_DIR / "appnorth", package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    return package
+
+
+def test_library_env_var_pointing_nowhere_fails_with_instructions(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "libappnorth.so"
+    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": str(missing)}, tmp_path)
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr
+    assert str(missing) in result.stderr
+    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+
+
+def test_no_library_anywhere_lists_every_path_tried(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": None,
+                                             "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode != 0
+    for relative in ("dist/lib/libappnorth.so", ".build/release/libappnorth.so",
+                     ".build/debug/libappnorth.so"):
+        assert str(tmp_path / relative) in result.stderr
+    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+
+
+def test_library_in_the_package_folder_is_found(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    shutil.copy(appnorth.LIBRARY_PATH, package / "libappnorth.so")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH); print(appnorth.version())",
+                         {"APPNORTH_LIBRARY": None, "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    path, version = result.stdout.split()
+    assert path == str(package / "libappnorth.so")
+    assert version == appnorth.version()
+
+
+def test_library_env_var_wins(tmp_path: Path) -> None:
+    copy = tmp_path / "custom" / "libappnorth.so"
+    copy.parent.mkdir()
+    shutil.copy(appnorth.LIBRARY_PATH, copy)
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": str(copy)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(copy)
+
+
+def test_library_is_loaded_with_cdll_not_pydll() -> None:
+    import ctypes
+
+    assert type(_lib.DLL) is ctypes.CDLL
+    assert _lib.DLL._func_flags_ == ctypes.CDLL._func_flags_  # GIL released during calls

@@ -1,15 +1,13 @@
 import Glibc
 import Synchronization
 
-/// A mutex and condition variable pair for a thread that sleeps until it is
-/// woken or a timeout passes. Wake-ups are remembered, so one sent before
-/// the sleeper waits is not lost. Timeouts use the monotonic clock.
-final class WakeSignal: @unchecked Sendable {
-    // @unchecked: pthread objects at stable heap addresses, used only
-    // through pthread calls.
+/// A pthread mutex and a condition variable whose timeouts run on the
+/// monotonic clock, at stable heap addresses. The building block of
+/// WakeSignal and GenerationWaiter.
+final class MonotonicCondition: @unchecked Sendable {
+    // @unchecked: used only through pthread calls, which synchronise.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let cond: UnsafeMutablePointer<pthread_cond_t>
-    private var pending = false
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -31,39 +29,67 @@ final class WakeSignal: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` with the mutex held.
+    func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// With the mutex held: wakes every waiter.
+    func broadcast() { pthread_cond_broadcast(cond) }
+
+    /// With the mutex held: waits until `done()` or the deadline (nil: none).
+    func wait(until done: () -> Bool, deadline: timespec?) {
+        if var deadline {
+            while !done() {
+                if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
+            }
+        } else {
+            while !done() { pthread_cond_wait(cond, mutex) }
+        }
+    }
+
+    /// The monotonic time `milliseconds` from now.
+    static func deadline(milliseconds: Int) -> timespec {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let ms = max(0, milliseconds)
+        deadline.tv_sec += ms / 1000
+        deadline.tv_nsec += (ms % 1000) * 1_000_000
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        return deadline
+    }
+}
+
+/// Lets a thread sleep until it is woken or a timeout passes. Wake-ups are
+/// remembered, so one sent before the sleeper waits is not lost.
+final class WakeSignal: @unchecked Sendable {
+    // @unchecked: `pending` is only touched with the condition's mutex held.
+    private let condition = MonotonicCondition()
+    private var pending = false
+
     /// Wakes the sleeper (or the next one to sleep).
     func wake() {
-        pthread_mutex_lock(mutex)
-        pending = true
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(mutex)
+        condition.locked {
+            pending = true
+            condition.broadcast()
+        }
     }
 
     /// Sleeps until woken or `milliseconds` pass (nil: no timeout).
     /// Returns true when woken.
     @discardableResult
     func wait(milliseconds: Int?) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if let milliseconds {
-            var deadline = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &deadline)
-            let ms = max(0, milliseconds)
-            deadline.tv_sec += ms / 1000
-            deadline.tv_nsec += (ms % 1000) * 1_000_000
-            if deadline.tv_nsec >= 1_000_000_000 {
-                deadline.tv_sec += 1
-                deadline.tv_nsec -= 1_000_000_000
-            }
-            while !pending {
-                if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
-            }
-        } else {
-            while !pending { pthread_cond_wait(cond, mutex) }
+        let deadline = milliseconds.map { MonotonicCondition.deadline(milliseconds: $0) }
+        return condition.locked {
+            condition.wait(until: { pending }, deadline: deadline)
+            defer { pending = false }
+            return pending
         }
-        let woken = pending
-        pending = false
-        return woken
     }
 }
 
@@ -132,62 +158,27 @@ final class BackgroundThread: @unchecked Sendable {
 /// A counter that threads can wait to reach: flush callers wait for the
 /// upload thread to finish the cycle they asked for.
 final class GenerationWaiter: @unchecked Sendable {
-    // @unchecked: `value` is only touched with the mutex held.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    // @unchecked: `value` is only touched with the condition's mutex held.
+    private let condition = MonotonicCondition()
     private var value: UInt64 = 0
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        cond = .allocate(capacity: 1)
-        cond.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    var current: UInt64 {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return value
-    }
+    var current: UInt64 { condition.locked { value } }
 
     /// Moves the counter to at least `target` and wakes every waiter.
     func advance(to target: UInt64) {
-        pthread_mutex_lock(mutex)
-        if target > value { value = target }
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(mutex)
+        condition.locked {
+            if target > value { value = target }
+            condition.broadcast()
+        }
     }
 
     /// Waits until the counter reaches `target` or `milliseconds` pass.
     /// Returns true when it was reached.
     func wait(for target: UInt64, milliseconds: Int) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let ms = max(0, milliseconds)
-        deadline.tv_sec += ms / 1000
-        deadline.tv_nsec += (ms % 1000) * 1_000_000
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
+        let deadline = MonotonicCondition.deadline(milliseconds: milliseconds)
+        return condition.locked {
+            condition.wait(until: { value >= target }, deadline: deadline)
+            return value >= target
         }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while value < target {
-            if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
-        }
-        return value >= target
     }
 }

@@ -103,12 +103,18 @@ test-swift:
 test-c: $(C_TESTS)
 	@scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
 
-# The C client test under valgrind: no definite leaks from the library.
-test-valgrind: $(BUILD)/tests/test_client
-	@scripts/with-devserver.sh valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
-	    --show-leak-kinds=definite --error-exitcode=99 $(BUILD)/tests/test_client > $(BUILD)/valgrind.log 2>&1 \
-	    || { cat $(BUILD)/valgrind.log; echo "valgrind: failures or definite leaks"; exit 1; }
-	@tail -n 1 $(BUILD)/valgrind.log; echo "valgrind: no definite leaks"
+# C tests under valgrind: no memory errors and no definite leaks from the
+# library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
+# they run at full speed in test-c.
+VALGRIND_TESTS := test_client test_offline test_events
+test-valgrind: $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS))
+	@for t in $(VALGRIND_TESTS); do \
+	  APPNORTH_TEST_SKIP_SLOW=1 scripts/with-devserver.sh valgrind -q --leak-check=full \
+	    --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 \
+	    $(BUILD)/tests/$$t > $(BUILD)/valgrind-$$t.log 2>&1 \
+	    || { cat $(BUILD)/valgrind-$$t.log; echo "valgrind: $$t has failures or definite leaks"; exit 1; }; \
+	  echo "valgrind $$t: $$(tail -n 1 $(BUILD)/valgrind-$$t.log), no definite leaks"; \
+	done
 
 test-python: $(PYTEST) $(DIST_LIB)
 	APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python:devserver \

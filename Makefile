@@ -70,7 +70,7 @@ uninstall:
 # --- Examples -----------------------------------------------------------------
 EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(wildcard examples/c/*.c))
 
-$(BUILD)/examples/%: examples/c/%.c $(DIST_LIB)
+$(BUILD)/examples/%: examples/c/%.c $(wildcard examples/c/*.h) $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson)
 

@@ -25,76 +25,13 @@
  */
 #include <appnorth.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-/* ---- dev server admin (not part of the SDK) ------------------------------ */
-
-/* Sends one JSON request to the dev server's /admin API and returns the
- * HTTP status, or -1 when the server could not be reached. Loopback
- * http://HOST:PORT URLs only, which is all the dev server serves. */
-static int dev_admin(const char *api_url, const char *method, const char *path, const char *body) {
-    char host[256], port[16] = "80";
-    const char *p = strncmp(api_url, "http://", 7) == 0 ? api_url + 7 : NULL;
-    if (!p) return -1;
-    size_t n = strcspn(p, "/");
-    if (n == 0 || n >= sizeof host) return -1;
-    memcpy(host, p, n);
-    host[n] = 0;
-    char *colon = strrchr(host, ':');
-    if (colon && (host[0] != '[' || colon > strchr(host, ']'))) {
-        snprintf(port, sizeof port, "%s", colon + 1);
-        *colon = 0;
-    }
-    if (host[0] == '[') { /* [::1] */
-        memmove(host, host + 1, strlen(host));
-        host[strcspn(host, "]")] = 0;
-    }
-
-    struct addrinfo hints = {0}, *addrs = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, port, &hints, &addrs) != 0) return -1;
-    int fd = -1;
-    for (struct addrinfo *a = addrs; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(addrs);
-    if (fd < 0) return -1;
-
-    char request[2048];
-    int len = snprintf(request, sizeof request,
-                       "%s %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
-                       "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                       method, path, host, port, body ? strlen(body) : 0, body ? body : "");
-    int status = -1;
-    if (len > 0 && (size_t)len < sizeof request && write(fd, request, (size_t)len) == len) {
-        char reply[64] = {0};
-        ssize_t got = read(fd, reply, sizeof reply - 1);
-        if (got > 12) sscanf(reply, "HTTP/%*s %d", &status);
-    }
-    close(fd);
-    return status;
-}
-
-static void lose_connectivity(const char *api_url) {
-    if (dev_admin(api_url, "POST", "/admin/faults", "{\"drop\":true,\"count\":1000}") != 201)
-        fprintf(stderr, "   (could not reach the dev server's /admin API)\n");
-    printf("   [dev server] dropping every API connection\n");
-}
-
-static void reconnect(const char *api_url) {
-    dev_admin(api_url, "DELETE", "/admin/faults", NULL);
-    printf("   [dev server] connections work again\n");
-}
+#include "devserver_admin.h"
 
 /* ---- the walk-through ------------------------------------------------------ */
 

@@ -77,7 +77,7 @@ $(BUILD)/examples/%: examples/c/%.c $(wildcard examples/c/*.h) $(DIST_LIB)
 examples: $(EXAMPLES)
 
 demo: examples
-	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh sh -c '$(BUILD)/examples/boards "$$APPNORTH_TEST_SERVER" demo'
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/run-demo.sh $(BUILD)/examples
 
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))

@@ -82,7 +82,7 @@ demo: examples
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
 
-$(BUILD)/tests/%: Tests/c/%.c Tests/c/check.h Tests/c/admin.h $(DIST_LIB)
+$(BUILD)/tests/%: Tests/c/%.c $(wildcard Tests/c/*.h) $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl sqlite3) -lpthread
 

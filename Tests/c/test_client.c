@@ -1,27 +1,16 @@
 /* The client and the first read path, through the real libappnorth.so,
  * against the local API server ($APPNORTH_TEST_SERVER). */
+#define _XOPEN_SOURCE 700
 #include <appnorth.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "admin.h"
 #include "check.h"
+#include "support.h"
 
 static const char *server;
 
-static appnorth_client *make_client(const char *url, const char *app, const char *email,
-                                    const char *token) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, url, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, app, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_credential(o, email, token, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 3000, 3000, &err), APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    return c;
-}
 
 static void test_version_and_status_names(void) {
     CHECK(strcmp(appnorth_version(), APPNORTH_VERSION_STRING) == 0, "version %s", appnorth_version());

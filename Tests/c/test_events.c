@@ -32,6 +32,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "support.h"
 
 #define APP "tevents"
 #define EVENTS_PATH "/v1/apps/" APP "/events"
@@ -174,24 +175,6 @@ static json_t *lenient_get(const char *path) {
 
 /* ---- the data directory ------------------------------------------------- */
 
-static char *make_temp_dir(void) {
-    char tmpl[] = "/tmp/appnorth-events-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL, "mkdtemp");
-    return dir ? strdup(dir) : NULL;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(char *path) {
-    if (path) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(path);
-}
 
 static int path_exists(const char *dir, const char *file) {
     char path[1024];
@@ -304,7 +287,7 @@ static appnorth_client *make_client_for(const char *app, appnorth_log_fn log, vo
     return c;
 }
 
-static appnorth_client *make_client(void) { return make_client_for(APP, NULL, NULL); }
+static appnorth_client *app_client(void) { return make_client_for(APP, NULL, NULL); }
 
 /* Options for tests: client and data dir, no timer or threshold flushes,
  * retries after 10, 20 and 40 ms, breaker at 5. */
@@ -405,8 +388,8 @@ static char *padded_props(char c, size_t n) {
 
 static void test_track_is_on_disk_before_it_returns(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
 
     CHECK(disk_rows(dir) == 0, "empty queue on disk: %d", disk_rows(dir));
@@ -426,8 +409,8 @@ static void test_track_is_on_disk_before_it_returns(void) {
 
 static void test_events_survive_a_restart(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     char *first_anon = anonymous_id(e);
     for (int i = 0; i < 3; i++) {
@@ -463,8 +446,8 @@ static void test_events_survive_a_restart(void) {
 
 static void test_event_fields_and_verbatim_properties(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     char *anon = anonymous_id(e);
@@ -529,8 +512,8 @@ static void test_event_fields_and_verbatim_properties(void) {
  * stored and sent exactly as given; only invalid JSON may be refused. */
 static void test_properties_with_huge_numbers_are_sent_verbatim(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     const char *props = "{\"order\":12345678901234567890123}";
@@ -552,8 +535,8 @@ static void test_properties_with_huge_numbers_are_sent_verbatim(void) {
 
 static void test_defaults_are_the_seeds_numbers(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_error err;
     appnorth_events_options *o = appnorth_events_options_new();
     CHECK_STATUS(appnorth_events_options_set_client(o, c, &err), APPNORTH_OK, err);
@@ -598,8 +581,8 @@ static void test_defaults_are_the_seeds_numbers(void) {
 
 static void test_threshold_flush(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_flush_policy(o, QUIET_INTERVAL_MS, 5, &err), APPNORTH_OK, err);
@@ -619,8 +602,8 @@ static void test_threshold_flush(void) {
 
 static void test_timer_flush(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_flush_policy(o, 150, QUIET_THRESHOLD, &err), APPNORTH_OK, err);
@@ -653,8 +636,8 @@ static void test_batch_size_follows_the_network_type(void) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         reset_server();
-        char *dir = make_temp_dir();
-        appnorth_client *c = make_client();
+        char *dir = make_temp_dir("events");
+        appnorth_client *c = app_client();
         appnorth_events *e = open_quiet(c, dir);
         appnorth_error err;
         if (cases[k].type >= 0)
@@ -687,8 +670,8 @@ static void test_batch_size_follows_the_network_type(void) {
 
 static void test_oldest_dropped_past_the_count_limit(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_limits(o, 5, 5242880, 65536, &err), APPNORTH_OK, err);
@@ -718,8 +701,8 @@ static void test_oldest_dropped_past_the_count_limit(void) {
 
 static void test_oldest_dropped_past_the_byte_limit(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_limits(o, 10000, 2048, 65536, &err), APPNORTH_OK, err);
@@ -752,8 +735,8 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
         return;
     }
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     /* 10000 events reach even the quiet threshold: keep them from leaving. */
     go_offline();
@@ -789,8 +772,8 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
 
 static void test_oversize_event_is_refused_and_the_queue_still_works(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
 
@@ -833,8 +816,8 @@ static void test_oversize_event_is_refused_and_the_queue_still_works(void) {
 
 static void test_server_errors_retried_three_times_then_kept(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     /* 100 ms base: retries after 100, 200 and 400 ms (+/- 20 %). */
@@ -881,8 +864,8 @@ static void test_server_errors_retried_three_times_then_kept(void) {
 
 static void test_network_errors_keep_the_events(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     track_ok(e, "offline", NULL);
@@ -905,8 +888,8 @@ static void test_network_errors_keep_the_events(void) {
 
 static void test_client_errors_discard_the_batch(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     for (int i = 0; i < 3; i++) track_ok(e, "bad batch", NULL);
@@ -938,8 +921,8 @@ static void test_client_errors_discard_the_batch(void) {
 
 static void test_408_and_429_are_kept_and_retried(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     track_ok(e, "e", NULL);
@@ -975,8 +958,8 @@ static long first_retry_gap(void) {
 
 static void test_429_honours_retry_after(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
 
@@ -1031,8 +1014,8 @@ static void test_429_honours_retry_after(void) {
 
 static void test_413_splits_the_batch_and_drops_a_single_oversize_event(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     char *small = padded_props('p', 700), *big = padded_props('h', 3000);
@@ -1078,8 +1061,8 @@ static void test_413_splits_the_batch_and_drops_a_single_oversize_event(void) {
 
 static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     track_ok(e, "e", NULL);
@@ -1115,8 +1098,8 @@ static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(vo
 
 static void test_foreground_resumes_uploads(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_retry(o, 10, 0, 120000, 1, &err), APPNORTH_OK, err);
@@ -1139,8 +1122,8 @@ static void test_foreground_resumes_uploads(void) {
 
 static void test_one_success_resets_the_failure_count(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_retry(o, 10, 0, 120000, 5, &err), APPNORTH_OK, err);
@@ -1166,8 +1149,8 @@ static void test_one_success_resets_the_failure_count(void) {
 
 static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_retry(o, 10, 0, 120000, 5, &err), APPNORTH_OK, err);
@@ -1195,8 +1178,8 @@ static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
 
 static void test_consent_revoke_drops_purges_and_is_remembered(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
 
@@ -1246,8 +1229,8 @@ static void test_consent_revoke_drops_purges_and_is_remembered(void) {
 
 static void test_require_consent_stores_nothing_before_a_choice(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_require_consent(o, 1, &err), APPNORTH_OK, err);
@@ -1297,7 +1280,7 @@ static void capture_log(int32_t level, const char *message, void *user_data) {
 
 static void test_identity_persists_privately_and_never_in_logs(void) {
     reset_server();
-    char *root = make_temp_dir();
+    char *root = make_temp_dir("events");
     char dir[1024];
     /* A data directory the library creates itself. */
     snprintf(dir, sizeof dir, "%s/data", root ? root : "/tmp");
@@ -1458,8 +1441,8 @@ static const char *secret(host_secrets *s, int k) { return s->values[k]; }
 
 static void test_host_secure_store_is_used_instead_of_the_file(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_error err;
     host_secrets s;
     secrets_init(&s);
@@ -1538,8 +1521,8 @@ static void test_host_secure_store_is_used_instead_of_the_file(void) {
 
 static void test_a_resend_after_a_crash_is_deduplicated(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     for (int i = 0; i < 3; i++) track_ok(e, "once", NULL);
@@ -1567,8 +1550,8 @@ static void test_a_resend_after_a_crash_is_deduplicated(void) {
 
 static void test_close_flushes_within_its_bound(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
     for (int i = 0; i < 3; i++) track_ok(e, "closing", NULL);
@@ -1595,7 +1578,7 @@ static void test_close_flushes_within_its_bound(void) {
 
 static void test_close_is_bounded_while_the_server_hangs(void) {
     reset_server();
-    char *dir = make_temp_dir();
+    char *dir = make_temp_dir("events");
     appnorth_client *c = make_client_for(HANG_APP, NULL, NULL);
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
@@ -1613,7 +1596,7 @@ static void test_close_is_bounded_while_the_server_hangs(void) {
 
 static void test_free_aborts_an_upload_in_progress(void) {
     reset_server();
-    char *dir = make_temp_dir();
+    char *dir = make_temp_dir("events");
     appnorth_client *c = make_client_for(HANG_APP, NULL, NULL);
     appnorth_events *e = open_quiet(c, dir);
     appnorth_error err;
@@ -1642,8 +1625,8 @@ static void expect_refused(int32_t rc, int32_t want, const appnorth_error *err, 
 
 static void test_bad_input_is_refused_and_nothing_is_stored(void) {
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_error err;
     int32_t q = -1;
     char *out = (char *)1;
@@ -1805,8 +1788,8 @@ static void test_eight_threads_track_while_flushes_and_consent_changes_run(void)
         return;
     }
     reset_server();
-    char *dir = make_temp_dir();
-    appnorth_client *c = make_client();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
     appnorth_error err;
     CHECK_STATUS(appnorth_events_options_set_flush_policy(o, QUIET_INTERVAL_MS, 50, &err), APPNORTH_OK, err);

@@ -24,6 +24,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "support.h"
 
 #define APP "tapp"
 #define ADA "ada@example.com"
@@ -36,19 +37,6 @@ static const char *server;
 
 /* ---- arranging and inspecting the server ---------------------------------- */
 
-static appnorth_client *make_client(const char *url, const char *app, const char *email,
-                                    const char *token) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, url, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, app, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_credential(o, email, token, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 3000, 3000, &err), APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    return c;
-}
 
 static void reset_server(void) {
     long status = admin_request(server, "POST", "/admin/reset", "{}", NULL);
@@ -235,24 +223,6 @@ static json_t *queue_entries(appnorth_queue *queue) {
     return entries;
 }
 
-static char *make_temp_dir(void) {
-    char tmpl[] = "/tmp/appnorth-offline-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL, "mkdtemp");
-    return dir ? strdup(dir) : NULL;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(char *path) {
-    if (path) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(path);
-}
 
 /* Whether any regular file in `dir` contains `needle`. */
 static int dir_contains(const char *dir, const char *needle) {
@@ -882,7 +852,7 @@ static void test_verify4_cache_ttl_and_logout(void) {
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
     char *scope = scope_of(ada);
-    char *dir = make_temp_dir();
+    char *dir = make_temp_dir("offline");
     appnorth_error err;
     appnorth_clock *clock = NULL;
     CHECK_STATUS(appnorth_clock_new_manual(WALL_START, &clock, &err), APPNORTH_OK, err);
@@ -1205,7 +1175,7 @@ static void test_entries_persist_across_reopening(void) {
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
-    char *base = make_temp_dir();
+    char *base = make_temp_dir("offline");
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/data/sdk", base ? base : "/tmp");
     appnorth_error err;
@@ -1268,7 +1238,7 @@ static void test_storage_erase_keeps_a_loaded_queue(void) {
     reset_server();
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
-    char *dir = make_temp_dir();
+    char *dir = make_temp_dir("offline");
     appnorth_error err;
     appnorth_storage *storage = NULL;
     CHECK_STATUS(appnorth_storage_new_sqlite(dir, "queue", &storage, &err), APPNORTH_OK, err);

@@ -310,6 +310,8 @@ final class RemoteConfigTests: XCTestCase {
         try config.refresh()
         XCTAssertEqual(config.resolved.version, 2)
         XCTAssertEqual(changes.count, 0)
+        XCTAssertEqual(config.snapshot(), #"{"price":1.5,"o":{"a":1,"b":2}}"#,
+                       "equal content keeps the text already served: no silent change")
         try publish(#"{"price":1.75,"o":{"a":1,"b":2}}"#)
         try config.refresh()
         XCTAssertEqual(changes.all.map(\.changedKeys), [["price"]])

@@ -323,8 +323,11 @@ final class ConfigEngine: Sendable {
                 // Only sent when we asked with the ETag of what we hold.
                 guard s.current.tier >= .cached else { return nil }
                 s.current = s.current.confirmed(wallMilliseconds: wall, monotonic: mono, etag: etag)
-            case .document(let document, let etag, let version):
-                let changed = document.changedKeys(from: s.current.document)
+            case .document(let served, let etag, let version):
+                let changed = served.changedKeys(from: s.current.document)
+                // Equal content keeps the text we hold, so that nothing a
+                // reader sees changes without a listener call.
+                let document = changed.isEmpty ? s.current.document : served
                 s.current = ResolvedConfig(document: document, tier: .remote, etag: etag, version: version,
                                            fetchedWallMilliseconds: wall, fetchedMonotonic: mono)
                 if !changed.isEmpty {

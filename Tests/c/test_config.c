@@ -705,7 +705,37 @@ static void test_publish_to_callback_latency(void) {
     recorder_free(&r);
 }
 
-int main(void) {
+/* The child of test_exit_without_free: a live config, a listener, then exit
+ * without freeing anything, possibly while an update is being delivered. */
+static int exit_with_live_config(void) {
+    char app[64];
+    snprintf(app, sizeof app, "ctest-exit-%d", (int)getpid());
+    publish(app, "{\"v\":1}");
+    appnorth_error err;
+    appnorth_config *config = NULL;
+    if (open_config(app, NULL, NULL, 0, NULL, &config, &err) != APPNORTH_OK) return 3;
+    static recorder r;
+    recorder_init(&r);
+    int64_t token = 0;
+    appnorth_config_add_listener(config, on_change, &r, &token, &err);
+    appnorth_config_start_live(config, &err);
+    if (!recorder_wait(&r, 1, 3000)) return 4;
+    publish(app, "{\"v\":2}");
+    exit(0);
+}
+
+static void test_exit_without_free(const char *self) {
+    int crashes = 0;
+    for (int i = 0; i < 10; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "'%s' --exit-with-live-config", self);
+        int status = system(cmd);
+        if (status != 0) crashes++;
+    }
+    CHECK(crashes == 0, "%d of 10 exits with a live config failed", crashes);
+}
+
+int main(int argc, char **argv) {
     server = getenv("APPNORTH_TEST_SERVER");
     if (!server) {
         fprintf(stderr, "APPNORTH_TEST_SERVER is not set: run through scripts/with-devserver.sh\n");
@@ -714,6 +744,7 @@ int main(void) {
     main_thread = pthread_self();
     (void)admin_board, (void)admin_idea; /* shared helpers this test does not need */
     curl_global_init(CURL_GLOBAL_ALL);
+    if (argc == 2 && strcmp(argv[1], "--exit-with-live-config") == 0) return exit_with_live_config();
     test_null_and_bad_arguments();
     test_bundled_file_errors_fail_open();
     test_one_config_per_data_dir_and_app();
@@ -726,6 +757,7 @@ int main(void) {
     test_remove_waits_for_a_callback_in_flight();
     test_free_from_inside_a_callback();
     test_publish_to_callback_latency();
+    test_exit_without_free(argv[0]);
     curl_global_cleanup();
     return check_summary();
 }

@@ -72,7 +72,7 @@ EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(wildcard examples/c/
 
 $(BUILD)/examples/%: examples/c/%.c $(wildcard examples/c/*.h) $(DIST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl) -lpthread
 
 examples: $(EXAMPLES)
 

@@ -876,6 +876,357 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
 APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_json,
                                            appnorth_error *err);
 
+/* ------------------------------------------------------------------------
+ * Remote config
+ *
+ * A config is one JSON object of top-level keys, resolved over tiers,
+ * highest first:
+ *   APPNORTH_CONFIG_TIER_REMOTE   received from the server by this handle
+ *                                 (a fetch, a poll, a 304 confirming the
+ *                                 cached copy, or the live stream);
+ *   APPNORTH_CONFIG_TIER_CACHED   persisted in the data directory by an
+ *                                 earlier fetch, with its ETag and fetch
+ *                                 time, loaded at appnorth_config_new();
+ *   APPNORTH_CONFIG_TIER_BUNDLED  the host's bundled JSON file (the seed's
+ *                                 appdna-config.json);
+ *   APPNORTH_CONFIG_TIER_DEFAULT  nothing: every getter returns the
+ *                                 caller's default.
+ * The effective config is the whole document of the highest tier
+ * available; tiers are not merged key by key.
+ *
+ * TTL and stale-while-revalidate. The fetched config is fresh for the TTL
+ * (3600 s by default). Once it is older, the next read starts a background
+ * fetch (a conditional GET with If-None-Match) and keeps returning the
+ * stale value until a new one arrives; a 304 only refreshes the fetch
+ * time. The bundled and default tiers count as expired, so the first read
+ * also starts a fetch. After a failed background fetch the next one waits
+ * for the reconnect backoff. While the live stream is connected the config
+ * counts as fresh. Age is measured on the monotonic clock within a process
+ * (a wall clock set back never makes a stale config look fresh); a cached
+ * copy's age at open comes from the wall clock, and a fetch time in the
+ * future counts as expired.
+ *
+ * Live updates. appnorth_config_start_live() opens the server's
+ * Server-Sent Events stream on the config's background thread; each new
+ * version is applied as it arrives. After an error the stream reconnects
+ * with exponential backoff and jitter (1 s, 2 s, 4 s, ... up to 60 s by
+ * default, each shortened by a random share of up to half), sending
+ * Last-Event-ID. While it is down the config is polled every poll interval
+ * (60 s by default; at once when the server answered the stream with an
+ * error status). appnorth_config_stop_live() ends all of it, for hosts
+ * going to the background.
+ *
+ * Reads are served from memory: no getter touches the disk or the network
+ * on the calling thread, and none blocks on a fetch. Keys are top-level
+ * keys, matched exactly ("a.b" is the key "a.b", not a path); read nested
+ * values with appnorth_config_get_json(). A missing key, or a value of
+ * another type, gives the caller's default and APPNORTH_OK.
+ *
+ * Numbers and text keep the spelling they were served or bundled with:
+ * snapshots, appnorth_config_get_json() and listener documents reproduce
+ * 9.99 as 9.99.
+ *
+ * Bad data. A bundled path that cannot be read, or whose content is not a
+ * JSON object, makes appnorth_config_new() fail (hosts that want to carry
+ * on without it pass no bundled path). An invalid remote payload keeps the
+ * last good config; its error is available from
+ * appnorth_config_last_fetch_status(). An unreadable cached copy is
+ * deleted and the config resolves without it.
+ *
+ * The cache is one row per App ID in the data directory's database: use
+ * one data directory per API environment. One config per data directory
+ * and App ID may be open in a process at a time.
+ * --------------------------------------------------------------------- */
+
+enum {
+    APPNORTH_CONFIG_TIER_DEFAULT = 0,
+    APPNORTH_CONFIG_TIER_BUNDLED = 1,
+    APPNORTH_CONFIG_TIER_CACHED = 2,
+    APPNORTH_CONFIG_TIER_REMOTE = 3
+};
+
+#define APPNORTH_CONFIG_DEFAULT_TTL_SECONDS 3600
+#define APPNORTH_CONFIG_DEFAULT_POLL_INTERVAL_MS 60000
+#define APPNORTH_CONFIG_DEFAULT_BACKOFF_BASE_MS 1000
+#define APPNORTH_CONFIG_DEFAULT_BACKOFF_MAX_MS 60000
+
+/** Options for appnorth_config_new(). Not thread-safe: build it on one
+ *  thread, then hand it to appnorth_config_new(), which copies it. */
+typedef struct appnorth_config_options appnorth_config_options;
+
+/** Remote config for one client's API and App ID. */
+typedef struct appnorth_config appnorth_config;
+
+/**
+ * Create config options with the defaults: no client (required), no data
+ * directory (nothing persisted: no cached tier), no bundled file, TTL
+ * APPNORTH_CONFIG_DEFAULT_TTL_SECONDS, the system clock, poll interval
+ * APPNORTH_CONFIG_DEFAULT_POLL_INTERVAL_MS, reconnect backoff from
+ * APPNORTH_CONFIG_DEFAULT_BACKOFF_BASE_MS to ..._MAX_MS, and the client's
+ * logger. Returns NULL only if memory is exhausted. Free with
+ * appnorth_config_options_free().
+ */
+APPNORTH_API appnorth_config_options *appnorth_config_options_new(void);
+
+/** Release options. NULL is a no-op. */
+APPNORTH_API void appnorth_config_options_free(appnorth_config_options *options);
+
+/**
+ * Set the client whose API URL, App ID, credential and timeouts the config
+ * uses. Required. The options, and then the config, keep a reference: the
+ * host may free its client handle at any time afterwards.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for NULL.
+ */
+APPNORTH_API int32_t appnorth_config_options_set_client(appnorth_config_options *options,
+                                                        appnorth_client *client,
+                                                        appnorth_error *err);
+
+/**
+ * Set the data directory that holds the cached tier (created 0700 if
+ * needed; its database file is 0600). NULL: none (the default).
+ * The directory is only checked by appnorth_config_new().
+ */
+APPNORTH_API int32_t appnorth_config_options_set_data_dir(appnorth_config_options *options,
+                                                          const char *data_dir,
+                                                          appnorth_error *err);
+
+/**
+ * Set the bundled config file: a UTF-8 JSON object of at most 16 MiB, read
+ * once by appnorth_config_new(). NULL: none (the default).
+ */
+APPNORTH_API int32_t appnorth_config_options_set_bundled_path(appnorth_config_options *options,
+                                                              const char *path,
+                                                              appnorth_error *err);
+
+/** Set the cache TTL: 0 for the default (3600), else 1 to 31536000 seconds. */
+APPNORTH_API int32_t appnorth_config_options_set_ttl_seconds(appnorth_config_options *options,
+                                                             int32_t ttl_seconds,
+                                                             appnorth_error *err);
+
+/** Set the clock TTLs and fetch times are read from. NULL: the system
+ *  clock. The config keeps a reference. Waits between retries and polls
+ *  always use real time. */
+APPNORTH_API int32_t appnorth_config_options_set_clock(appnorth_config_options *options,
+                                                       appnorth_clock *clock,
+                                                       appnorth_error *err);
+
+/** Set how often the config is polled while the live stream is down: 0 for
+ *  the default (60000), else 10 to 86400000 ms. */
+APPNORTH_API int32_t appnorth_config_options_set_poll_interval_ms(appnorth_config_options *options,
+                                                                  int32_t poll_interval_ms,
+                                                                  appnorth_error *err);
+
+/**
+ * Set the reconnect backoff of the live stream (and the wait after a failed
+ * background fetch): the n-th consecutive failure waits up to
+ * base_ms * 2^(n-1), capped at max_ms, shortened by a random share of up to
+ * half. 0 for either gives its default (1000, 60000); otherwise
+ * 1 <= base_ms <= max_ms <= 3600000.
+ */
+APPNORTH_API int32_t appnorth_config_options_set_reconnect_backoff_ms(appnorth_config_options *options,
+                                                                      int32_t base_ms,
+                                                                      int32_t max_ms,
+                                                                      appnorth_error *err);
+
+/** Route the config's log lines to `fn` for levels >= `min_level`, as
+ *  appnorth_client_options_set_logger() does. By default the config logs
+ *  through its client's logger. NULL `fn` turns its logging off. */
+APPNORTH_API int32_t appnorth_config_options_set_logger(appnorth_config_options *options,
+                                                        appnorth_log_fn fn,
+                                                        int32_t min_level,
+                                                        void *user_data,
+                                                        appnorth_error *err);
+
+/**
+ * Open a config: read the bundled file (if set) and the cached copy (if a
+ * data directory is set), and resolve. No network traffic happens here, and
+ * no thread is started; no listener exists yet, so this first resolution
+ * fires none.
+ * options, out_config: required. On success *out_config is a new handle to
+ * free with appnorth_config_free(); on failure it is set to NULL.
+ * Returns APPNORTH_E_INVALID_ARGUMENT without a client;
+ * APPNORTH_E_STORAGE when the bundled file cannot be read (the message
+ * names it and the reason) or the data directory or its database cannot be
+ * used; APPNORTH_E_INVALID_JSON when the bundled file is not a JSON object
+ * (the message names it and the position); APPNORTH_E_TOO_LARGE for a
+ * bundled file over 16 MiB; APPNORTH_E_WRONG_STATE when a config for the
+ * same App ID is already open on the same data directory in this process.
+ * Thread-safe: the config may be shared by several threads.
+ */
+APPNORTH_API int32_t appnorth_config_new(const appnorth_config_options *options,
+                                         appnorth_config **out_config,
+                                         appnorth_error *err);
+
+/**
+ * Free a config. NULL is a no-op. Stops live updates and joins the
+ * config's background thread, waits for a listener callback running on
+ * another thread, and releases the client reference. After it returns no
+ * callback of this config runs. It may be called from inside one of the
+ * config's listener callbacks (the callback then finishes normally and no
+ * other callback follows). Do not use the handle after, and do not free it
+ * while another thread is inside a call on it.
+ */
+APPNORTH_API void appnorth_config_free(appnorth_config *config);
+
+/**
+ * Read a string value. key: required (NULL is APPNORTH_E_INVALID_ARGUMENT,
+ * bad UTF-8 APPNORTH_E_INVALID_UTF8). default_value: may be NULL.
+ * *out_value receives a copy of the value, or of default_value when the key
+ * is missing or its value is not a string (NULL if default_value is NULL);
+ * the caller frees it with appnorth_string_free(). Never blocks on I/O.
+ */
+APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const char *key,
+                                                const char *default_value, char **out_value,
+                                                appnorth_error *err);
+
+/**
+ * Read an integer value: a JSON number without fraction or exponent.
+ * *out_value receives it, or default_value when the key is missing or its
+ * value is not an integer (3.0 is not). On failure (bad arguments)
+ * *out_value is also set to default_value. Never blocks on I/O.
+ */
+APPNORTH_API int32_t appnorth_config_get_int(appnorth_config *config, const char *key,
+                                             int64_t default_value, int64_t *out_value,
+                                             appnorth_error *err);
+
+/** Read a number (integer or real) as a double, else default_value. */
+APPNORTH_API int32_t appnorth_config_get_double(appnorth_config *config, const char *key,
+                                                double default_value, double *out_value,
+                                                appnorth_error *err);
+
+/** Read a boolean: *out_value is 1 for true, 0 for false, or default_value
+ *  (unchanged) when the key is missing or not a JSON boolean. */
+APPNORTH_API int32_t appnorth_config_get_bool(appnorth_config *config, const char *key,
+                                              int32_t default_value, int32_t *out_value,
+                                              appnorth_error *err);
+
+/**
+ * Read any value as JSON text (object, array, string, number, true, false
+ * or null), exactly as served. default_json: NULL, or JSON text returned
+ * when the key is missing (checked: invalid JSON is APPNORTH_E_INVALID_JSON
+ * even when the key exists). *out_json: the caller frees it with
+ * appnorth_string_free(); NULL when the key is missing and default_json is
+ * NULL.
+ */
+APPNORTH_API int32_t appnorth_config_get_json(appnorth_config *config, const char *key,
+                                              const char *default_json, char **out_json,
+                                              appnorth_error *err);
+
+/**
+ * The whole effective config object, exactly as served or bundled ("{}" for
+ * the default tier). *out_json: the caller frees it with
+ * appnorth_string_free(). Never blocks on I/O.
+ */
+APPNORTH_API int32_t appnorth_config_snapshot(appnorth_config *config, char **out_json,
+                                              appnorth_error *err);
+
+/**
+ * Where the effective config came from. out_tier (optional): an
+ * APPNORTH_CONFIG_TIER_* value. out_fetched_ms (optional): when it was last
+ * fetched or confirmed by the server, in wall milliseconds since the epoch
+ * (for a cached config, the time stored with it); 0 for the bundled and
+ * default tiers. Like the getters, it may start a background fetch of a
+ * stale config. Never blocks on I/O.
+ */
+APPNORTH_API int32_t appnorth_config_source(appnorth_config *config, int32_t *out_tier,
+                                            int64_t *out_fetched_ms, appnorth_error *err);
+
+/**
+ * Fetch the config now, on the calling thread (a conditional GET), and
+ * apply it. A change fires the listeners on this thread before the call
+ * returns, unless another thread is delivering a change at that moment:
+ * that thread then delivers this one right after its own.
+ * Returns the fetch's error (APPNORTH_E_NETWORK, APPNORTH_E_NOT_FOUND when
+ * no config is published, APPNORTH_E_SERVER, APPNORTH_E_INVALID_JSON for
+ * an invalid payload, ...); the effective config is then unchanged.
+ * Blocks for at most the client's resource download timeout.
+ */
+APPNORTH_API int32_t appnorth_config_refresh(appnorth_config *config, appnorth_error *err);
+
+/**
+ * Start live updates: the stream, its reconnects and the polling fallback
+ * run on the config's background thread until appnorth_config_stop_live()
+ * or appnorth_config_free(). Returns at once; calling it while live is a
+ * no-op.
+ */
+APPNORTH_API int32_t appnorth_config_start_live(appnorth_config *config, appnorth_error *err);
+
+/**
+ * Stop live updates and background fetches: closes the stream and joins
+ * the config's background thread, so that no library thread runs for this
+ * config after it returns (called from a listener callback on that thread,
+ * it returns at once and the thread ends after the callback). Reads keep
+ * working, and a read of a stale config starts a one-shot background fetch
+ * again. Calling it while not live is a no-op.
+ */
+APPNORTH_API int32_t appnorth_config_stop_live(appnorth_config *config, appnorth_error *err);
+
+/**
+ * A config listener. config_json: the new effective config object (as
+ * served); changed_keys_json: a JSON array of the top-level keys added,
+ * removed or changed, for instance ["theme","price"]; tier: an
+ * APPNORTH_CONFIG_TIER_* value (APPNORTH_CONFIG_TIER_REMOTE for every change
+ * after open). Both strings are valid only during the call.
+ *
+ * Called on every change of the effective config's content: the first
+ * remote config that differs from the cached, bundled or default one, and
+ * every live update, poll or fetch that brings different content. Not
+ * called when a fetch brings identical content (values compared as JSON:
+ * whitespace, key order and number spelling such as 1.5 and 1.50 do not
+ * count) or on a 304; such a fetch keeps the text already held, so no
+ * getter or snapshot changes without a listener call.
+ *
+ * THREAD: the callback runs on the config's background thread (live
+ * updates, polls, background fetches), or on a thread calling
+ * appnorth_config_refresh() whose fetch brought the change. Callbacks of
+ * one config never run concurrently, and see changes in order. No library
+ * lock is held while a callback runs: it may call any function of this
+ * library, including appnorth_config_remove_listener() for its own token,
+ * appnorth_config_stop_live() and appnorth_config_free() on its config.
+ * It must not block on a lock that a thread inside
+ * appnorth_config_remove_listener(), _stop_live() or _free() of the same
+ * config holds, since those wait for it.
+ */
+typedef void (*appnorth_config_listener_fn)(const char *config_json, const char *changed_keys_json,
+                                            int32_t tier, void *user_data);
+
+/**
+ * Register a listener. fn: required. user_data: passed back unchanged; the
+ * host keeps it valid until the listener is removed or the config freed.
+ * *out_token (required) receives a token (1 or more) for
+ * appnorth_config_remove_listener(). A new listener is not called for the
+ * current config: read it with the getters after registering.
+ */
+APPNORTH_API int32_t appnorth_config_add_listener(appnorth_config *config,
+                                                  appnorth_config_listener_fn fn, void *user_data,
+                                                  int64_t *out_token, appnorth_error *err);
+
+/**
+ * Unregister a listener; it is never called after this returns. If its
+ * callback is running on another thread, waits for it to return; called
+ * from inside that callback, returns at once.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or already removed
+ * token.
+ */
+APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, int64_t token,
+                                                     appnorth_error *err);
+
+/**
+ * The outcome of the latest exchange with the config endpoints: a refresh,
+ * a background fetch or poll, a stream connection attempt, or a stream
+ * event. out_status (required) is filled like an err out-parameter: code 0
+ * and an empty message after a success (a 304 included), else the failure's
+ * code, HTTP status and message; for instance APPNORTH_E_INVALID_JSON for a
+ * payload that was rejected (the last good config stays in effect).
+ * out_time_ms (optional): when that exchange ended, wall milliseconds; 0 if
+ * none has happened yet (out_status then says OK).
+ * Returns APPNORTH_OK unless the arguments are bad.
+ */
+APPNORTH_API int32_t appnorth_config_last_fetch_status(appnorth_config *config,
+                                                       appnorth_error *out_status,
+                                                       int64_t *out_time_ms,
+                                                       appnorth_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -121,10 +121,10 @@ public final class HTTPTransport: Sendable {
                         // curl reads the body in place during perform, which
                         // runs inside this closure.
                         cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                        return curl_easy_perform(h)
+                        return Self.perform(h, context: context, idleTimeoutMs: idleTimeoutMs)
                     }
                 }
-                return curl_easy_perform(h)
+                return Self.perform(h, context: context, idleTimeoutMs: idleTimeoutMs)
             }
         }
 
@@ -134,6 +134,9 @@ public final class HTTPTransport: Sendable {
             }
             if context.cancel?.isCancelled == true || context.stoppedByReceiver {
                 throw .network("stream closed")
+            }
+            if context.idledOut {
+                throw .network("stream idle for more than \(idleTimeoutMs) ms")
             }
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let summary = String(cString: curl_easy_strerror(code))
@@ -145,6 +148,53 @@ public final class HTTPTransport: Sendable {
         cshim_getinfo_long(h, CURLINFO_NUM_CONNECTS, &connects)
         context.connectionsOpened = connects
         return status
+    }
+
+    /// Runs a transfer. A cancellable one runs on its own multi handle so
+    /// that `StreamCancellation.cancel()` wakes it at once (curl's easy loop
+    /// only checks the progress callback about once a second while a
+    /// stream is idle), and so that its idle time is measured exactly
+    /// (curl's low-speed check averages over several seconds, so a burst
+    /// at connect would hide a silent stream). Such a transfer uses a
+    /// connection of its own, closed when it ends.
+    private static func perform(_ h: UnsafeMutableRawPointer, context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
+        guard let cancel = context.cancel, let multi = curl_multi_init() else { return curl_easy_perform(h) }
+        guard curl_multi_add_handle(multi, h) == CURLM_OK else {
+            curl_multi_cleanup(multi)
+            return curl_easy_perform(h)
+        }
+        cancel.attach(multi)
+        defer {
+            cancel.detach()
+            curl_multi_remove_handle(multi, h)
+            curl_multi_cleanup(multi)
+        }
+        let idleNs = UInt64(max(0, idleTimeoutMs)) * 1_000_000
+        context.lastActivityNs = monotonicNow()
+        var running: Int32 = 0
+        var mcode = curl_multi_perform(multi, &running)
+        while mcode == CURLM_OK && running > 0 && !cancel.isCancelled {
+            var waitMs: Int32 = 1000
+            if idleNs > 0 {
+                let silent = monotonicNow() &- context.lastActivityNs
+                if silent >= idleNs {
+                    context.idledOut = true
+                    return CURLE_OPERATION_TIMEDOUT
+                }
+                waitMs = Int32(min(1000, (idleNs - silent) / 1_000_000 + 1))
+            }
+            mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
+            if mcode != CURLM_OK || cancel.isCancelled { break }
+            mcode = curl_multi_perform(multi, &running)
+        }
+        if cancel.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
+        guard mcode == CURLM_OK else { return CURLE_RECV_ERROR }
+        var result = CURLE_RECV_ERROR
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
+        }
+        return result
     }
 
     private func borrow() throws(AppNorthError) -> EasyHandle {
@@ -168,12 +218,34 @@ public final class HTTPTransport: Sendable {
     }
 }
 
-/// Lets another thread end a streaming transfer.
+/// Lets another thread end a streaming transfer. Cancelling wakes a
+/// transfer in progress at once; one started after `cancel()` ends at once.
+/// A cancellation may serve several transfers in turn (one at a time).
 public final class StreamCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
+    /// The multi handle of the transfer in progress, woken by cancel().
+    private let running = Mutex<MultiHandle?>(nil)
     public init() {}
-    public func cancel() { flag.store(true, ordering: .releasing) }
+
+    public func cancel() {
+        flag.store(true, ordering: .releasing)
+        running.withLock { if let multi = $0 { curl_multi_wakeup(multi.raw) } }
+    }
+
     public var isCancelled: Bool { flag.load(ordering: .acquiring) }
+
+    fileprivate func attach(_ multi: UnsafeMutableRawPointer) {
+        running.withLock { $0 = MultiHandle(raw: multi) }
+    }
+
+    fileprivate func detach() {
+        running.withLock { $0 = nil }
+    }
+}
+
+/// A curl multi handle; curl_multi_wakeup may be called from any thread.
+private struct MultiHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
 }
 
 /// An owned curl easy handle. Only one transfer uses it at a time.
@@ -194,6 +266,9 @@ private final class TransferContext {
     var overflowed = false
     var connectionsOpened = 0
     var stoppedByReceiver = false
+    /// When bytes last arrived (monotonic ns), for the stream idle timeout.
+    var lastActivityNs: UInt64 = 0
+    var idledOut = false
 
     init(limit: Int, onData: (([UInt8]) -> Bool)?) {
         self.limit = limit
@@ -208,6 +283,7 @@ private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
     let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
     let length = size * count
     guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
     let chunk = UnsafeRawBufferPointer(start: data, count: length)
     if context.isStreamingSuccess, let onData = context.onData {
         if !onData(Array(chunk)) {
@@ -229,6 +305,7 @@ private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: I
     let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
     let length = size * count
     guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
     let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
     if line.hasPrefix("HTTP/") {
         // A new status line (after 100 Continue or a redirect) starts over.
@@ -250,3 +327,5 @@ private func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_
     let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
     return context.cancel?.isCancelled == true ? 1 : 0
 }
+
+private func monotonicNow() -> UInt64 { SystemClock().monotonicNanoseconds() }

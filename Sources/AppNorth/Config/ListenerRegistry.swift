@@ -1,0 +1,135 @@
+import Glibc
+
+/// Host listeners with tokens, and the delivery of events to them.
+///
+/// - `add` returns a token (1, 2, 3, ...); `remove(token)` is the only way
+///   to stop callbacks. When that listener's callback is running on another
+///   thread, `remove` waits for it to return; called from inside that
+///   callback (same thread) it returns at once, and the callback is never
+///   called again.
+/// - Events are queued by `post` (cheap; callers may hold their own lock,
+///   which fixes the order) and delivered by `deliverPending`, with no lock
+///   held while a callback runs. One thread delivers at a time, events in
+///   post order, each to the listeners registered when its turn comes: so
+///   callbacks never run concurrently with each other. A thread that
+///   finds another one delivering leaves its events to that thread rather
+///   than wait for it (waiting could deadlock a host whose callback takes
+///   a lock the caller holds); a callback that posts more events (for
+///   instance through a refresh) has them delivered after it returns.
+/// - `close` drops what is queued, stops further callbacks, and waits for
+///   one in flight on another thread.
+final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
+    // @unchecked: every field is read and written under `mutex` only.
+    typealias Callback = @Sendable (Event) -> Void
+
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private var listeners: [(token: Int64, callback: Callback)] = []
+    private var nextToken: Int64 = 1
+    private var queue: [Event] = []
+    /// The thread delivering now (0: none), and the listener it is calling.
+    private var deliverer: UInt = 0
+    private var inFlight: Int64 = 0
+    private var closed = false
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        cond = .allocate(capacity: 1)
+        cond.initialize(to: pthread_cond_t())
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    private static var currentThread: UInt { UInt(pthread_self()) }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    var count: Int { locked { listeners.count } }
+
+    /// Registers a callback; nil once closed.
+    func add(_ callback: @escaping Callback) -> Int64? {
+        locked {
+            guard !closed else { return nil }
+            let token = nextToken
+            nextToken += 1
+            listeners.append((token, callback))
+            return token
+        }
+    }
+
+    /// Unregisters a callback and waits for a call of it in flight on
+    /// another thread. Returns false for an unknown token.
+    @discardableResult
+    func remove(_ token: Int64) -> Bool {
+        let me = Self.currentThread
+        return locked {
+            guard let index = listeners.firstIndex(where: { $0.token == token }) else { return false }
+            listeners.remove(at: index)
+            while inFlight == token && deliverer != 0 && deliverer != me {
+                pthread_cond_wait(cond, mutex)
+            }
+            return true
+        }
+    }
+
+    /// Queues an event for delivery.
+    func post(_ event: Event) {
+        locked { if !closed { queue.append(event) } }
+    }
+
+    /// Delivers queued events on this thread, unless another thread (or
+    /// this one, further up the stack) is already delivering: that one
+    /// delivers them.
+    func deliverPending() {
+        let me = Self.currentThread
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard deliverer == 0 else { return }
+        deliverer = me
+        while !closed && !queue.isEmpty {
+            let event = queue.removeFirst()
+            let tokens = listeners.map(\.token)
+            for token in tokens {
+                guard !closed else { break }
+                // Skip listeners removed since, including by earlier callbacks.
+                guard let listener = listeners.first(where: { $0.token == token }) else { continue }
+                inFlight = token
+                pthread_mutex_unlock(mutex)
+                listener.callback(event)
+                pthread_mutex_lock(mutex)
+                inFlight = 0
+                pthread_cond_broadcast(cond)
+            }
+        }
+        deliverer = 0
+        pthread_cond_broadcast(cond)
+    }
+
+    /// Stops all deliveries: drops queued events and listeners, and waits
+    /// for a callback in flight on another thread. Idempotent.
+    func close() {
+        let me = Self.currentThread
+        locked {
+            closed = true
+            queue.removeAll()
+            listeners.removeAll()
+            while inFlight != 0 && deliverer != 0 && deliverer != me {
+                pthread_cond_wait(cond, mutex)
+            }
+        }
+    }
+
+    var isClosed: Bool { locked { closed } }
+}

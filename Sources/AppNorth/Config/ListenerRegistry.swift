@@ -19,11 +19,10 @@ import Glibc
 /// - `close` drops what is queued, stops further callbacks, and waits for
 ///   one in flight on another thread.
 final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
-    // @unchecked: every field is read and written under `mutex` only.
+    // @unchecked: every field is read and written with `condition`'s mutex held.
     typealias Callback = @Sendable (Event) -> Void
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private let condition = MonotonicCondition()
     private var listeners: [(token: Int64, callback: Callback)] = []
     private var nextToken: Int64 = 1
     private var queue: [Event] = []
@@ -32,29 +31,9 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     private var inFlight: Int64 = 0
     private var closed = false
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        cond = .allocate(capacity: 1)
-        cond.initialize(to: pthread_cond_t())
-        pthread_cond_init(cond, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
     private static var currentThread: UInt { UInt(pthread_self()) }
 
-    private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
-    }
+    private func locked<T>(_ body: () -> T) -> T { condition.locked(body) }
 
     var count: Int { locked { listeners.count } }
 
@@ -77,9 +56,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
         return locked {
             guard let index = listeners.firstIndex(where: { $0.token == token }) else { return false }
             listeners.remove(at: index)
-            while inFlight == token && deliverer != 0 && deliverer != me {
-                pthread_cond_wait(cond, mutex)
-            }
+            condition.wait(until: { !(inFlight == token && deliverer != 0 && deliverer != me) }, deadline: nil)
             return true
         }
     }
@@ -94,27 +71,25 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     /// delivers them.
     func deliverPending() {
         let me = Self.currentThread
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard deliverer == 0 else { return }
-        deliverer = me
-        while !closed && !queue.isEmpty {
-            let event = queue.removeFirst()
-            let tokens = listeners.map(\.token)
-            for token in tokens {
-                guard !closed else { break }
-                // Skip listeners removed since, including by earlier callbacks.
-                guard let listener = listeners.first(where: { $0.token == token }) else { continue }
-                inFlight = token
-                pthread_mutex_unlock(mutex)
-                listener.callback(event)
-                pthread_mutex_lock(mutex)
-                inFlight = 0
-                pthread_cond_broadcast(cond)
+        locked {
+            guard deliverer == 0 else { return }
+            deliverer = me
+            while !closed && !queue.isEmpty {
+                let event = queue.removeFirst()
+                let tokens = listeners.map(\.token)
+                for token in tokens {
+                    guard !closed else { break }
+                    // Skip listeners removed since, including by earlier callbacks.
+                    guard let listener = listeners.first(where: { $0.token == token }) else { continue }
+                    inFlight = token
+                    condition.unlocked { listener.callback(event) }
+                    inFlight = 0
+                    condition.broadcast()
+                }
             }
+            deliverer = 0
+            condition.broadcast()
         }
-        deliverer = 0
-        pthread_cond_broadcast(cond)
     }
 
     /// Stops all deliveries: drops queued events and listeners, and waits
@@ -125,9 +100,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
             closed = true
             queue.removeAll()
             listeners.removeAll()
-            while inFlight != 0 && deliverer != 0 && deliverer != me {
-                pthread_cond_wait(cond, mutex)
-            }
+            condition.wait(until: { !(inFlight != 0 && deliverer != 0 && deliverer != me) }, deadline: nil)
         }
     }
 

@@ -36,6 +36,14 @@ final class MonotonicCondition: @unchecked Sendable {
         return body()
     }
 
+    /// With the mutex held: runs `body` with it released (to call host
+    /// code), then takes it again.
+    func unlocked<T>(_ body: () -> T) -> T {
+        pthread_mutex_unlock(mutex)
+        defer { pthread_mutex_lock(mutex) }
+        return body()
+    }
+
     /// With the mutex held: wakes every waiter.
     func broadcast() { pthread_cond_broadcast(cond) }
 

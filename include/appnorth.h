@@ -927,8 +927,9 @@ APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_j
  * 9.99 as 9.99.
  *
  * Bad data. A bundled path that cannot be read, or whose content is not a
- * JSON object, makes appnorth_config_new() fail (hosts that want to carry
- * on without it pass no bundled path). An invalid remote payload keeps the
+ * JSON object, is reported by appnorth_config_options_set_bundled_path()
+ * and then left out: the config falls back to the cached tier or the
+ * getters' defaults. An invalid remote payload keeps the
  * last good config; its error is available from
  * appnorth_config_last_fetch_status(). An unreadable cached copy is
  * deleted and the config resolves without it.
@@ -991,8 +992,15 @@ APPNORTH_API int32_t appnorth_config_options_set_data_dir(appnorth_config_option
                                                           appnorth_error *err);
 
 /**
- * Set the bundled config file: a UTF-8 JSON object of at most 16 MiB, read
- * once by appnorth_config_new(). NULL: none (the default).
+ * Set the bundled config file: a UTF-8 JSON object of at most 16 MiB. NULL:
+ * none (the default). The file is read and checked now, so a bad file is
+ * reported at once: APPNORTH_E_STORAGE when it cannot be read,
+ * APPNORTH_E_INVALID_JSON when it is not a JSON object,
+ * APPNORTH_E_TOO_LARGE past 16 MiB, each message naming the file. On
+ * failure no bundled file is set, and the config still opens: on the cached
+ * tier, or on the getters' defaults. appnorth_config_new() reads the file
+ * again; if it has become unusable since, it is skipped (logged as an
+ * error) with the same fall-back.
  */
 APPNORTH_API int32_t appnorth_config_options_set_bundled_path(appnorth_config_options *options,
                                                               const char *path,
@@ -1045,12 +1053,11 @@ APPNORTH_API int32_t appnorth_config_options_set_logger(appnorth_config_options 
  * options, out_config: required. On success *out_config is a new handle to
  * free with appnorth_config_free(); on failure it is set to NULL.
  * Returns APPNORTH_E_INVALID_ARGUMENT without a client;
- * APPNORTH_E_STORAGE when the bundled file cannot be read (the message
- * names it and the reason) or the data directory or its database cannot be
- * used; APPNORTH_E_INVALID_JSON when the bundled file is not a JSON object
- * (the message names it and the position); APPNORTH_E_TOO_LARGE for a
- * bundled file over 16 MiB; APPNORTH_E_WRONG_STATE when a config for the
- * same App ID is already open on the same data directory in this process.
+ * APPNORTH_E_STORAGE when the data directory or its database cannot be
+ * used; APPNORTH_E_WRONG_STATE when a config for the same App ID is already
+ * open on the same data directory in this process. A bundled file that
+ * cannot be used never fails the open (see
+ * appnorth_config_options_set_bundled_path()).
  * Thread-safe: the config may be shared by several threads.
  */
 APPNORTH_API int32_t appnorth_config_new(const appnorth_config_options *options,

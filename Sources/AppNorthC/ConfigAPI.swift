@@ -50,7 +50,11 @@ public func appnorth_config_options_set_bundled_path(_ options: OpaquePointer?, 
                                                      _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
-        opts.options.bundledPath = try optionalPath(path, "path")
+        let bundled = try optionalPath(path, "path")
+        // Checked now, so the host hears about a bad file at once; on
+        // failure no bundled file is set and the config opens without it.
+        if let bundled { try AppNorthRemoteConfig.checkBundledFile(path: bundled) }
+        opts.options.bundledPath = bundled
     }
 }
 

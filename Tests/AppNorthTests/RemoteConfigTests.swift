@@ -470,20 +470,29 @@ final class RemoteConfigTests: XCTestCase {
                        #"{"v":1}"#)
     }
 
-    func testAMissingOrInvalidBundledFileFailsOpenNamingTheFile() throws {
+    func testAMissingOrInvalidBundledFileIsReportedAndTheConfigFallsBack() throws {
         let missing = dir + "/nope.json"
-        XCTAssertThrowsError(try open(bundled: missing)) {
+        XCTAssertThrowsError(try AppNorthRemoteConfig.checkBundledFile(path: missing)) {
             guard case AppNorthError.storage(let message) = $0 else { return XCTFail("\($0)") }
             XCTAssertTrue(message.contains(missing), message)
         }
         for (name, text) in [("bad.json", #"{"a":"#), ("array.json", "[1,2]"), ("empty.json", "")] {
             let path = write(text, name)
-            XCTAssertThrowsError(try open(bundled: path), name) {
+            XCTAssertThrowsError(try AppNorthRemoteConfig.checkBundledFile(path: path), name) {
                 guard case AppNorthError.invalidJSON(let message, _) = $0 else { return XCTFail("\($0)") }
                 XCTAssertTrue(message.contains(path), message)
             }
+            let config = try open(bundled: path)
+            XCTAssertEqual(config.source.tier, .default, "falls back to the defaults")
+            XCTAssertEqual(config.string("a", default: "fallback"), "fallback")
+            guard case AppNorthError.invalidJSON? = config.bundledError else {
+                return XCTFail("bundledError: \(String(describing: config.bundledError))")
+            }
+            config.close()
         }
-        XCTAssertEqual(try open(bundled: write(#"{"ok":true}"#, "good.json")).source.tier, .bundled)
+        let good = try open(bundled: write(#"{"ok":true}"#, "good.json"))
+        XCTAssertEqual(good.source.tier, .bundled)
+        XCTAssertNil(good.bundledError)
     }
 
     func testOneConfigPerDataDirectoryAndApp() throws {

@@ -253,24 +253,48 @@ static void test_null_and_bad_arguments(void) {
     free(dir);
 }
 
-static void test_bundled_file_errors_fail_open(void) {
+/* Opens with a bundled path that the setter refuses: the setter's status is
+ * returned, and the config opens without the file. */
+static int32_t open_with_bad_bundle(const char *app, const char *dir, const char *bundled,
+                                    appnorth_config **out, appnorth_error *err) {
+    appnorth_client *client = make_client(server, app);
+    appnorth_config_options *o = appnorth_config_options_new();
+    appnorth_config_options_set_client(o, client, NULL);
+    appnorth_client_free(client);
+    appnorth_config_options_set_data_dir(o, dir, NULL);
+    int32_t rc = appnorth_config_options_set_bundled_path(o, bundled, err);
+    appnorth_error open_err;
+    CHECK_STATUS(appnorth_config_new(o, out, &open_err), APPNORTH_OK, open_err);
+    appnorth_config_options_free(o);
+    return rc;
+}
+
+static void test_bundled_file_errors_are_reported_and_fall_back(void) {
     char app[64], *dir = temp_dir();
     new_app(app, sizeof app);
     appnorth_error err;
-    appnorth_config *config = (appnorth_config *)1;
+    appnorth_config *config = NULL;
     char missing[512];
     snprintf(missing, sizeof missing, "%s/appdna-config.json", dir);
-    CHECK_STATUS(open_config(app, dir, missing, 0, NULL, &config, &err), APPNORTH_E_STORAGE, err);
-    CHECK(config == NULL, "no handle");
+    CHECK_STATUS(open_with_bad_bundle(app, dir, missing, &config, &err), APPNORTH_E_STORAGE, err);
     CHECK(strstr(err.message, missing) != NULL, "message names the file: %s", err.message);
+    CHECK(config && tier_of(config, NULL) == APPNORTH_CONFIG_TIER_DEFAULT, "falls back to the defaults");
+    char *value = NULL;
+    CHECK_STATUS(appnorth_config_get_string(config, "theme", "fallback", &value, &err), APPNORTH_OK, err);
+    CHECK(value && strcmp(value, "fallback") == 0, "default value: %s", value ? value : "(null)");
+    appnorth_string_free(value);
+    appnorth_config_free(config);
 
     char *bad = write_file(dir, "bad.json", "{\"theme\": ");
-    CHECK_STATUS(open_config(app, dir, bad, 0, NULL, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK_STATUS(open_with_bad_bundle(app, dir, bad, &config, &err), APPNORTH_E_INVALID_JSON, err);
     CHECK(strstr(err.message, bad) != NULL, "message names the file: %s", err.message);
+    appnorth_config_free(config);
     char *array = write_file(dir, "array.json", "[1,2,3]");
-    CHECK_STATUS(open_config(app, dir, array, 0, NULL, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK_STATUS(open_with_bad_bundle(app, dir, array, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    appnorth_config_free(config);
     char *latin1 = write_file(dir, "latin1.json", "{\"caf\xe9\":1}");
-    CHECK_STATUS(open_config(app, dir, latin1, 0, NULL, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK_STATUS(open_with_bad_bundle(app, dir, latin1, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    appnorth_config_free(config);
     free(bad);
     free(array);
     free(latin1);
@@ -746,7 +770,7 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_ALL);
     if (argc == 2 && strcmp(argv[1], "--exit-with-live-config") == 0) return exit_with_live_config();
     test_null_and_bad_arguments();
-    test_bundled_file_errors_fail_open();
+    test_bundled_file_errors_are_reported_and_fall_back();
     test_one_config_per_data_dir_and_app();
     test_tiers_getters_and_exact_numbers();
     test_defaults_without_anything();

@@ -81,13 +81,25 @@ public final class AppNorthRemoteConfig: Sendable {
     /// copy (if a data directory is given), and resolves. No network
     /// traffic happens here.
     ///
-    /// Throws `.invalidJSON` (bundled file not a JSON object) or `.storage`
-    /// (bundled file unreadable, data directory unusable), naming the file;
-    /// `.wrongState` when a config for the same App ID is already open on
-    /// the same data directory. An unreadable cached copy is discarded
-    /// silently (logged).
+    /// A bundled file that is missing or invalid does not stop the open:
+    /// it is logged, kept in `bundledError`, and the config falls back to
+    /// the cached tier or the caller's defaults (`checkBundledFile` reports
+    /// the problem up front). Throws `.storage` when the data directory is
+    /// unusable, `.wrongState` when a config for the same App ID is already
+    /// open on the same data directory. An unreadable cached copy is
+    /// discarded (logged).
     public init(client: AppNorthClient, options: Options = Options()) throws(AppNorthError) {
         engine = try ConfigEngine(client: client, options: options)
+    }
+
+    /// Why the bundled file was skipped at open, or nil.
+    public var bundledError: AppNorthError? { engine.bundledError }
+
+    /// Reads and checks a bundled config file: `.storage` when it cannot be
+    /// read, `.invalidJSON` when it is not a UTF-8 JSON object, `.tooLarge`
+    /// past 16 MiB; each message names the file.
+    public static func checkBundledFile(path: String) throws(AppNorthError) {
+        _ = try BundledConfig.load(path: path)
     }
 
     deinit { engine.close() }
@@ -203,6 +215,8 @@ final class ConfigEngine: Sendable {
     let streamIdleTimeoutMilliseconds: Int
     let cache: ConfigCache?
     let claimKey: String?
+    /// Why the bundled file was skipped at open, if it was.
+    let bundledError: AppNorthError?
     let listeners = ListenerRegistry<ConfigChange>()
     /// Waits between attempts use real time, whatever the TTL clock.
     let timer = SystemClock()
@@ -254,7 +268,19 @@ final class ConfigEngine: Sendable {
         pollIntervalMilliseconds = options.pollIntervalMilliseconds
         streamIdleTimeoutMilliseconds = options.streamIdleTimeoutMilliseconds
 
-        let bundled = try options.bundledPath.map { path throws(AppNorthError) in try BundledConfig.load(path: path) }
+        // A bundled file that cannot be used is reported and skipped: the
+        // config falls back to the cached tier or the caller's defaults.
+        var bundled: ConfigDocument?
+        var bundledProblem: AppNorthError?
+        if let path = options.bundledPath {
+            do {
+                bundled = try BundledConfig.load(path: path)
+            } catch {
+                bundledProblem = error
+                logger.log(.error, "bundled config ignored: \(error.message)")
+            }
+        }
+        bundledError = bundledProblem
 
         var cache: ConfigCache?
         var claimKey: String?

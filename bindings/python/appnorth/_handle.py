@@ -11,7 +11,8 @@ what the header asks of the host:
   ``WrongStateError`` and closing only forgets the parent's pointer;
 - live handles are tracked weakly and closed at interpreter exit
   (:func:`appnorth._lib.close_all_live`), so no library thread calls into a
-  finalising interpreter;
+  finalising interpreter; one garbage-collected inside a library callback
+  (where it cannot be freed) is kept alive until then;
 - CFUNCTYPE objects handed to the library (``_keep``) stay referenced
   until the handle is freed.
 """
@@ -67,6 +68,11 @@ class Handle:
         """Release the C handle (appnorth_X_free)."""
         raise NotImplementedError
 
+    def _on_close(self) -> None:
+        """Called once when close() starts (the handle already refuses new
+        calls; calls in progress have not finished yet). Subclasses use it
+        to stop delivering callbacks into Python."""
+
     # -- lifetime ----------------------------------------------------------
 
     @property
@@ -94,6 +100,7 @@ class Handle:
             if self._closed:
                 return
             self._closed = True
+            self._on_close()
             while self._active:
                 cond.wait()
             ptr, self._ptr = self._ptr, None
@@ -112,6 +119,14 @@ class Handle:
     def __del__(self) -> None:
         try:
             self.close()
+        except errors.WrongStateError:
+            # Collected inside a library callback, where the handle must not
+            # be freed: keep it (and its CFUNCTYPE objects, which a library
+            # thread may still call) alive until the exit hook closes it.
+            try:
+                _lib.keep_orphan(self)
+            except BaseException:  # noqa: BLE001
+                pass
         except BaseException:  # noqa: BLE001 - nothing to report to at GC time
             pass
 

@@ -32,6 +32,7 @@ from ctypes import (
     Structure,
     c_char,
     c_char_p,
+    c_double,
     c_int32,
     c_int64,
     c_size_t,
@@ -73,9 +74,19 @@ CONSENT_UNKNOWN = -1
 CONSENT_REVOKED = 0
 CONSENT_GRANTED = 1
 CACHE_DEFAULT_TTL_SECONDS = 300
+CONFIG_TIER_DEFAULT = 0
+CONFIG_TIER_BUNDLED = 1
+CONFIG_TIER_CACHED = 2
+CONFIG_TIER_REMOTE = 3
+CONFIG_DEFAULT_TTL_SECONDS = 3600
+CONFIG_DEFAULT_POLL_INTERVAL_MS = 60000
+CONFIG_DEFAULT_BACKOFF_BASE_MS = 1000
+CONFIG_DEFAULT_BACKOFF_MAX_MS = 60000
 
 INT32_MIN = -(2 ** 31)
 INT32_MAX = 2 ** 31 - 1
+INT64_MIN = -(2 ** 63)
+INT64_MAX = 2 ** 63 - 1
 
 
 # ---------------------------------------------------------------------------
@@ -141,6 +152,14 @@ class appnorth_events(_Opaque):
     pass
 
 
+class appnorth_config_options(_Opaque):
+    pass
+
+
+class appnorth_config(_Opaque):
+    pass
+
+
 # Typed handle pointers: ctypes refuses a handle of the wrong kind.
 ClientOptionsPtr = POINTER(appnorth_client_options)
 ClientPtr = POINTER(appnorth_client)
@@ -152,8 +171,12 @@ ClockPtr = POINTER(appnorth_clock)
 CachePtr = POINTER(appnorth_cache)
 EventsOptionsPtr = POINTER(appnorth_events_options)
 EventsPtr = POINTER(appnorth_events)
+ConfigOptionsPtr = POINTER(appnorth_config_options)
+ConfigPtr = POINTER(appnorth_config)
 ErrorPtr = POINTER(appnorth_error)
 Int32Out = POINTER(c_int32)
+Int64Out = POINTER(c_int64)
+DoubleOut = POINTER(c_double)
 #: ``char **`` out-parameters are read as ``void *`` so that ctypes never
 #: converts (and loses) the library-owned pointer before it is freed.
 StringOut = POINTER(c_void_p)
@@ -177,6 +200,13 @@ READ_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 SECURE_GET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, BufferPtr)
 #: ``int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value)``
 SECURE_SET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p)
+#: ``void (*appnorth_config_listener_fn)(const char *config_json,
+#: const char *changed_keys_json, int32_t tier, void *user_data)``
+CONFIG_LISTENER_FN = CFUNCTYPE(None, c_char_p, c_char_p, c_int32, c_void_p)
+
+#: A NULL ``appnorth_log_fn`` (ctypes refuses None for a function pointer
+#: argument): turns a handle's logging off.
+NULL_LOG_FN = LOG_FN()
 
 
 # ---------------------------------------------------------------------------
@@ -363,6 +393,42 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_set_push_token", [EventsPtr, c_char_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_anonymous_id", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_stats", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
+    # Remote config: options
+    Declaration("appnorth_config_options_new", [], ConfigOptionsPtr, non_null),
+    Declaration("appnorth_config_options_free", [ConfigOptionsPtr], None, None),
+    Declaration("appnorth_config_options_set_client", [ConfigOptionsPtr, ClientPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_data_dir", [ConfigOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_bundled_path", [ConfigOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_ttl_seconds", [ConfigOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_clock", [ConfigOptionsPtr, ClockPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_poll_interval_ms",
+                [ConfigOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_reconnect_backoff_ms",
+                [ConfigOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_logger",
+                [ConfigOptionsPtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
+    # Remote config
+    Declaration("appnorth_config_new", [ConfigOptionsPtr, POINTER(ConfigPtr), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_free", [ConfigPtr], None, None),
+    Declaration("appnorth_config_get_string",
+                [ConfigPtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_get_int", [ConfigPtr, c_char_p, c_int64, Int64Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_get_double",
+                [ConfigPtr, c_char_p, c_double, DoubleOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_get_bool", [ConfigPtr, c_char_p, c_int32, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_get_json",
+                [ConfigPtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_snapshot", [ConfigPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_source", [ConfigPtr, Int32Out, Int64Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_refresh", [ConfigPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_start_live", [ConfigPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_stop_live", [ConfigPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_add_listener",
+                [ConfigPtr, CONFIG_LISTENER_FN, c_void_p, Int64Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_remove_listener", [ConfigPtr, c_int64, ErrorPtr], c_int32, _S),
+    # out_status is an appnorth_error too; check_status reads the last one, err.
+    Declaration("appnorth_config_last_fetch_status",
+                [ConfigPtr, ErrorPtr, Int64Out, ErrorPtr], c_int32, _S),
 )
 
 #: Declared names, for lookups and the header coverage test.
@@ -519,6 +585,28 @@ def to_int32(value: Any, name: str) -> int:
     if not INT32_MIN <= value <= INT32_MAX:
         raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
     return value
+
+
+def to_int64(value: Any, name: str) -> int:
+    """An ``int64_t`` argument; ctypes would silently wrap larger values."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
+    return value
+
+
+PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]", None]
+
+
+def to_c_path(value: PathArg, name: str) -> Optional[bytes]:
+    """A file or directory path argument: ``str``, ``bytes`` or any
+    ``os.PathLike``; None -> NULL."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a str, bytes or os.PathLike, not {type(value).__name__}")
+    return to_c_string(os.fspath(value), name)
 
 
 def take_string(out: c_void_p) -> Optional[str]:
@@ -689,13 +777,29 @@ def unregister_live(obj: Any) -> None:
         _live.discard(obj)
 
 
+# Handles garbage-collected inside a library callback, where they cannot be
+# freed (the library may be using them further up the stack): kept alive,
+# with their callbacks, and closed at exit instead of being leaked with a
+# library thread still calling into freed CFUNCTYPE objects.
+_orphans: List[Any] = []
+
+
+def keep_orphan(obj: Any) -> None:
+    """Keep ``obj`` (a handle whose close was refused during garbage
+    collection) strongly referenced until :func:`close_all_live`."""
+    with _live_lock:
+        _orphans.append(obj)
+
+
 def close_all_live() -> None:
     """Close every live handle. Registered with :mod:`atexit`: a library
-    thread calling into Python (a log callback) while the interpreter is
-    finalising crashes the process, and closing stops those threads first.
-    Errors are reported, never raised, so every handle gets its turn."""
+    thread calling into Python (a log callback, a config listener) while the
+    interpreter is finalising crashes the process, and closing stops those
+    threads first. Errors are reported, never raised, so every handle gets
+    its turn."""
     with _live_lock:
-        objects = list(_live)
+        objects = list(_live) + _orphans
+        _orphans.clear()
     for obj in objects:
         try:
             obj.close()

@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from . import _lib, errors
+from . import _lib
 from ._handle import Handle
 from ._lib import C, TextArg, appnorth_error
 from .client import Client, Feedback, JSONArg, Screenshot, feedback_for, json_text
@@ -38,16 +38,7 @@ StorageLoad = Callable[[], Optional[bytes]]
 StorageSave = Callable[[Optional[bytes]], None]
 ReadCallback = Callable[[int, List[Any]], None]
 
-INT64_MIN = -(2 ** 63)
-INT64_MAX = 2 ** 63 - 1
-
-
-def _to_int64(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
-    return value
+_to_int64 = _lib.to_int64
 
 
 def _scope(scope: Optional[ScopeArg], name: str = "scope") -> Optional[bytes]:

@@ -17,13 +17,24 @@ Offline writes and cached reads::
     for source, boards in cache.read_boards(client):   # cache first, then network
         ...
 
+Remote config with live updates::
+
+    config = appnorth.Config(client, data_dir, bundled_path="appdna-config.json")
+
+    @config.on_update
+    def changed(values, changed_keys, tier):  # on a library thread
+        ...
+
+    config.start_live()
+    price = config.get_double("price", 4.99)
+
 The shared library is found through ``APPNORTH_LIBRARY`` (a path to
 libappnorth.so), then the package folder, then the repository's build
 folders (``dist/lib``, ``.build/release``, ``.build/debug``).
 :data:`LIBRARY_PATH` is the file actually loaded.
 
 Failures raise subclasses of :class:`AppNorthError`, one per status code.
-Live clients are closed at interpreter exit.
+Live handles (clients, event queues, configs) are closed at interpreter exit.
 """
 
 from __future__ import annotations
@@ -31,6 +42,14 @@ from __future__ import annotations
 from . import _lib
 from ._lib import (
     CACHE_DEFAULT_TTL_SECONDS,
+    CONFIG_DEFAULT_BACKOFF_BASE_MS,
+    CONFIG_DEFAULT_BACKOFF_MAX_MS,
+    CONFIG_DEFAULT_POLL_INTERVAL_MS,
+    CONFIG_DEFAULT_TTL_SECONDS,
+    CONFIG_TIER_BUNDLED,
+    CONFIG_TIER_CACHED,
+    CONFIG_TIER_DEFAULT,
+    CONFIG_TIER_REMOTE,
     CONSENT_GRANTED,
     CONSENT_REVOKED,
     CONSENT_UNKNOWN,
@@ -91,6 +110,7 @@ from .errors import (
     WrongStateError,
 )
 
+from .config import BundledConfigWarning, Config, ConfigListener, ConfigSource, FetchStatus
 from .events import Events
 from .offline import ManualClock, OfflineQueue, ReadCache, Storage
 
@@ -129,6 +149,19 @@ __all__ = [
     "ReadCache",
     "ManualClock",
     "Events",
+    "Config",
+    "ConfigListener",
+    "ConfigSource",
+    "FetchStatus",
+    "BundledConfigWarning",
+    "CONFIG_TIER_DEFAULT",
+    "CONFIG_TIER_BUNDLED",
+    "CONFIG_TIER_CACHED",
+    "CONFIG_TIER_REMOTE",
+    "CONFIG_DEFAULT_TTL_SECONDS",
+    "CONFIG_DEFAULT_POLL_INTERVAL_MS",
+    "CONFIG_DEFAULT_BACKOFF_BASE_MS",
+    "CONFIG_DEFAULT_BACKOFF_MAX_MS",
     "NETWORK_UNKNOWN",
     "NETWORK_WIFI",
     "NETWORK_CELLULAR",

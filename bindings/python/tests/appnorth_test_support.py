@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 BINDING_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = BINDING_DIR.parents[1]
@@ -31,8 +31,11 @@ class Admin:
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
 
-    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
-        data = None if body is None else json.dumps(body).encode("utf-8")
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None, *,
+              text: Optional[str] = None) -> Any:
+        """One admin call; ``text`` sends a JSON body exactly as written."""
+        data = text.encode("utf-8") if text is not None else (
+            None if body is None else json.dumps(body).encode("utf-8"))
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
             request.add_header("Content-Type", "application/json")
@@ -59,6 +62,20 @@ class Admin:
 
     def add_user(self, app: str, email: str, token: str) -> None:
         self._call("POST", "/admin/users", {"app": app, "email": email, "token": token})
+
+    def publish_config(self, app: str, config: Union[Dict[str, Any], str]) -> int:
+        """Publish a config version: a dict, or JSON object text that the
+        server keeps as written (so ``9.99`` or ``1.50`` are served as is).
+        Returns the new version number."""
+        text = config if isinstance(config, str) else json.dumps(config)
+        version: int = self._call("POST", f"/admin/apps/{app}/config", text=f'{{"config":{text}}}')["version"]
+        return version
+
+    def publish_raw_config(self, app: str, raw: str) -> int:
+        """Publish a deliberately broken payload: ``raw`` is served in place
+        of the config object."""
+        version: int = self._call("POST", f"/admin/apps/{app}/config", {"raw": raw})["version"]
+        return version
 
     def add_fault(self, **spec: Any) -> Dict[str, Any]:
         result: Dict[str, Any] = self._call("POST", "/admin/faults", spec)

@@ -99,9 +99,15 @@ def test_status_constants_match_header() -> None:
             assert cls.status_code == value
 
 
+def test_every_exported_constant_is_in_all() -> None:
+    names = set(_header_enums()) | (set(_header_defines()) - _SKIPPED_DEFINES - {"ERROR_MESSAGE_SIZE"})
+    missing = sorted(names - set(appnorth.__all__))
+    assert not missing, f"not in appnorth.__all__: {missing}"
+
+
 def test_every_header_enum_constant_is_exported_with_its_value() -> None:
     enums = _header_enums()
-    assert {"LOG_DEBUG", "LOG_ERROR"} <= set(enums)
+    assert {"LOG_DEBUG", "LOG_ERROR", "CONFIG_TIER_DEFAULT", "CONFIG_TIER_REMOTE"} <= set(enums)
     wrong = {name: (value, getattr(appnorth, name, "missing")) for name, value in enums.items()
              if getattr(appnorth, name, None) != value}
     assert not wrong, f"header value vs appnorth constant: {wrong}"
@@ -119,7 +125,7 @@ def _eval_define(text: str) -> int:
 
 def test_every_numeric_header_limit_is_exported_with_its_value() -> None:
     defines = {name: value for name, value in _header_defines().items() if name not in _SKIPPED_DEFINES}
-    assert "MAX_SCREENSHOT_BYTES" in defines
+    assert {"MAX_SCREENSHOT_BYTES", "CONFIG_DEFAULT_TTL_SECONDS", "CONFIG_DEFAULT_BACKOFF_MAX_MS"} <= set(defines)
     wrong = {}
     for name, text in defines.items():
         value = _eval_define(text)

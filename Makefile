@@ -126,6 +126,11 @@ test-python: $(PYTEST) $(DIST_LIB)
 check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	@! ldd $(DIST_LIB) | grep -q "$(TOOLCHAIN)" || { ldd $(DIST_LIB); echo "check-dist: ldd shows the toolchain"; exit 1; }
 	@echo "check-dist: $$(stat -c %s $(DIST_LIB)) bytes stripped; ldd lists system libraries only"
+	@prefix=$$(mktemp -d) && $(MAKE) --no-print-directory -s install PREFIX=$$prefix \
+	  && $(CC) -o $$prefix/boards examples/c/boards.c \
+	       $$(PKG_CONFIG_PATH=$$prefix/lib/pkgconfig pkg-config --cflags --libs appnorth jansson) -Wl,-rpath,$$prefix/lib \
+	  && $$prefix/boards --version >/dev/null && rm -rf $$prefix \
+	  && echo "check-dist: make install and a pkg-config build work"
 	@if [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then \
 	    unshare -m sh -c 'mount -t tmpfs none "$(TOOLCHAIN)" && ! ls "$(TOOLCHAIN)/bin/swiftc" 2>/dev/null \
 	      && $(BUILD)/examples/boards --version \
@@ -134,7 +139,7 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	  else echo "check-dist: skipped the hidden-toolchain load (needs root and unshare)"; fi
 
 bench:
-	@echo "benchmarks: see bench/README.md (not yet implemented)"; exit 1
+	@bench/run.sh
 
 clean:
 	rm -rf .build $(DIST) $(BUILD)

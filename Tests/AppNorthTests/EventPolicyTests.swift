@@ -66,6 +66,26 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.milliseconds(nil, nowWallMs: now, capMs: 60_000))
     }
 
+    func testPayloadIntegersAndEscapes() throws {
+        for value: Int64 in [0, 7, -42, 1_764_480_000_123, .max, .min] {
+            var out: [UInt8] = []
+            EventPayload.appendInteger(value, to: &out)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
+        }
+        var out: [UInt8] = []
+        EventPayload.appendString("a\u{01}b\tc\\d\"é", to: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), #""a\u0001b\tc\\d\"é""#)
+        XCTAssertEqual(try JSON.parse(out).stringValue, "a\u{01}b\tc\\d\"é")
+    }
+
+    func testIdsAreUniqueAndWellFormed() {
+        let ids = (0..<5000).map { _ in Random.uuidV7(unixMilliseconds: 1_700_000_000_000) }
+        XCTAssertEqual(Set(ids).count, ids.count)
+        XCTAssertTrue(ids.allSatisfy { $0.count == 36 && Array($0)[14] == "7" && Array($0)[8] == "-" })
+        XCTAssertEqual(Random.hexToken(bytes: 16).count, 32)
+        XCTAssertNotEqual(Random.hexToken(), Random.hexToken())
+    }
+
     func testPayloadSplicesPropertiesVerbatimAndEscapesStrings() throws {
         let bytes = EventPayload.build(id: "id1", name: "tap \"x\"\n", timestampMs: 5, propertiesJSON: #"{"price": 9.99}"#,
                                        anonymousID: "a", userID: nil, sessionID: "s")

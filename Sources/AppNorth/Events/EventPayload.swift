@@ -6,35 +6,67 @@ enum EventPayload {
                       anonymousID: String, userID: String?, sessionID: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(160 + name.utf8.count + (propertiesJSON?.utf8.count ?? 2))
-        out += Array(#"{"id":""#.utf8); out += Array(id.utf8)
-        out += Array(#"","name":"#.utf8); appendString(name, to: &out)
-        out += Array(#","timestamp":"#.utf8); out += Array(String(timestampMs).utf8)
-        out += Array(#","anonymous_id":"#.utf8); appendString(anonymousID, to: &out)
-        out += Array(#","user_id":"#.utf8)
-        if let userID { appendString(userID, to: &out) } else { out += Array("null".utf8) }
-        out += Array(#","session_id":"#.utf8); appendString(sessionID, to: &out)
-        out += Array(#","properties":"#.utf8)
-        out += Array((propertiesJSON ?? "{}").utf8)
+        out.append(contentsOf: #"{"id":""#.utf8)
+        out.append(contentsOf: id.utf8)
+        out.append(contentsOf: #"","name":"#.utf8)
+        appendString(name, to: &out)
+        out.append(contentsOf: #","timestamp":"#.utf8)
+        appendInteger(timestampMs, to: &out)
+        out.append(contentsOf: #","anonymous_id":"#.utf8)
+        appendString(anonymousID, to: &out)
+        out.append(contentsOf: #","user_id":"#.utf8)
+        if let userID { appendString(userID, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        out.append(contentsOf: #","session_id":"#.utf8)
+        appendString(sessionID, to: &out)
+        out.append(contentsOf: #","properties":"#.utf8)
+        out.append(contentsOf: (propertiesJSON ?? "{}").utf8)
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    /// Decimal digits of an integer, without a temporary String.
+    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits
+        let count = withUnsafeMutableBytes(of: &digits) { buffer -> Int in
+            var n = 0
+            repeat {
+                buffer[n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                n += 1
+            } while magnitude > 0
+            return n
+        }
+        withUnsafeBytes(of: &digits) { buffer in
+            for i in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[i]) }
+        }
     }
 
     /// A JSON string literal (RFC 8259 escapes).
     static func appendString(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20:
-                out += Array("\\u00".utf8)
-                let hex = Array("0123456789abcdef".utf8)
-                out += [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: out.append(byte)
+        var value = value
+        value.withUTF8 { bytes in
+            // Copy runs that need no escaping in one go.
+            var runStart = 0
+            for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+                runStart = i + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+                case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+                case 0x09: out.append(contentsOf: #"\t"#.utf8)
+                default:
+                    let hex: StaticString = "0123456789abcdef"
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(hex.utf8Start[Int(byte >> 4)])
+                    out.append(hex.utf8Start[Int(byte & 0xF)])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -1,42 +1,106 @@
 import CSystem
 import Glibc
+import Synchronization
 
 /// Randomness from the kernel (getrandom), for ids and jitter.
+///
+/// Bytes come from a 4 KiB pool refilled by one getrandom call, so an id on
+/// the tracking hot path costs no system call. The pool is discarded in a
+/// forked child, which must never repeat its parent's ids.
 enum Random {
-    static func bytes(_ count: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        out.withUnsafeMutableBytes { buffer in
-            var filled = 0
-            while filled < count {
-                let n = getrandom(buffer.baseAddress! + filled, count - filled, 0)
-                if n > 0 { filled += n } else if errno != EINTR { fatalError("getrandom failed: \(errno)") }
+    private struct Pool {
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var used = 4096
+        var pid: pid_t = 0
+    }
+
+    private static let pool = Mutex(Pool())
+
+    /// Fills `buffer` with random bytes.
+    static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        pool.withLock { p in
+            let pid = getpid()
+            if p.pid != pid {
+                p.pid = pid
+                p.used = p.bytes.count
+            }
+            var offset = 0
+            while offset < buffer.count {
+                if p.used == p.bytes.count {
+                    p.bytes.withUnsafeMutableBytes { kernelRandom($0) }
+                    p.used = 0
+                }
+                let n = min(buffer.count - offset, p.bytes.count - p.used)
+                p.bytes.withUnsafeBytes { source in
+                    (buffer.baseAddress! + offset).copyMemory(from: source.baseAddress! + p.used, byteCount: n)
+                }
+                p.used += n
+                offset += n
             }
         }
+    }
+
+    private static func kernelRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        var filled = 0
+        while filled < buffer.count {
+            let n = getrandom(buffer.baseAddress! + filled, buffer.count - filled, 0)
+            if n > 0 { filled += n } else if errno != EINTR { fatalError("getrandom failed: \(errno)") }
+        }
+    }
+
+    static func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        out.withUnsafeMutableBytes { fill($0) }
         return out
     }
 
-    /// A random hex token, for idempotency keys and session ids.
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Lowercase hex of `count` random bytes, for idempotency keys and
+    /// session ids.
     static func hexToken(bytes count: Int = 16) -> String {
-        bytes(count).map { Text.hexByte($0) }.joined().lowercased()
+        var raw = [UInt8](repeating: 0, count: count)
+        raw.withUnsafeMutableBytes { fill($0) }
+        return String(unsafeUninitializedCapacity: count * 2) { out in
+            for (i, byte) in raw.enumerated() {
+                out[2 * i] = hexDigits.utf8Start[Int(byte >> 4)]
+                out[2 * i + 1] = hexDigits.utf8Start[Int(byte & 0xF)]
+            }
+            return count * 2
+        }
     }
 
     /// A UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then random bits,
-    /// so ids sort by creation time.
+    /// so ids sort by creation time. Formatted without intermediate
+    /// strings: it is on the tracking hot path.
     static func uuidV7(unixMilliseconds: Int64) -> String {
-        var b = bytes(16)
-        let ms = UInt64(max(0, unixMilliseconds))
-        for i in 0..<6 { b[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
-        b[6] = 0x70 | (b[6] & 0x0F)
-        b[8] = 0x80 | (b[8] & 0x3F)
-        let hex = b.map { Text.hexByte($0) }.joined().lowercased()
-        let chars = Array(hex)
-        return String(chars[0..<8]) + "-" + String(chars[8..<12]) + "-" + String(chars[12..<16]) + "-"
-            + String(chars[16..<20]) + "-" + String(chars[20..<32])
+        var b: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &b) { fill($0) }
+        return withUnsafeMutableBytes(of: &b) { raw -> String in
+            let ms = UInt64(max(0, unixMilliseconds))
+            for i in 0..<6 { raw[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
+            raw[6] = 0x70 | (raw[6] & 0x0F)
+            raw[8] = 0x80 | (raw[8] & 0x3F)
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[o] = UInt8(ascii: "-")
+                        o += 1
+                    }
+                    out[o] = hexDigits.utf8Start[Int(raw[i] >> 4)]
+                    out[o + 1] = hexDigits.utf8Start[Int(raw[i] & 0xF)]
+                    o += 2
+                }
+                return 36
+            }
+        }
     }
 
     /// A uniform double in [0, 1), for backoff jitter.
     static func unit() -> Double {
-        let raw = bytes(8).reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+        var raw: UInt64 = 0
+        withUnsafeMutableBytes(of: &raw) { fill($0) }
         return Double(raw >> 11) / Double(1 << 53)
     }
 }

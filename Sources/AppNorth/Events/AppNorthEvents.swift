@@ -24,6 +24,9 @@ public final class AppNorthEvents: Sendable {
     private let flushDone = GenerationWaiter()
     private let shutdown = StreamCancellation()
     private let worker: Mutex<BackgroundThread?> = Mutex(nil)
+    /// Set while the last upload cycle failed (the uploader waits for its
+    /// timer then), so that `track` stops waking it.
+    private let uploadsFailing = Atomic<Bool>(false)
 
     struct State {
         var consent: ConsentState
@@ -113,7 +116,9 @@ public final class AppNorthEvents: Sendable {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
         }
-        if store.count >= options.batchThreshold { wakeUploader() }
+        // After a failed upload the timer brings the next attempt: waking
+        // the uploader on every event would only cost the tracking thread.
+        if store.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
         return true
     }
 
@@ -304,6 +309,7 @@ public final class AppNorthEvents: Sendable {
             return max(1, options.flushIntervalMilliseconds - elapsedMs)
         }
         memory.lastCycleFailed = !uploadCycle(thread)
+        uploadsFailing.store(memory.lastCycleFailed, ordering: .relaxed)
         memory.lastCycleMono = Self.ticks()
         memory.completed = requested
         flushDone.advance(to: requested)

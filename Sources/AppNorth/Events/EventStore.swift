@@ -13,6 +13,14 @@ struct StoredEvent: Sendable {
 final class EventStore: Sendable {
     private let db: SQLiteStore
     private let totals: Mutex<(count: Int, bytes: Int)>
+    /// Rows waiting to be written (group commit, see `insert`).
+    private let waiting = Mutex(GroupCommit())
+
+    struct GroupCommit {
+        var rows: [(ticket: UInt64, id: String, payload: [UInt8])] = []
+        var nextTicket: UInt64 = 1
+        var failures: [UInt64: AppNorthError] = [:]
+    }
 
     init(db: SQLiteStore) throws(AppNorthError) {
         self.db = db
@@ -25,17 +33,51 @@ final class EventStore: Sendable {
     var count: Int { totals.withLock { $0.count } }
     var bytes: Int { totals.withLock { $0.bytes } }
 
+    /// Writes one event and returns once it is committed.
+    ///
+    /// Group commit: the row joins a waiting list, then the caller takes
+    /// the connection. Whoever holds it writes every waiting row, in one
+    /// transaction when there are several, so threads tracking at once
+    /// share a commit instead of queueing for one each. By the time a
+    /// caller holds the connection its own row has been written, by itself
+    /// or by the holder before it; a failed group fails each of its rows.
     func insert(id: String, payload: [UInt8]) throws(AppNorthError) {
-        try db.withConnection { conn throws(AppNorthError) in
-            try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
-                         [.text(id), .blob(payload), .int(Int64(payload.count))])
-            totals.withLock { $0.count += 1; $0.bytes += payload.count }
+        let ticket = waiting.withLock { w -> UInt64 in
+            let ticket = w.nextTicket
+            w.nextTicket += 1
+            w.rows.append((ticket, id, payload))
+            return ticket
         }
+        try db.withConnection { conn throws(AppNorthError) in
+            let group = waiting.withLock { w in
+                defer { w.rows.removeAll(keepingCapacity: true) }
+                return w.rows
+            }
+            guard !group.isEmpty else { return }
+            do throws(AppNorthError) {
+                if group.count > 1 { try conn.exec("BEGIN IMMEDIATE") }
+                for row in group {
+                    try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                                 [.text(row.id), .blob(row.payload), .int(Int64(row.payload.count))])
+                }
+                if group.count > 1 { try conn.exec("COMMIT") }
+                totals.withLock {
+                    $0.count += group.count
+                    $0.bytes += group.reduce(0) { $0 + $1.payload.count }
+                }
+            } catch {
+                if group.count > 1 { try? conn.exec("ROLLBACK") }
+                waiting.withLock { w in for row in group { w.failures[row.ticket] = error } }
+            }
+        }
+        if let failure = waiting.withLock({ $0.failures.removeValue(forKey: ticket) }) { throw failure }
     }
 
     /// Drops the oldest events until both limits hold; returns how many.
     func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
-        try db.withConnection { conn throws(AppNorthError) in
+        // The common case, within both limits, costs no connection lock.
+        guard totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) else { return 0 }
+        return try db.withConnection { conn throws(AppNorthError) in
             var dropped = 0
             while totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) {
                 let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING bytes") {

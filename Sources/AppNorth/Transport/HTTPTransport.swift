@@ -121,10 +121,10 @@ public final class HTTPTransport: Sendable {
                         // curl reads the body in place during perform, which
                         // runs inside this closure.
                         cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                        return Self.perform(h, context: context, idleTimeoutMs: idleTimeoutMs)
+                        return Self.perform(easy, context: context, idleTimeoutMs: idleTimeoutMs)
                     }
                 }
-                return Self.perform(h, context: context, idleTimeoutMs: idleTimeoutMs)
+                return Self.perform(easy, context: context, idleTimeoutMs: idleTimeoutMs)
             }
         }
 
@@ -157,17 +157,18 @@ public final class HTTPTransport: Sendable {
     /// (curl's low-speed check averages over several seconds, so a burst
     /// at connect would hide a silent stream). Such a transfer uses a
     /// connection of its own, closed when it ends.
-    private static func perform(_ h: UnsafeMutableRawPointer, context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
-        guard let cancel = context.cancel, let multi = curl_multi_init() else { return curl_easy_perform(h) }
+    private static func perform(_ easy: EasyHandle, context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
+        let h = easy.handle
+        // The multi handle lives as long as the easy handle, so its
+        // connection cache (keep-alive) survives between transfers.
+        guard let cancel = context.cancel, let multi = easy.multiHandle() else { return curl_easy_perform(h) }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else {
-            curl_multi_cleanup(multi)
             return curl_easy_perform(h)
         }
         cancel.attach(multi)
         defer {
             cancel.detach()
             curl_multi_remove_handle(multi, h)
-            curl_multi_cleanup(multi)
         }
         let idleNs = UInt64(max(0, idleTimeoutMs)) * 1_000_000
         context.lastActivityNs = monotonicNow()
@@ -251,8 +252,16 @@ private struct MultiHandle: @unchecked Sendable {
 /// An owned curl easy handle. Only one transfer uses it at a time.
 private final class EasyHandle: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
+    private var multi: UnsafeMutableRawPointer?
     init(_ handle: UnsafeMutableRawPointer) { self.handle = handle }
-    func close() { curl_easy_cleanup(handle) }
+    func multiHandle() -> UnsafeMutableRawPointer? {
+        if multi == nil { multi = curl_multi_init() }
+        return multi
+    }
+    func close() {
+        if let multi { curl_multi_cleanup(multi) }
+        curl_easy_cleanup(handle)
+    }
 }
 
 /// State shared with curl's C callbacks for one transfer.

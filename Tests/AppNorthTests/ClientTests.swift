@@ -68,6 +68,18 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(second.connectionsOpened, 0, "the second request reused the kept-alive connection")
     }
 
+    func testCancellableTransfersKeepTheirConnectionToo() throws {
+        // Event uploads pass a cancellation; each batch must not pay for a
+        // new connection (a regression the flush benchmark caught).
+        let transport = HTTPTransport()
+        let url = try TestServer.url() + "/v1/apps/swift/boards"
+        let cancel = StreamCancellation()
+        _ = try transport.perform(HTTPRequest(method: .get, url: url), cancel: cancel)
+        let second = try transport.perform(HTTPRequest(method: .get, url: url), cancel: cancel)
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.connectionsOpened, 0)
+    }
+
     func testAPIAndResourceTimeoutsAreSeparate() throws {
         let transport = HTTPTransport(timeouts: HTTPTimeouts(apiRequestMilliseconds: 300, resourceDownloadMilliseconds: 5000))
         let url = try TestServer.url() + "/v1/apps/swift/boards"

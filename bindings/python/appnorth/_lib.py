@@ -39,7 +39,6 @@ from ctypes import (
     c_void_p,
 )
 from contextlib import contextmanager
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -439,20 +438,22 @@ DECLARED_NAMES = frozenset(d.name for d in DECLARATIONS)
 # Loading
 # ---------------------------------------------------------------------------
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+# os.path rather than pathlib: pathlib's imports alone cost about 10 ms,
+# a fifth of the import-time budget.
+_PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 #: bindings/python/appnorth/_lib.py -> the repository root (meaningful only
 #: for an in-tree or editable install; the paths are just skipped otherwise).
-REPO_ROOT = _PACKAGE_DIR.parents[2]
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_PACKAGE_DIR)))
 
 
-def candidate_paths() -> List[Path]:
+def candidate_paths() -> List[str]:
     """Where the library is looked for, in order (APPNORTH_LIBRARY aside)."""
-    packaged = sorted(_PACKAGE_DIR.glob("libappnorth.so*"),
-                      key=lambda p: (p.name != "libappnorth.so", p.name))
-    return packaged + [
-        REPO_ROOT / "dist" / "lib" / "libappnorth.so",
-        REPO_ROOT / ".build" / "release" / "libappnorth.so",
-        REPO_ROOT / ".build" / "debug" / "libappnorth.so",
+    packaged = sorted((name for name in os.listdir(_PACKAGE_DIR) if name.startswith("libappnorth.so")),
+                      key=lambda name: (name != "libappnorth.so", name))
+    return [os.path.join(_PACKAGE_DIR, name) for name in packaged] + [
+        os.path.join(REPO_ROOT, "dist", "lib", "libappnorth.so"),
+        os.path.join(REPO_ROOT, ".build", "release", "libappnorth.so"),
+        os.path.join(REPO_ROOT, ".build", "debug", "libappnorth.so"),
     ]
 
 
@@ -475,11 +476,11 @@ def load() -> Tuple[ctypes.CDLL, str]:
     tried: List[Tuple[str, str]] = []
     explicit = os.environ.get(LIBRARY_ENV)
     if explicit:
-        paths = [Path(explicit).expanduser()]
+        paths = [os.path.expanduser(explicit)]
     else:
         paths = candidate_paths()
     for path in paths:
-        if not path.is_file():
+        if not os.path.isfile(path):
             tried.append((str(path), "not found"))
             continue
         try:

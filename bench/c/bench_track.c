@@ -1,0 +1,434 @@
+/* track() from C against the raw limit: a bare SQLite WAL insert of the same
+ * row bytes, measured in the same process, interleaved in rounds.
+ *
+ *   library: appnorth_events_track(events, "screen_view", BENCH_PROPERTIES)
+ *   bare:    one autocommit INSERT INTO events (id, payload, bytes) through a
+ *            cached prepared statement, into the library's own table schema
+ *            (migration 2 in SQLiteStore.swift), same pragmas
+ *            (journal_mode=WAL, synchronous=NORMAL, foreign_keys=ON), same
+ *            open flags (FULLMUTEX), a fresh UUID-like id per row, and the
+ *            payload bytes of a real event the library just stored (its id
+ *            replaced by the row's id).
+ *
+ * Rounds alternate which side goes first, so drift (page cache, WAL
+ * checkpoints, a noisy neighbour) hits both. Every call is timed with
+ * CLOCK_MONOTONIC; events/s is the round's count over the round's wall time.
+ *
+ * Rounds hold fewer than 10,000 events and both queues are emptied before
+ * each round: a live app's queue stays short (the upload thread drains it),
+ * and a queue at the flush threshold would wake the upload thread on every
+ * call, which is the offline case measured last.
+ *
+ * Then: 4 threads tracking into one handle (aggregate events/s), the bare
+ * insert from 4 threads on one connection behind a mutex (the library's own
+ * arrangement), and track() offline with the default options: 10,000 events
+ * queued (the cap, so every insert also drops the oldest row) and the queue
+ * above the flush threshold after a failed upload.
+ *
+ * No upload succeeds during any of this: the client points at a closed
+ * loopback port; the flush threshold is 10,000 events with no retries except
+ * in the offline case.
+ *
+ * env: BENCH_TRACK_EVENTS (100000 per side), BENCH_TRACK_ROUNDS (20),
+ *      BENCH_THREADS (4).
+ */
+#include "bench.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+/* ---- the bare side --------------------------------------------------------- */
+
+static const char *BARE_SCHEMA =
+    "CREATE TABLE IF NOT EXISTS events ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE,"
+    " payload BLOB NOT NULL,"
+    " bytes INTEGER NOT NULL)";
+
+typedef struct {
+    sqlite3 *db;
+    sqlite3_stmt *insert;
+    unsigned char *row;   /* the payload template, id rewritten per row */
+    size_t row_len;
+    size_t id_offset;     /* where the 36-character id sits in the payload */
+    uint64_t rng;
+    pthread_mutex_t lock; /* for the multi-thread run: one connection, as the library */
+} bare_db;
+
+static void exec_or_die(sqlite3 *db, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) die("sqlite: %s: %s", sql, msg ? msg : "?");
+}
+
+static void bare_open(bare_db *b, const char *path, const unsigned char *payload, size_t len) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+    if (sqlite3_open_v2(path, &b->db, flags, NULL) != SQLITE_OK) die("open %s", path);
+    sqlite3_busy_timeout(b->db, 5000);
+    exec_or_die(b->db, "PRAGMA journal_mode=WAL");
+    exec_or_die(b->db, "PRAGMA synchronous=NORMAL");
+    exec_or_die(b->db, "PRAGMA foreign_keys=ON");
+    exec_or_die(b->db, BARE_SCHEMA);
+    if (sqlite3_prepare_v3(b->db, "INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)", -1,
+                           SQLITE_PREPARE_PERSISTENT, &b->insert, NULL) != SQLITE_OK)
+        die("prepare: %s", sqlite3_errmsg(b->db));
+    b->row = malloc(len);
+    memcpy(b->row, payload, len);
+    b->row_len = len;
+    const char *id = strstr((const char *)payload, "{\"id\":\"");
+    if (id != (const char *)payload) die("payload does not start with its id: %.60s", payload);
+    b->id_offset = 7;
+    b->rng = now_ns() | 1;
+    pthread_mutex_init(&b->lock, NULL);
+}
+
+/* splitmix64: cheap, good enough for unique ids in a benchmark. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A UUID-shaped id: 8-4-4-4-12 lowercase hex. */
+static void make_id(uint64_t *state, char out[37]) {
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = next_random(state), b = next_random(state);
+    int k = 0;
+    for (int i = 0; i < 32; i++) {
+        if (i == 8 || i == 12 || i == 16 || i == 20) out[k++] = '-';
+        uint64_t word = i < 16 ? a : b;
+        out[k++] = hex[(word >> ((i % 16) * 4)) & 0xF];
+    }
+    out[36] = 0;
+}
+
+/* One bare insert: fresh id, the row bytes with that id, autocommit. */
+static void bare_insert(bare_db *b, unsigned char *row, uint64_t *rng) {
+    char id[37];
+    make_id(rng, id);
+    memcpy(row + b->id_offset, id, 36);
+    sqlite3_bind_text(b->insert, 1, id, 36, SQLITE_STATIC);
+    sqlite3_bind_blob(b->insert, 2, row, (int)b->row_len, SQLITE_STATIC);
+    sqlite3_bind_int64(b->insert, 3, (sqlite3_int64)b->row_len);
+    if (sqlite3_step(b->insert) != SQLITE_DONE) die("insert: %s", sqlite3_errmsg(b->db));
+    sqlite3_reset(b->insert);
+}
+
+/* ---- timing loops ------------------------------------------------------------ */
+
+typedef struct {
+    double *lat_us;  /* per call */
+    size_t n;
+    double wall_s;
+} run_result;
+
+__attribute__((noinline)) static run_result time_library(appnorth_events *ev, size_t n) {
+    run_result r = {malloc(n * sizeof(double)), n, 0};
+    appnorth_error err;
+    int32_t queued = 0;
+    uint64_t start = now_ns();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        int32_t rc = appnorth_events_track(ev, BENCH_EVENT_NAME, BENCH_PROPERTIES, &queued, &err);
+        uint64_t t1 = now_ns();
+        if (rc != 0 || queued != 1) die("track: %s (%s)", appnorth_status_str(rc), err.message);
+        r.lat_us[i] = (double)(t1 - t0) / 1000.0;
+    }
+    r.wall_s = (double)(now_ns() - start) / 1e9;
+    return r;
+}
+
+__attribute__((noinline)) static run_result time_bare(bare_db *b, size_t n) {
+    run_result r = {malloc(n * sizeof(double)), n, 0};
+    uint64_t start = now_ns();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        bare_insert(b, b->row, &b->rng);
+        uint64_t t1 = now_ns();
+        r.lat_us[i] = (double)(t1 - t0) / 1000.0;
+    }
+    r.wall_s = (double)(now_ns() - start) / 1e9;
+    return r;
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+typedef struct {
+    appnorth_events *ev;
+    bare_db *bare;
+    size_t n;
+    pthread_barrier_t *go;
+    uint64_t start, end;
+} worker;
+
+static void *library_worker(void *arg) {
+    worker *w = arg;
+    appnorth_error err;
+    int32_t queued = 0;
+    pthread_barrier_wait(w->go);
+    w->start = now_ns();
+    for (size_t i = 0; i < w->n; i++) {
+        int32_t rc = appnorth_events_track(w->ev, BENCH_EVENT_NAME, BENCH_PROPERTIES, &queued, &err);
+        if (rc != 0) die("track (thread): %s (%s)", appnorth_status_str(rc), err.message);
+    }
+    w->end = now_ns();
+    return NULL;
+}
+
+static void *bare_worker(void *arg) {
+    worker *w = arg;
+    bare_db *b = w->bare;
+    unsigned char *row = malloc(b->row_len);
+    memcpy(row, b->row, b->row_len);
+    uint64_t rng = now_ns() ^ (uint64_t)(uintptr_t)w;
+    pthread_barrier_wait(w->go);
+    w->start = now_ns();
+    for (size_t i = 0; i < w->n; i++) {
+        pthread_mutex_lock(&b->lock);
+        bare_insert(b, row, &rng);
+        pthread_mutex_unlock(&b->lock);
+    }
+    w->end = now_ns();
+    free(row);
+    return NULL;
+}
+
+/* Aggregate events/s of `threads` workers doing `per_thread` each. */
+static double run_threads(int threads, size_t per_thread, appnorth_events *ev, bare_db *bare) {
+    pthread_t tid[64];
+    worker w[64];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) {
+        w[i] = (worker){ev, bare, per_thread, &go, 0, 0};
+        pthread_create(&tid[i], NULL, ev ? library_worker : bare_worker, &w[i]);
+    }
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        if (w[i].start < first) first = w[i].start;
+        if (w[i].end > last) last = w[i].end;
+    }
+    pthread_barrier_destroy(&go);
+    return (double)threads * (double)per_thread / ((double)(last - first) / 1e9);
+}
+
+/* ---- output helpers ------------------------------------------------------------ */
+
+static void write_side(jw *w, const char *key, run_result *rounds, int nrounds) {
+    double p50[64], p99[64], eps[64], mean[64];
+    size_t total = 0;
+    for (int r = 0; r < nrounds; r++) {
+        p50[r] = quantile(rounds[r].lat_us, rounds[r].n, 0.50);
+        p99[r] = quantile(rounds[r].lat_us, rounds[r].n, 0.99);
+        eps[r] = (double)rounds[r].n / rounds[r].wall_s;
+        mean[r] = rounds[r].wall_s * 1e6 / (double)rounds[r].n;
+        total += rounds[r].n;
+    }
+    jw_open(w, key);
+    jw_num(w, "p50_us", median(p50, (size_t)nrounds));
+    jw_num(w, "p99_us", median(p99, (size_t)nrounds));
+    jw_num(w, "events_per_s", median(eps, (size_t)nrounds));
+    jw_num(w, "mean_us", median(mean, (size_t)nrounds));
+    jw_int(w, "events", (long long)total);
+    jw_array(w, "round_p50_us", p50, (size_t)nrounds);
+    jw_array(w, "round_p99_us", p99, (size_t)nrounds);
+    jw_array(w, "round_events_per_s", eps, (size_t)nrounds);
+    jw_close(w);
+}
+
+/* The newest payload the library stored in `dir`. */
+static unsigned char *library_payload(const char *dir, size_t *len) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/appnorth.sqlite3", dir);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
+    if (sqlite3_prepare_v2(db, "SELECT payload FROM events ORDER BY seq DESC LIMIT 1", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+        die("reading a payload: %s", sqlite3_errmsg(db));
+    *len = (size_t)sqlite3_column_bytes(st, 0);
+    unsigned char *copy = malloc(*len + 1);
+    memcpy(copy, sqlite3_column_blob(st, 0), *len);
+    copy[*len] = 0;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return copy;
+}
+
+/* Empties both queues between rounds, outside the timed loops, so every
+ * round starts from the same state and the library's queue never reaches
+ * its flush threshold (which would wake the upload thread on each track).
+ * The library's queue is emptied the public way: revoking consent purges it,
+ * granting again lets the next events in. */
+static void empty_queues(appnorth_events *ev, bare_db *bare) {
+    CHECK(appnorth_events_set_consent(ev, 0, &E));
+    CHECK(appnorth_events_set_consent(ev, 1, &E));
+    if (bare) exec_or_die(bare->db, "DELETE FROM events");
+}
+
+/* `bench_track profile library|bare N`: only that side's loop, N events in
+ * rounds of 5,000 on emptied queues, for a profiler (perf, callgrind). */
+static int profile_main(const char *side, size_t n) {
+    char *url = closed_url();
+    appnorth_client *client = make_client(url, "bench-track");
+    char *lib_dir = scratch_dir("profile-lib");
+    char *bare_dir = scratch_dir("profile-bare");
+    appnorth_events *ev = make_events(client, lib_dir, 10000, 10000000, 0);
+    run_result warm = time_library(ev, 100);
+    free(warm.lat_us);
+    size_t payload_len = 0;
+    unsigned char *payload = library_payload(lib_dir, &payload_len);
+    char bare_path[4200];
+    snprintf(bare_path, sizeof bare_path, "%s/bare.sqlite3", bare_dir);
+    bare_db bare;
+    bare_open(&bare, bare_path, payload, payload_len);
+    int library = strcmp(side, "library") == 0;
+    double p50[256];
+    int rounds = 0;
+    for (size_t done = 0; done < n && rounds < 256; rounds++) {
+        size_t k = n - done < 5000 ? n - done : 5000;
+        empty_queues(ev, &bare);
+        run_result r = library ? time_library(ev, k) : time_bare(&bare, k);
+        p50[rounds] = quantile(r.lat_us, r.n, 0.5);
+        free(r.lat_us);
+        done += k;
+    }
+    fprintf(stderr, "profile %s: %zu events, median round p50 %.2f us\n", side, n, median(p50, (size_t)rounds));
+    appnorth_events_free(ev);
+    appnorth_client_free(client);
+    remove_tree(lib_dir);
+    remove_tree(bare_dir);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "profile") == 0) return profile_main(argv[2], (size_t)atol(argv[3]));
+    size_t total = (size_t)env_int("BENCH_TRACK_EVENTS", 100000);
+    int rounds = env_int("BENCH_TRACK_ROUNDS", 20);
+    int threads = env_int("BENCH_THREADS", 4);
+    if (rounds < 2 || rounds > 64 || threads < 1 || threads > 64) die("bad rounds/threads");
+    size_t per_round = total / (size_t)rounds;
+    if (per_round >= 10000) die("BENCH_TRACK_EVENTS / BENCH_TRACK_ROUNDS must stay under 10000");
+    size_t warmup = 2000;
+
+    char *url = closed_url();
+    appnorth_client *client = make_client(url, "bench-track");
+    char *lib_dir = scratch_dir("track-lib");
+    char *bare_dir = scratch_dir("track-bare");
+    appnorth_events *ev = make_events(client, lib_dir, 10000, 10000000, 0);
+
+    /* Warm both sides up; the bare side copies a real payload. */
+    run_result wl = time_library(ev, warmup);
+    free(wl.lat_us);
+    size_t payload_len = 0;
+    unsigned char *payload = library_payload(lib_dir, &payload_len);
+    char bare_path[4200];
+    snprintf(bare_path, sizeof bare_path, "%s/bare.sqlite3", bare_dir);
+    bare_db bare;
+    bare_open(&bare, bare_path, payload, payload_len);
+    run_result wb = time_bare(&bare, warmup);
+    free(wb.lat_us);
+
+    run_result lib[64], raw[64];
+    double ratio[64];
+    for (int r = 0; r < rounds; r++) {
+        empty_queues(ev, &bare);
+        if (r % 2 == 0) {
+            lib[r] = time_library(ev, per_round);
+            raw[r] = time_bare(&bare, per_round);
+        } else {
+            raw[r] = time_bare(&bare, per_round);
+            lib[r] = time_library(ev, per_round);
+        }
+        ratio[r] = quantile(lib[r].lat_us, lib[r].n, 0.5) / quantile(raw[r].lat_us, raw[r].n, 0.5);
+        fprintf(stderr, "track round %2d: library p50 %.2f us, bare p50 %.2f us, ratio %.3f\n", r + 1,
+                quantile(lib[r].lat_us, lib[r].n, 0.5), quantile(raw[r].lat_us, raw[r].n, 0.5), ratio[r]);
+    }
+    double lib_eps[64], raw_eps[64], tratio[64];
+    for (int r = 0; r < rounds; r++) {
+        lib_eps[r] = (double)lib[r].n / lib[r].wall_s;
+        raw_eps[r] = (double)raw[r].n / raw[r].wall_s;
+        tratio[r] = raw_eps[r] / lib_eps[r];
+    }
+
+    /* Threads: one handle, one bare connection behind a mutex, interleaved
+     * with the single-thread figure on the same handle at the same moment.
+     * BENCH_TRACK_ONLY_SINGLE=1 skips this and the offline case (for quick
+     * A/B runs of a library change). */
+    int only_single = env_int("BENCH_TRACK_ONLY_SINGLE", 0);
+    int mt_rounds = only_single ? 1 : 5;
+    size_t per_thread = per_round / (size_t)threads;
+    double mt_lib[8], mt_raw[8], st_lib[8];
+    for (int r = 0; r < mt_rounds; r++) {
+        empty_queues(ev, &bare);
+        mt_lib[r] = run_threads(threads, per_thread, ev, NULL);
+        empty_queues(ev, &bare);
+        run_result one = time_library(ev, per_thread * (size_t)threads);
+        st_lib[r] = (double)one.n / one.wall_s;
+        free(one.lat_us);
+        mt_raw[r] = run_threads(threads, per_thread, NULL, &bare);
+        fprintf(stderr, "track threads round %d: library %d threads %.0f/s (1 thread %.0f/s), bare %d threads %.0f/s\n",
+                r + 1, threads, mt_lib[r], st_lib[r], threads, mt_raw[r]);
+    }
+
+    /* Offline with the default options: the client cannot reach its server,
+     * 10,000 events are queued (the default cap), each new event drops the
+     * oldest, and the queue is above the default flush threshold (20). */
+    char *cap_dir = scratch_dir("track-cap");
+    appnorth_events *cap = NULL;
+    {
+        appnorth_events_options *o = appnorth_events_options_new();
+        CHECK(appnorth_events_options_set_client(o, client, &E));
+        CHECK(appnorth_events_options_set_data_dir(o, cap_dir, &E));
+        CHECK(appnorth_events_new(o, &cap, &E));
+        appnorth_events_options_free(o);
+    }
+    run_result fill = time_library(cap, only_single ? 10 : 10000);
+    free(fill.lat_us);
+    if (!only_single) sleep_ms(8000); /* let the first upload cycle and its 3 retries (1+2+4 s) fail */
+    run_result at_cap = time_library(cap, only_single ? 10 : 10000);
+
+    jw w;
+    jw_begin(&w, stdout);
+    jw_string(&w, "bench", "track");
+    jw_int(&w, "payload_bytes", (long long)payload_len);
+    jw_string(&w, "payload_sample", (const char *)payload);
+    jw_string(&w, "properties", BENCH_PROPERTIES);
+    jw_int(&w, "rounds", rounds);
+    jw_int(&w, "events_per_round", (long long)per_round);
+    jw_open(&w, "single");
+    write_side(&w, "library", lib, rounds);
+    write_side(&w, "bare", raw, rounds);
+    jw_num(&w, "ratio_p50", median(ratio, (size_t)rounds));
+    jw_array(&w, "round_ratio_p50", ratio, (size_t)rounds);
+    jw_num(&w, "ratio_throughput", median(tratio, (size_t)rounds));
+    jw_close(&w);
+    jw_open(&w, "threads");
+    jw_int(&w, "threads", threads);
+    jw_int(&w, "events_per_round", (long long)(per_thread * (size_t)threads));
+    jw_num(&w, "library_events_per_s", median(mt_lib, (size_t)mt_rounds));
+    jw_num(&w, "library_single_events_per_s", median(st_lib, (size_t)mt_rounds));
+    jw_num(&w, "bare_events_per_s", median(mt_raw, (size_t)mt_rounds));
+    jw_array(&w, "round_library_events_per_s", mt_lib, (size_t)mt_rounds);
+    jw_array(&w, "round_library_single_events_per_s", st_lib, (size_t)mt_rounds);
+    jw_array(&w, "round_bare_events_per_s", mt_raw, (size_t)mt_rounds);
+    jw_close(&w);
+    jw_open(&w, "offline_at_cap");
+    jw_num(&w, "p50_us", quantile(at_cap.lat_us, at_cap.n, 0.5));
+    jw_num(&w, "p99_us", quantile(at_cap.lat_us, at_cap.n, 0.99));
+    jw_num(&w, "events_per_s", (double)at_cap.n / at_cap.wall_s);
+    jw_close(&w);
+    jw_end(&w);
+
+    appnorth_events_free(ev);
+    appnorth_events_free(cap);
+    appnorth_client_free(client);
+    sqlite3_finalize(bare.insert);
+    sqlite3_close(bare.db);
+    remove_tree(lib_dir);
+    remove_tree(bare_dir);
+    remove_tree(cap_dir);
+    return 0;
+}

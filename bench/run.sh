@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `make bench`: build a release library, start the local dev server, run
+# every benchmark, print the markdown table and write the results
+# (bench/results/latest.md, latest.json and <timestamp>-<commit>.json).
+#
+# Benchmarks measure and report: this script fails only when something
+# cannot run, never because a figure misses its target.
+#
+#   BENCH_QUICK=1   much smaller counts, for checking the harness (the
+#                   figures are then not comparable; results go to
+#                   bench/build/quick/ instead of bench/results/)
+#   BENCH_PROFILE=0 skip the profile of track() (run when a track() target
+#                   is missed, or always with BENCH_PROFILE=1)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+started=$(date +%s)
+build=bench/build
+out=$build/out
+results=bench/results
+[ "${BENCH_QUICK:-0}" = 1 ] && results=$build/quick
+rm -rf "$out"
+mkdir -p "$out" "$results"
+export BENCH_TMP="${BENCH_TMP:-$(mktemp -d /tmp/appnorth-bench-XXXXXX)}"
+trap 'rm -rf "$BENCH_TMP"' EXIT
+export PYTHONDONTWRITEBYTECODE=1
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+# --- 1. the release library (self-contained, stripped: what ships) --------------
+step "release library (make dist)"
+make --no-print-directory dist >&2
+lib="$(readlink -f dist/lib/libappnorth.so)"
+
+# --- 2. the C programs --------------------------------------------------------------
+step "C benchmarks"
+cc="${CC:-cc}"
+cflags=(-O2 -g -Wall -Wextra -Idist/include)
+libs=(-Ldist/lib -lappnorth "-Wl,-rpath,$root/dist/lib" $(pkg-config --libs sqlite3 libcurl) -lpthread -lm)
+have_config=0
+if grep -q appnorth_config_new dist/include/appnorth.h; then have_config=1; fi
+mkdir -p $build
+for prog in track flush offline memory; do
+    $cc "${cflags[@]}" -o $build/bench_$prog bench/c/bench_$prog.c "${libs[@]}"
+done
+if [ $have_config = 1 ]; then
+    $cc "${cflags[@]}" -DBENCH_CONFIG_MAIN -o $build/bench_config bench/c/bench_config.c "${libs[@]}"
+    $cc "${cflags[@]}" -DBENCH_HAVE_CONFIG -o $build/bench_coldstart bench/c/bench_coldstart.c bench/c/bench_config.c "${libs[@]}"
+else
+    echo "remote config is not in this build (no appnorth_config_new in the header): its rows are skipped" >&2
+    $cc "${cflags[@]}" -o $build/bench_coldstart bench/c/bench_coldstart.c "${libs[@]}"
+fi
+
+# --- 3. the Python peers, in the benchmark's own virtualenv ---------------------------
+step "Python virtualenv (bench/.venv)"
+venv=bench/.venv
+if ! $venv/bin/python -c "import posthog, segment.analytics, persistqueue" 2>/dev/null; then
+    python3 -m venv $venv
+    $venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt >&2
+fi
+export APPNORTH_LIBRARY="$lib"
+export PYTHONPATH="$root/bindings/python"
+
+# --- 4. run, with the dev server up ----------------------------------------------------
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    export BENCH_TRACK_EVENTS=4000 BENCH_TRACK_ROUNDS=4 BENCH_FLUSH_EVENTS=1000 BENCH_FLUSH_ROUNDS=1 \
+           BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1
+    py_rounds=1 py_runs=3
+else
+    py_rounds=5 py_runs=20
+fi
+export have_config py_rounds py_runs build out venv
+scripts/with-devserver.sh bash -c '
+    set -euo pipefail
+    run() { local name=$1; shift; printf "\n== %s\n" "$name" >&2; "$@" > "$out/$name.json"; }
+    run track $build/bench_track
+    run flush $build/bench_flush "$APPNORTH_TEST_SERVER"
+    run offline $build/bench_offline "$(command -v python3)" devserver/appnorth_devserver.py
+    if [ "$have_config" = 1 ]; then run config $build/bench_config "$APPNORTH_TEST_SERVER"; fi
+    run coldstart $build/bench_coldstart "$APPNORTH_TEST_SERVER"
+    run memory $build/bench_memory
+    printf "\n== python\n" >&2
+    $venv/bin/python bench/py/bench_python.py track --rounds "$py_rounds" --out "$out/python_track.json"
+    $venv/bin/python bench/py/bench_python.py import --runs "$py_runs" --out "$out/python_import.json"
+'
+
+# --- 5. size of what ships -------------------------------------------------------------
+printf '{"bench":"size","bytes":%s,"file":"%s"}\n' "$(stat -c %s "$lib")" "dist/lib/$(basename "$lib")" > $out/size.json
+
+# --- 6. a profile of track() when its target is missed ----------------------------------
+if [ "${BENCH_PROFILE:-auto}" != 0 ]; then
+    missed=$(python3 -c "import json,sys; d=json.load(open('$out/track.json'))['single']; print(1 if d['ratio_p50'] > 1.25 else 0)")
+    if [ "$missed" = 1 ] || [ "${BENCH_PROFILE:-auto}" = 1 ]; then
+        step "profile of track() (target missed)"
+        events=2000
+        [ "${BENCH_QUICK:-0}" = 1 ] && events=300
+        python3 bench/profile_track.py $build/bench_track $out/profile.json "$results/latest-profile.txt" \
+            --events $events || echo "profile failed; the table is written without it" >&2
+    fi
+fi
+
+# --- 7. the table ----------------------------------------------------------------------
+elapsed=$(( $(date +%s) - started ))
+python3 bench/report.py --inputs $out --results "$results" --elapsed "$elapsed" --have-config "$have_config"

@@ -30,8 +30,10 @@
  *  - Threads. Every handle may be used from several threads at once unless
  *    its comment says otherwise. Calls that talk to the network block the
  *    calling thread for at most the client's request timeout.
- *  - fork(). Handles do not survive fork(): a child process must not use
- *    the parent's handles. A child that only exits or execs is safe.
+ *  - fork(). Handles do not survive fork(). A forked child must not call
+ *    any appnorth_ function, not even to make new handles (the Swift
+ *    runtime's locks keep the parent's thread ids); a child that only exits
+ *    or execs is safe, and an exec'd program starts afresh.
  */
 #ifndef APPNORTH_H
 #define APPNORTH_H

@@ -21,7 +21,29 @@ static int wait_child(pid_t pid, int seconds) {
     return -1;
 }
 
-int main(void) {
+/* The host of the exit test: makes handles, keeps the uploader busy, and
+ * exits without freeing anything. */
+static int exit_with_live_handles(const char *server, const char *dir) {
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(co, server, NULL);
+    appnorth_client_options_set_app_id(co, "fork", NULL);
+    appnorth_client *c = NULL;
+    if (appnorth_client_new(co, &c, NULL) != APPNORTH_OK) return 3;
+    appnorth_events_options *o = appnorth_events_options_new();
+    appnorth_events_options_set_client(o, c, NULL);
+    appnorth_events_options_set_data_dir(o, dir, NULL);
+    appnorth_events_options_set_flush_policy(o, 10, 1, NULL);
+    appnorth_events *e = NULL;
+    if (appnorth_events_new(o, &e, NULL) != APPNORTH_OK) return 4;
+    for (int i = 0; i < 50; i++) appnorth_events_track(e, "leak", NULL, NULL, NULL);
+    exit(0);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--exit-with-live-handles") == 0)
+        return exit_with_live_handles(argv[2], argv[3]);
+    const char *self = argv[0];
+    (void)argc;
     const char *server = getenv("APPNORTH_TEST_SERVER");
     if (!server) server = "http://127.0.0.1:9";
     char dir[] = "/tmp/appnorth-fork-XXXXXX";
@@ -55,6 +77,21 @@ int main(void) {
             _exit(127);
         }
         CHECK(wait_child(pid, 10) == 0, "child that execs, round %d", round);
+    }
+
+    /* A host that exits without freeing its handles, while the upload
+     * thread is busy, exits cleanly. The host is a fresh process (this
+     * program exec'd again), since a forked child must not call the
+     * library at all. */
+    for (int round = 0; round < 10; round++) {
+        char child_dir[64];
+        snprintf(child_dir, sizeof child_dir, "%s/child%d", dir, round);
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl(self, self, "--exit-with-live-handles", server, child_dir, (char *)NULL);
+            _exit(127);
+        }
+        CHECK(wait_child(pid, 10) == 0, "host exiting with live handles, round %d", round);
     }
 
     /* The parent's handles still work after its children are gone. */

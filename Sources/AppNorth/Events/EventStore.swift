@@ -14,11 +14,20 @@ final class EventStore: Sendable {
     private let db: SQLiteStore
     private let totals: Mutex<(count: Int, bytes: Int)>
     /// Rows waiting to be written (group commit, see `insert`).
-    private let waiting = Mutex(GroupCommit())
+    private let commits = GroupCommit()
 
-    struct GroupCommit {
+    /// Leader-based group commit: rows wait in a list; one caller at a time
+    /// (the leader) writes every waiting row, then wakes the others, whose
+    /// rows it wrote. Followers sleep on the condition instead of queueing
+    /// for the connection, so concurrent callers share one commit.
+    final class GroupCommit: @unchecked Sendable {
+        // @unchecked: every field is used with `condition`'s mutex held.
+        let condition = MonotonicCondition()
         var rows: [(ticket: UInt64, id: String, payload: [UInt8])] = []
         var nextTicket: UInt64 = 1
+        /// Every ticket up to this one has been written (or has failed).
+        var doneThrough: UInt64 = 0
+        var leaderActive = false
         var failures: [UInt64: AppNorthError] = [:]
     }
 
@@ -35,42 +44,62 @@ final class EventStore: Sendable {
 
     /// Writes one event and returns once it is committed.
     ///
-    /// Group commit: the row joins a waiting list, then the caller takes
-    /// the connection. Whoever holds it writes every waiting row, in one
-    /// transaction when there are several, so threads tracking at once
-    /// share a commit instead of queueing for one each. By the time a
-    /// caller holds the connection its own row has been written, by itself
-    /// or by the holder before it; a failed group fails each of its rows.
+    /// Group commit: the row joins a waiting list. If no other caller is
+    /// writing, this one becomes the leader and writes every waiting row,
+    /// in one transaction when there are several; otherwise it sleeps until
+    /// a leader has written its row. A failed group fails each of its rows.
     func insert(id: String, payload: [UInt8]) throws(AppNorthError) {
-        let ticket = waiting.withLock { w -> UInt64 in
-            let ticket = w.nextTicket
-            w.nextTicket += 1
-            w.rows.append((ticket, id, payload))
+        let c = commits
+        let ticket = c.condition.locked { () -> UInt64 in
+            let ticket = c.nextTicket
+            c.nextTicket += 1
+            c.rows.append((ticket, id, payload))
             return ticket
         }
-        try db.withConnection { conn throws(AppNorthError) in
-            let group = waiting.withLock { w in
-                defer { w.rows.removeAll(keepingCapacity: true) }
-                return w.rows
+        while true {
+            let group = c.condition.locked { () -> [(ticket: UInt64, id: String, payload: [UInt8])]? in
+                c.condition.wait(until: { c.doneThrough >= ticket || !c.leaderActive }, deadline: nil)
+                guard c.doneThrough < ticket else { return nil }
+                c.leaderActive = true
+                defer { c.rows.removeAll(keepingCapacity: true) }
+                return c.rows
             }
-            guard !group.isEmpty else { return }
-            do throws(AppNorthError) {
-                if group.count > 1 { try conn.exec("BEGIN IMMEDIATE") }
-                for row in group {
-                    try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
-                                 [.text(row.id), .blob(row.payload), .int(Int64(row.payload.count))])
-                }
-                if group.count > 1 { try conn.exec("COMMIT") }
-                totals.withLock {
-                    $0.count += group.count
-                    $0.bytes += group.reduce(0) { $0 + $1.payload.count }
-                }
-            } catch {
-                if group.count > 1 { try? conn.exec("ROLLBACK") }
-                waiting.withLock { w in for row in group { w.failures[row.ticket] = error } }
+            guard let group else { break }
+            let failure = write(group)
+            c.condition.locked {
+                if let failure { for row in group { c.failures[row.ticket] = failure } }
+                c.doneThrough = group.last?.ticket ?? c.doneThrough
+                c.leaderActive = false
+                c.condition.broadcast()
             }
         }
-        if let failure = waiting.withLock({ $0.failures.removeValue(forKey: ticket) }) { throw failure }
+        if let failure = c.condition.locked({ c.failures.removeValue(forKey: ticket) }) { throw failure }
+    }
+
+    /// Writes a group of rows; returns the error that failed them, if any.
+    private func write(_ group: [(ticket: UInt64, id: String, payload: [UInt8])]) -> AppNorthError? {
+        do {
+            try db.withConnection { conn throws(AppNorthError) in
+                do throws(AppNorthError) {
+                    if group.count > 1 { try conn.exec("BEGIN IMMEDIATE") }
+                    for row in group {
+                        try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                                     [.text(row.id), .blob(row.payload), .int(Int64(row.payload.count))])
+                    }
+                    if group.count > 1 { try conn.exec("COMMIT") }
+                } catch {
+                    if group.count > 1 { try? conn.exec("ROLLBACK") }
+                    throw error
+                }
+            }
+            totals.withLock {
+                $0.count += group.count
+                $0.bytes += group.reduce(0) { $0 + $1.payload.count }
+            }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Drops the oldest events until both limits hold; returns how many.

@@ -62,16 +62,6 @@ final class EventsTests: XCTestCase {
         events.close(timeoutMilliseconds: 0)
     }
 
-    func testTheUploadThreadCheckpointsTheWALNotTrack() throws {
-        let events = try open(quiet())
-        for i in 0..<2000 { try events.track("e\(i)", propertiesJSON: #"{"i":\#(i)}"#) }
-        XCTAssertTrue(eventually { events.checkpointsRun.load(ordering: .relaxed) > 0 },
-                      "a growing WAL wakes the upload thread to checkpoint it")
-        var info = stat()
-        XCTAssertEqual(stat(folder + "/appnorth.sqlite3-wal", &info), 0)
-        XCTAssertLessThan(Int(info.st_size), 40 << 20, "the WAL stays bounded")
-    }
-
     func testEventCarriesIdTimestampIdentitySessionAndVerbatimProperties() throws {
         let events = try open(quiet())
         try events.identify(userID: "user-42")

@@ -17,12 +17,6 @@ public final class AppNorthEvents: Sendable {
     private let client: AppNorthClient
     private let store: EventStore
     private let db: SQLiteStore
-    /// A second connection, used by the upload thread to checkpoint the
-    /// WAL, so that `track` never pays for a checkpoint.
-    private let checkpointer: SQLiteStore
-    private let checkpointWanted = Atomic<Bool>(false)
-    /// Checkpoints the upload thread has run (for tests).
-    let checkpointsRun = Atomic<Int>(0)
     private let identity: Identity
     private let clock: any AppNorthClock
     private let logger: Logger
@@ -63,7 +57,6 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        checkpointer = try SQLiteStore(directory: directory)
         store = try EventStore(db: db)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
@@ -83,10 +76,6 @@ public final class AppNorthEvents: Sendable {
             self?.flushDone.advance(to: .max)
         }
         worker.withLock { $0 = thread }
-        db.moveCheckpointsOffThisConnection { [weak self] walPages in
-            guard walPages >= 1000, let self else { return }
-            if !self.checkpointWanted.exchange(true, ordering: .relaxed) { self.wakeUploader() }
-        }
     }
 
     deinit {
@@ -312,14 +301,6 @@ public final class AppNorthEvents: Sendable {
     /// One turn of the upload thread: runs a cycle when one is due and
     /// returns 0, or returns how long to sleep before the next turn.
     private func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
-        if checkpointWanted.exchange(false, ordering: .relaxed) {
-            do {
-                try checkpointer.checkpoint()
-                checkpointsRun.add(1, ordering: .relaxed)
-            } catch {
-                logger.log(.warning, error.message)
-            }
-        }
         if memory.lastCycleMono == 0 { memory.lastCycleMono = Self.ticks() }
         let requested = state.withLock { $0.flushRequested }
         let elapsedMs = Int((Self.ticks() &- memory.lastCycleMono) / 1_000_000)

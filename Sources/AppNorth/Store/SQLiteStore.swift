@@ -72,62 +72,7 @@ public final class SQLiteStore: Sendable {
         connection = Mutex(conn)
     }
 
-    deinit {
-        connection.withLock { $0.close() }
-        walHookContext.withLock { $0?.release() }
-    }
-
-    // MARK: Checkpoints off the writing thread
-
-    /// The retained context of an installed WAL hook, released at deinit
-    /// (after the connection is closed, so the hook can no longer run).
-    private let walHookContext = Mutex<Unmanaged<WALHookBox>?>(nil)
-
-    final class WALHookBox: Sendable {
-        let onCommit: @Sendable (Int) -> Void
-        let inlineLimit: Int
-        init(onCommit: @escaping @Sendable (Int) -> Void, inlineLimit: Int) {
-            self.onCommit = onCommit
-            self.inlineLimit = inlineLimit
-        }
-    }
-
-    /// Replaces SQLite's automatic checkpoint (which runs inside the commit
-    /// that crosses 1000 WAL pages, on the writing thread) with a call to
-    /// `onCommit(walPages)` after each commit, so that another thread can
-    /// checkpoint through its own connection (`checkpoint()`). As a
-    /// safety net, a WAL past `inlineLimit` pages is still checkpointed
-    /// inline. `onCommit` runs inside the commit: it must be cheap and must
-    /// not use this store.
-    public func moveCheckpointsOffThisConnection(inlineLimit: Int = 20_000,
-                                                 onCommit: @escaping @Sendable (Int) -> Void) {
-        let box = Unmanaged.passRetained(WALHookBox(onCommit: onCommit, inlineLimit: inlineLimit))
-        let context = UnsafeMutableRawPointer(box.toOpaque())
-        connection.withLock { conn in
-            _ = sqlite3_wal_hook(conn.db, { context, db, _, pages in
-                let box = Unmanaged<WALHookBox>.fromOpaque(context!).takeUnretainedValue()
-                if Int(pages) >= box.inlineLimit {
-                    sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-                } else {
-                    box.onCommit(Int(pages))
-                }
-                return SQLITE_OK
-            }, context)
-        }
-        walHookContext.withLock { old in
-            old?.release()
-            old = box
-        }
-    }
-
-    /// Copies the WAL back into the database without blocking writers on
-    /// other connections (a PASSIVE checkpoint).
-    public func checkpoint() throws(AppNorthError) {
-        try withConnection { conn throws(AppNorthError) in
-            let rc = sqlite3_wal_checkpoint_v2(conn.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            guard rc == SQLITE_OK || rc == SQLITE_BUSY else { throw .storage("checkpoint: \(conn.errorMessage)") }
-        }
-    }
+    deinit { connection.withLock { $0.close() } }
 
     /// Runs `body` with exclusive use of the connection.
     public func withConnection<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {

@@ -7,7 +7,9 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -47,6 +49,31 @@ static inline int remove_tree_entry(const char *path, const struct stat *sb, int
 static inline void remove_tree(char *path) {
     if (path) nftw(path, remove_tree_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(path);
+}
+
+static const char *test_name = "test";
+
+static inline void test_watchdog(int sig) {
+    (void)sig;
+    static const char msg[] = ": watchdog fired (a call hung?)\n";
+    if (write(2, test_name, strlen(test_name)) < 0 || write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(3);
+}
+
+/* Start of every test program: the server URL from $APPNORTH_TEST_SERVER
+ * (NULL, with a message, when unset) and a watchdog that ends a hung run
+ * after `seconds` ($APPNORTH_TEST_TIMEOUT overrides it). */
+static inline const char *test_start(const char *name, unsigned seconds) {
+    test_name = name;
+    const char *server = getenv("APPNORTH_TEST_SERVER");
+    if (!server) {
+        fprintf(stderr, "%s: APPNORTH_TEST_SERVER is not set (run through scripts/with-devserver.sh)\n", name);
+        return NULL;
+    }
+    const char *override = getenv("APPNORTH_TEST_TIMEOUT");
+    signal(SIGALRM, test_watchdog);
+    alarm(override ? (unsigned)atoi(override) : seconds);
+    return server;
 }
 
 #endif

@@ -244,11 +244,8 @@ static void test_one_client_many_threads(void) {
 }
 
 int main(void) {
-    server = getenv("APPNORTH_TEST_SERVER");
-    if (!server) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set (run through scripts/with-devserver.sh)\n");
-        return 2;
-    }
+    server = test_start("test_client", 120);
+    if (!server) return 2;
     curl_global_init(CURL_GLOBAL_ALL);
     test_version_and_status_names();
     test_null_and_free_are_harmless();

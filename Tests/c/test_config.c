@@ -13,6 +13,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "support.h"
 
 static const char *server;
 static pthread_t main_thread;
@@ -35,17 +36,6 @@ static void sleep_ms(int ms) {
 static const char *new_app(char *buf, size_t size) {
     snprintf(buf, size, "ctest-%d-%d", (int)getpid(), ++app_counter);
     return buf;
-}
-
-static char *temp_dir(void) {
-    char *dir = strdup("/tmp/appnorth-ctest-XXXXXX");
-    return mkdtemp(dir);
-}
-
-static void remove_tree(const char *dir) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 static char *write_file(const char *dir, const char *name, const char *text) {
@@ -73,23 +63,11 @@ static void publish_raw(const char *app, const char *raw_as_json_string) {
     CHECK(admin_request(server, "POST", path, body, NULL) == 201, "raw publish");
 }
 
-static appnorth_client *make_client(const char *url, const char *app) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, url, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, app, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 3000, 3000, &err), APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    return c;
-}
-
 /* Opens a config; the client handle is released at once (the config keeps
  * a reference). Returns the status; *out is NULL on failure. */
 static int32_t open_config(const char *app, const char *data_dir, const char *bundled, int32_t ttl,
                            appnorth_clock *clock, appnorth_config **out, appnorth_error *err) {
-    appnorth_client *client = make_client(server, app);
+    appnorth_client *client = make_client(server, app, NULL, NULL);
     appnorth_config_options *o = appnorth_config_options_new();
     CHECK_STATUS(appnorth_config_options_set_client(o, client, err), APPNORTH_OK, *err);
     appnorth_client_free(client);
@@ -225,7 +203,7 @@ static void test_null_and_bad_arguments(void) {
     CHECK_STATUS(appnorth_config_last_fetch_status(NULL, &status, NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
 
     /* Arguments of a live config. */
-    char app[64], *dir = temp_dir();
+    char app[64], *dir = make_temp_dir("config");
     new_app(app, sizeof app);
     CHECK_STATUS(open_config(app, NULL, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_config_get_string(config, NULL, "d", &s, &err), APPNORTH_E_INVALID_ARGUMENT, err);
@@ -250,14 +228,13 @@ static void test_null_and_bad_arguments(void) {
     CHECK(status.code == 0 && at == 0, "nothing attempted yet: code %d at %lld", status.code, (long long)at);
     appnorth_config_free(config);
     remove_tree(dir);
-    free(dir);
 }
 
 /* Opens with a bundled path that the setter refuses: the setter's status is
  * returned, and the config opens without the file. */
 static int32_t open_with_bad_bundle(const char *app, const char *dir, const char *bundled,
                                     appnorth_config **out, appnorth_error *err) {
-    appnorth_client *client = make_client(server, app);
+    appnorth_client *client = make_client(server, app, NULL, NULL);
     appnorth_config_options *o = appnorth_config_options_new();
     appnorth_config_options_set_client(o, client, NULL);
     appnorth_client_free(client);
@@ -270,7 +247,7 @@ static int32_t open_with_bad_bundle(const char *app, const char *dir, const char
 }
 
 static void test_bundled_file_errors_are_reported_and_fall_back(void) {
-    char app[64], *dir = temp_dir();
+    char app[64], *dir = make_temp_dir("config");
     new_app(app, sizeof app);
     appnorth_error err;
     appnorth_config *config = NULL;
@@ -299,11 +276,10 @@ static void test_bundled_file_errors_are_reported_and_fall_back(void) {
     free(array);
     free(latin1);
     remove_tree(dir);
-    free(dir);
 }
 
 static void test_one_config_per_data_dir_and_app(void) {
-    char app[64], *dir = temp_dir();
+    char app[64], *dir = make_temp_dir("config");
     new_app(app, sizeof app);
     appnorth_error err;
     appnorth_config *first = NULL, *second = (appnorth_config *)1;
@@ -314,13 +290,12 @@ static void test_one_config_per_data_dir_and_app(void) {
     CHECK_STATUS(open_config(app, dir, NULL, 0, NULL, &second, &err), APPNORTH_OK, err);
     appnorth_config_free(second);
     remove_tree(dir);
-    free(dir);
 }
 
 /* ---- tiers and getters ------------------------------------------------------- */
 
 static void test_tiers_getters_and_exact_numbers(void) {
-    char app[64], *dir = temp_dir();
+    char app[64], *dir = make_temp_dir("config");
     new_app(app, sizeof app);
     const char *served = "{\"price\":9.99,\"title\":\"Sale\",\"count\":3,\"on\":true,\"nested\":{\"price\":9.99}}";
     publish(app, served);
@@ -415,7 +390,7 @@ static void test_tiers_getters_and_exact_numbers(void) {
     appnorth_config_free(config);
 
     /* Restart offline (a closed port): the cached copy, numbers intact. */
-    appnorth_client *offline = make_client("http://127.0.0.1:9", app);
+    appnorth_client *offline = make_client("http://127.0.0.1:9", app, NULL, NULL);
     appnorth_config_options *o = appnorth_config_options_new();
     appnorth_config_options_set_client(o, offline, &err);
     appnorth_config_options_set_data_dir(o, dir, &err);
@@ -433,7 +408,6 @@ static void test_tiers_getters_and_exact_numbers(void) {
     recorder_free(&r);
     free(bundled);
     remove_tree(dir);
-    free(dir);
 }
 
 static void test_defaults_without_anything(void) {
@@ -478,7 +452,7 @@ static void test_refresh_delivers_on_the_calling_thread(void) {
 /* ---- TTL ----------------------------------------------------------------------- */
 
 static void test_ttl_stale_while_revalidate(void) {
-    char app[64], *dir = temp_dir();
+    char app[64], *dir = make_temp_dir("config");
     new_app(app, sizeof app);
     publish(app, "{\"v\":1}");
     appnorth_error err;
@@ -526,7 +500,6 @@ static void test_ttl_stale_while_revalidate(void) {
     appnorth_clock_free(clock);
     recorder_free(&r);
     remove_tree(dir);
-    free(dir);
 }
 
 /* ---- live updates and listeners --------------------------------------------- */
@@ -760,11 +733,8 @@ static void test_exit_without_free(const char *self) {
 }
 
 int main(int argc, char **argv) {
-    server = getenv("APPNORTH_TEST_SERVER");
-    if (!server) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set: run through scripts/with-devserver.sh\n");
-        return 2;
-    }
+    server = test_start("test_config", 120);
+    if (!server) return 2;
     main_thread = pthread_self();
     (void)admin_board, (void)admin_idea; /* shared helpers this test does not need */
     curl_global_init(CURL_GLOBAL_ALL);

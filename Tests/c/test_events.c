@@ -1840,23 +1840,11 @@ static void test_eight_threads_track_while_flushes_and_consent_changes_run(void)
 
 /* ---- main ------------------------------------------------------------------- */
 
-static void watchdog(int sig) {
-    (void)sig;
-    static const char msg[] = "test_events: watchdog fired (a call hung?)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
-    _exit(3);
-}
-
 int main(void) {
-    server = getenv("APPNORTH_TEST_SERVER");
-    if (!server) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set (run through scripts/with-devserver.sh)\n");
-        return 2;
-    }
+    server = test_start("test_events", 180);
+    if (!server) return 2;
     const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
     skip_slow = slow && *slow && strcmp(slow, "0") != 0;
-    signal(SIGALRM, watchdog);
-    alarm(getenv("APPNORTH_TEST_TIMEOUT") ? (unsigned)atoi(getenv("APPNORTH_TEST_TIMEOUT")) : 180);
     curl_global_init(CURL_GLOBAL_ALL);
     (void)admin_board; /* admin.h helpers this suite does not need */
     (void)admin_idea;

@@ -2063,21 +2063,9 @@ static void test_free_null_is_harmless(void) {
     CHECK(appnorth_queue_pending_count(NULL, NULL, NULL) == APPNORTH_E_INVALID_ARGUMENT, "pending NULL");
 }
 
-static void watchdog(int sig) {
-    (void)sig;
-    static const char msg[] = "test_offline: watchdog fired (a call hung?)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
-    _exit(3);
-}
-
 int main(void) {
-    server = getenv("APPNORTH_TEST_SERVER");
-    if (!server) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set (run through scripts/with-devserver.sh)\n");
-        return 2;
-    }
-    signal(SIGALRM, watchdog);
-    alarm(getenv("APPNORTH_TEST_TIMEOUT") ? (unsigned)atoi(getenv("APPNORTH_TEST_TIMEOUT")) : 120);
+    server = test_start("test_offline", 120);
+    if (!server) return 2;
     curl_global_init(CURL_GLOBAL_ALL);
 
     test_free_null_is_harmless();

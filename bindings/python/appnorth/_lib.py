@@ -579,22 +579,24 @@ def to_c_string(value: TextArg, name: str) -> Optional[bytes]:
     return data
 
 
-def to_int32(value: Any, name: str) -> int:
-    """An ``int32_t`` argument; ctypes would silently wrap larger values."""
+def _to_int(value: Any, name: str, low: int, high: int) -> int:
+    """A fixed-width integer argument; ctypes would silently wrap values
+    outside [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not INT32_MIN <= value <= INT32_MAX:
+    if not low <= value <= high:
         raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
     return value
+
+
+def to_int32(value: Any, name: str) -> int:
+    """An ``int32_t`` argument."""
+    return _to_int(value, name, INT32_MIN, INT32_MAX)
 
 
 def to_int64(value: Any, name: str) -> int:
-    """An ``int64_t`` argument; ctypes would silently wrap larger values."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise errors.InvalidArgumentError(f"{name} is out of range: {value}")
-    return value
+    """An ``int64_t`` argument."""
+    return _to_int(value, name, INT64_MIN, INT64_MAX)
 
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]", None]

@@ -103,6 +103,4 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
             condition.wait(until: { !(inFlight != 0 && deliverer != 0 && deliverer != me) }, deadline: nil)
         }
     }
-
-    var isClosed: Bool { locked { closed } }
 }

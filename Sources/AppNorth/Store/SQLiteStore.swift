@@ -198,8 +198,6 @@ public final class SQLiteStore: Sendable {
             return rows
         }
 
-        public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
-
         /// Statements are prepared once and cached: the hot paths (event
         /// inserts) then only bind and step.
         private func prepared(_ sql: String, _ values: [Value]) throws(AppNorthError) -> OpaquePointer {

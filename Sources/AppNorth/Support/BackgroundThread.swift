@@ -170,8 +170,6 @@ final class GenerationWaiter: @unchecked Sendable {
     private let condition = MonotonicCondition()
     private var value: UInt64 = 0
 
-    var current: UInt64 { condition.locked { value } }
-
     /// Moves the counter to at least `target` and wakes every waiter.
     func advance(to target: UInt64) {
         condition.locked {

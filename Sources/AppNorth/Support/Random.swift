@@ -48,12 +48,6 @@ enum Random {
         }
     }
 
-    static func bytes(_ count: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        out.withUnsafeMutableBytes { fill($0) }
-        return out
-    }
-
     private static let hexDigits: StaticString = "0123456789abcdef"
 
     /// Lowercase hex of `count` random bytes, for idempotency keys and

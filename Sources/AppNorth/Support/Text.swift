@@ -1,20 +1,16 @@
+import Glibc
+
 /// Small text helpers the core needs without Foundation.
 public enum Text {
     /// Decodes NUL-terminated C text, refusing invalid UTF-8 instead of
     /// repairing it (a repaired string would silently change host data).
     public static func decodeC(_ pointer: UnsafePointer<CChar>, what: String) throws(AppNorthError) -> String {
-        let length = strlenC(pointer)
+        let length = strlen(pointer)
         let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
         guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
             throw .invalidUTF8("\(what) is not valid UTF-8")
         }
         return text
-    }
-
-    private static func strlenC(_ p: UnsafePointer<CChar>) -> Int {
-        var n = 0
-        while p[n] != 0 { n += 1 }
-        return n
     }
 
     /// Percent-encodes a query component (RFC 3986 unreserved characters

@@ -1409,7 +1409,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _dispatch
 
     def _handle(self) -> None:
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         split = urlsplit(self.path)
         log = None if is_admin_path(split.path) else {
             "method": self.command, "path": split.path, "query": split.query,
@@ -1451,6 +1451,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fault = dev.faults.take(self.command, path)
                 if fault is not None:
                     log["fault"] = fault.kind
+                    if fault.kind == "drop":
+                        # Log before the connection closes: a client that saw
+                        # the drop must find its request in the log.
+                        self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
                     if response is not None or fault.kind == "drop":
                         return response
@@ -1472,6 +1476,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return Response(500, error_body("server_error", "internal error in the dev server"))
 
     def _finish_log(self, log: dict, started: float) -> None:
+        if "seq" in log:  # already logged (a drop fault logs before closing)
+            return
         log["duration_ms"] = round((time.monotonic() - started) * 1000, 3)
         self.server.dev.request_log.add(log)
 

@@ -43,8 +43,10 @@ public func appnorth_feedback_add_screenshot(_ feedback: OpaquePointer?, _ bytes
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
         let bytes = try required(bytes, "bytes")
-        guard length <= AppNorthFeedback.maxScreenshotBytes else {
-            throw AppNorthError.tooLarge("screenshot is \(length) bytes; the limit is \(AppNorthFeedback.maxScreenshotBytes)")
+        // size_t arrives as Int: a length above Int.max (such as a failed
+        // read()'s (size_t)-1) is negative here, and too large all the same.
+        guard length >= 0, length <= AppNorthFeedback.maxScreenshotBytes else {
+            throw AppNorthError.tooLarge("screenshot is \(UInt(bitPattern: length)) bytes; the limit is \(AppNorthFeedback.maxScreenshotBytes)")
         }
         let shot = AppNorthFeedback.Screenshot(contentType: try requiredString(contentType, "content_type"),
                                                bytes: Array(UnsafeRawBufferPointer(start: bytes, count: length)))

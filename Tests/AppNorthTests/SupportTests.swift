@@ -2,6 +2,33 @@ import XCTest
 @testable import AppNorth
 
 final class SupportTests: XCTestCase {
+    func testSaturatingArithmetic() {
+        XCTAssertEqual(Int64.max.addingSaturating(1), .max)
+        XCTAssertEqual(Int64.min.addingSaturating(-1), .min)
+        XCTAssertEqual(Int64.min.subtractingSaturating(1), .min)
+        XCTAssertEqual(Int64.max.subtractingSaturating(-1), .max)
+        XCTAssertEqual(Int64(0).subtractingSaturating(.min), .max)
+        XCTAssertEqual(Int64(9_223_372_036_854_776).multipliedSaturating(by: 1000), .max)
+        XCTAssertEqual(Int64(-9_223_372_036_854_776).multipliedSaturating(by: 1000), .min)
+        XCTAssertEqual(UInt64.max.addingSaturating(1), .max)
+        XCTAssertEqual(UInt64(0).subtractingSaturating(1), 0)
+        XCTAssertEqual(Int64(6).multipliedSaturating(by: 7), 42)
+    }
+
+    func testManualClockSaturatesInsteadOfTrapping() {
+        let clock = ManualClock()
+        clock.advance(milliseconds: -5)
+        XCTAssertEqual(clock.wallMilliseconds(), 1_700_000_000_000, "a clock never moves back")
+        clock.advance(milliseconds: .max)
+        XCTAssertEqual(clock.wallMilliseconds(), .max)
+        XCTAssertEqual(clock.monotonicNanoseconds(), .max)
+        clock.advance(milliseconds: .max)
+        XCTAssertEqual(clock.monotonicNanoseconds(), .max)
+        clock.setWall(milliseconds: .min)
+        clock.advance(milliseconds: 1)
+        XCTAssertEqual(clock.wallMilliseconds(), .min + 1)
+    }
+
     func testPercentEncoding() {
         XCTAssertEqual(Text.percentEncoded("a b&c=d/é~"), "a%20b%26c%3Dd%2F%C3%A9~")
     }

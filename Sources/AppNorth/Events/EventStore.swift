@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One stored event: its place in the queue and its upload JSON.
 struct StoredEvent: Sendable {
@@ -12,7 +11,7 @@ struct StoredEvent: Sendable {
 /// cost nothing on the hot path.
 final class EventStore: Sendable {
     private let db: SQLiteStore
-    private let totals: Mutex<(count: Int, bytes: Int)>
+    private let totals: Lock<(count: Int, bytes: Int)>
     /// Rows waiting to be written (group commit, see `insert`).
     private let commits = GroupCommit()
 
@@ -50,7 +49,7 @@ final class EventStore: Sendable {
             return (row, dropped)
         }
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
-        totals = Mutex(row ?? (0, 0))
+        totals = Lock(row ?? (0, 0))
     }
 
     /// A sequence number near the top of the range would stop every later

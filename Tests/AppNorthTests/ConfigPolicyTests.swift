@@ -140,6 +140,14 @@ final class ConfigPolicyTests: XCTestCase {
                                                         nowMonotonic: 5), "stored in the future: expired")
     }
 
+    func testBackoffWithExtremeSettingsNeverTraps() {
+        let backoff = Backoff(baseMilliseconds: .max, maxMilliseconds: .max, jitter: .nan)
+        for attempt in [Int.min, 0, 1, 2, 62, 63, 64, Int.max] {
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: 0), 0)
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: .nan), 0)
+        }
+    }
+
     func testExtremeStoredAndClockTimesAreExpiredNotATrap() {
         for (stored, now) in [(Int64.min, Int64.max), (Int64.max, Int64.min), (Int64.min + 1, 0), (0, Int64.max)] {
             XCTAssertNil(ConfigFreshness.monotonicFetchTime(storedWallMilliseconds: stored, nowWallMilliseconds: now,

@@ -29,6 +29,30 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual(clock.wallMilliseconds(), .min + 1)
     }
 
+    func testDamagedIdentityValuesAreReplacedAndLogged() throws {
+        let lines = Lock<[String]>([])
+        let logger = Logger(minimum: .debug) { _, message in lines.withLock { $0.append(message) } }
+        for (anonymous, user) in [("", ""), (String(repeating: "x", count: 257), ""), ("a\u{0}b", "a\u{0}b"),
+                                  ("line\nbreak", String(repeating: "y", count: 300))] {
+            let store = MemorySecureStore()
+            try store.write(Identity.anonymousKey, anonymous)
+            try store.write(Identity.userKey, user)
+            lines.withLock { $0 = [] }
+            let identity = try Identity(store: store, clock: ManualClock(), logger: logger)
+            XCTAssertEqual(identity.anonymousID.count, 36, "a fresh UUID replaces \(anonymous.debugDescription)")
+            XCTAssertEqual(try store.read(Identity.anonymousKey), identity.anonymousID)
+            XCTAssertNil(identity.userID)
+            XCTAssertTrue(lines.withLock { $0.contains { $0.contains("damaged anonymous id") } })
+            XCTAssertTrue(lines.withLock { $0.contains { $0.contains("damaged user id") } })
+        }
+        let sound = MemorySecureStore()
+        try sound.write(Identity.anonymousKey, "kept")
+        try sound.write(Identity.userKey, "user-1")
+        let identity = try Identity(store: sound, clock: ManualClock(), logger: logger)
+        XCTAssertEqual(identity.anonymousID, "kept")
+        XCTAssertEqual(identity.userID, "user-1")
+    }
+
     func testPercentEncoding() {
         XCTAssertEqual(Text.percentEncoded("a b&c=d/é~"), "a%20b%26c%3Dd%2F%C3%A9~")
     }

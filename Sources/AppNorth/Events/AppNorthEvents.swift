@@ -60,7 +60,7 @@ public final class AppNorthEvents: Sendable {
         store = try EventStore(db: db, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        identity = try Identity(store: secrets, clock: clock)
+        identity = try Identity(store: secrets, clock: clock, logger: self.logger)
         let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
@@ -389,7 +389,7 @@ public final class AppNorthEvents: Sendable {
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = Self.ticks() + UInt64(wait) * 1_000_000
+                        s.notBeforeMono = Self.ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
                     }
                     return s.breaker.isOpen
                 }
@@ -439,7 +439,7 @@ public final class AppNorthEvents: Sendable {
     /// Sleeps a retry delay. Wake-ups from `track` do not cut it short; only
     /// stopping does. Returns false when the thread is stopping.
     private func pause(milliseconds: Int, _ thread: BackgroundThread) -> Bool {
-        let deadline = Self.ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = Self.ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
         while !thread.isStopping {
             let now = Self.ticks()
             if now >= deadline { return true }

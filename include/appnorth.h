@@ -109,7 +109,7 @@ APPNORTH_API int32_t appnorth_version_number(void);
  * means (appnorth_status, appnorth_log_level, appnorth_read_source,
  * appnorth_network_type, appnorth_consent, appnorth_config_tier); functions
  * take and return plain int32_t, the same type. Each enum also holds a
- * negative *_INT32_MIN_ member so that compilers and FFI generators (bindgen,
+ * *_INT32_MIN_ member (= INT32_MIN) so that compilers and FFI generators (bindgen,
  * cffi) give its constants a signed 32-bit type, equal to int32_t, rather
  * than unsigned int. Those members are never valid values.
  */
@@ -152,7 +152,7 @@ enum {
     APPNORTH_E_INTERNAL = 15,
     /** The operation did not finish within the time the caller allowed. */
     APPNORTH_E_TIMEOUT = 16,
-    APPNORTH_STATUS_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_STATUS_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -195,7 +195,7 @@ enum {
     APPNORTH_LOG_INFO = 1,
     APPNORTH_LOG_WARNING = 2,
     APPNORTH_LOG_ERROR = 3,
-    APPNORTH_LOG_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_LOG_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -369,7 +369,8 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
 #define APPNORTH_MAX_TEXT_CHARS 10000
 #define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
 #define APPNORTH_MAX_SCREENSHOTS 5
-#define APPNORTH_MAX_SCREENSHOT_BYTES 2097152 /* 2 MiB; a plain literal so FFI generators keep it */
+/* 2 MiB, written as a plain literal so that FFI generators keep it. */
+#define APPNORTH_MAX_SCREENSHOT_BYTES 2097152
 
 /** Submit an idea to a board. board_id, title: required; body: may be NULL
  *  (empty). */
@@ -695,7 +696,7 @@ enum {
     APPNORTH_SOURCE_CACHE = 1,
     /** The data came from the network and is now cached. */
     APPNORTH_SOURCE_NETWORK = 2,
-    APPNORTH_SOURCE_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_SOURCE_INT32_MIN_ = INT32_MIN
 };
 
 /** Receives a JSON array of boards or ideas. `json` is valid only during
@@ -770,7 +771,7 @@ enum {
     APPNORTH_NETWORK_WIFI = 1,
     APPNORTH_NETWORK_CELLULAR = 2,
     APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3,
-    APPNORTH_NETWORK_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_NETWORK_INT32_MIN_ = INT32_MIN
 };
 
 /** A consent state: APPNORTH_CONSENT_*. */
@@ -780,7 +781,7 @@ enum {
     APPNORTH_CONSENT_UNKNOWN = -1,
     APPNORTH_CONSENT_REVOKED = 0,
     APPNORTH_CONSENT_GRANTED = 1,
-    APPNORTH_CONSENT_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_CONSENT_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -1002,7 +1003,7 @@ enum {
     APPNORTH_CONFIG_TIER_BUNDLED = 1,
     APPNORTH_CONFIG_TIER_CACHED = 2,
     APPNORTH_CONFIG_TIER_REMOTE = 3,
-    APPNORTH_CONFIG_TIER_INT32_MIN_ = -2147483647 - 1
+    APPNORTH_CONFIG_TIER_INT32_MIN_ = INT32_MIN
 };
 
 #define APPNORTH_CONFIG_DEFAULT_TTL_SECONDS 3600

@@ -4,12 +4,13 @@
 #   ffi.cdef(open("appnorth.cdef").read()); lib = ffi.dlopen("libappnorth.so.0")
 # The integer #defines come first (cffi reads "#define NAME 123"); the rest
 # is the header run through the C preprocessor without its #include lines
-# (cffi knows int32_t, int64_t and size_t) and with APPNORTH_API empty.
+# (cffi knows int32_t, int64_t and size_t; INT32_MIN is spelled out) and with
+# APPNORTH_API empty.
 # make dist ships the result as dist/share/appnorth/appnorth.cdef.
 set -eu
 header="${1:-include/appnorth.h}"
 echo "/* cffi cdef generated from appnorth.h by scripts/cffi-cdef.sh */"
 sed -n -E 's/^#define (APPNORTH_[A-Z0-9_]+) +(-?[0-9]+)([^0-9A-Za-z_.].*)?$/#define \1 \2/p' "$header"
 sed '/^#[ \t]*include/d' "$header" \
-    | ${CC:-cc} -E -P -DAPPNORTH_API= -DAPPNORTH_DEPRECATED\(msg\)= -x c - \
+    | ${CC:-cc} -E -P -DAPPNORTH_API= -DAPPNORTH_DEPRECATED\(msg\)= -D'INT32_MIN=(-2147483647 - 1)' -x c - \
     | sed '/^[[:space:]]*$/d'

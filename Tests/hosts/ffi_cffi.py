@@ -20,9 +20,9 @@ failures = []
 
 # Every integer #define and every enum member of the header, with its value.
 defines = dict(re.findall(r"^#define (APPNORTH_\w+) +(-?\d+)\b", header, flags=re.M))
-# Enum values are integers or "-2147483647 - 1" (INT32_MIN, spelled portably).
-members = {name: sum(int(term.replace(" ", "")) for term in re.findall(r"-?\s*\d+", value))
-           for name, value in re.findall(r"^\s+(APPNORTH_\w+) = (-?\d+(?: - \d+)?),?\s*$", header, flags=re.M)}
+# Enum values are integers, or INT32_MIN for the members that make each enum signed.
+members = {name: -2**31 if value == "INT32_MIN" else int(value)
+           for name, value in re.findall(r"^\s+(APPNORTH_\w+) = (-?\d+|INT32_MIN),?\s*$", header, flags=re.M)}
 for name, value in {**defines, **members}.items():
     if getattr(lib, name, None) != int(value):
         failures.append(f"{name}: cffi has {getattr(lib, name, None)!r}, the header says {value}")

@@ -95,8 +95,12 @@ func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(App
 }
 
 /// Copies a string into malloc'd memory the host frees with
-/// appnorth_string_free().
+/// appnorth_string_free(). A string holding U+0000 (a JSON string value
+/// spelled with `\u0000`) is refused: as a C string it would be cut short.
 func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<CChar> {
+    guard !value.utf8.contains(0) else {
+        throw .invalidArgument("the value holds U+0000 and cannot be returned as a C string")
+    }
     guard let copy = strdup(value) else { throw .internal("out of memory") }
     return copy
 }

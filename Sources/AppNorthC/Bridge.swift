@@ -84,14 +84,16 @@ func required<T>(_ pointer: T?, _ name: String) throws(AppNorthError) -> T {
 }
 
 /// A required UTF-8 string argument.
-func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String {
-    try Text.decodeC(required(pointer, name), what: name)
+func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String,
+                    maxBytes: Int? = nil) throws(AppNorthError) -> String {
+    try Text.decodeC(required(pointer, name), what: name, maxBytes: maxBytes)
 }
 
 /// An optional UTF-8 string argument (NULL gives nil).
-func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String? {
+func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String,
+                    maxBytes: Int? = nil) throws(AppNorthError) -> String? {
     guard let pointer else { return nil }
-    return try Text.decodeC(pointer, what: name)
+    return try Text.decodeC(pointer, what: name, maxBytes: maxBytes)
 }
 
 /// Copies a string into malloc'd memory the host frees with

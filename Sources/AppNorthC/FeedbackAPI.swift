@@ -22,7 +22,7 @@ public func appnorth_feedback_set_text(_ feedback: OpaquePointer?, _ text: Unsaf
                                        _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
-        let text = try requiredString(text, "text")
+        let text = try requiredString(text, "text", maxBytes: 4 * AppNorthFeedback.maxTextCharacters)
         try AppNorthFeedback.checkText(text)
         builder.feedback.text = text
     }
@@ -33,7 +33,7 @@ public func appnorth_feedback_set_diagnostics(_ feedback: OpaquePointer?, _ json
                                               _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
-        let text = try optionalString(json, "diagnostics_json")
+        let text = try optionalString(json, "diagnostics_json", maxBytes: AppNorthFeedback.maxDiagnosticsBytes)
         if let text { try AppNorthFeedback.checkDiagnostics(text) }
         builder.feedback.diagnosticsJSON = text
     }

@@ -166,7 +166,7 @@ static json_t *lenient_get(const char *path) {
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
     json_t *out = NULL;
-    if (curl_easy_perform(h) == CURLE_OK && buf.data) out = json_loads(buf.data, JSON_DECODE_INT_AS_REAL, NULL);
+    if (curl_easy_perform(h) == CURLE_OK && buf.data) out = json_loads(buf.data, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL);
     CHECK(out != NULL, "GET %s parsed", path);
     free(buf.data);
     curl_easy_cleanup(h);

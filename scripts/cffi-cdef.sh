@@ -10,7 +10,10 @@
 set -eu
 header="${1:-include/appnorth.h}"
 echo "/* cffi cdef generated from appnorth.h by scripts/cffi-cdef.sh */"
-sed -n -E 's/^#define (APPNORTH_[A-Z0-9_]+) +(-?[0-9]+)([^0-9A-Za-z_.].*)?$/#define \1 \2/p' "$header"
+# Integer constants, literal or arithmetic such as (256 * 1024), evaluated
+# here because cffi only reads plain numbers.
+sed -n -E 's|^#define (APPNORTH_[A-Z0-9_]+) +([-0-9 ()*+<]+)( */[*].*)?$|\1 \2|p' "$header" |
+    while read -r name value; do echo "#define $name $(( $value ))"; done
 sed '/^#[ \t]*include/d' "$header" \
     | ${CC:-cc} -E -P -DAPPNORTH_API= -DAPPNORTH_DEPRECATED\(msg\)= -D'INT32_MIN=(-2147483647 - 1)' -x c - \
     | sed '/^[[:space:]]*$/d'

@@ -19,7 +19,14 @@ lib = ffi.dlopen(str(dist / "lib" / "libappnorth.so.0"))
 failures = []
 
 # Every integer #define and every enum member of the header, with its value.
-defines = dict(re.findall(r"^#define (APPNORTH_\w+) +(-?\d+)\b", header, flags=re.M))
+def evaluate(expression):
+    if not re.fullmatch(r"[-0-9 ()*+<]+", expression):
+        raise ValueError(expression)
+    return int(eval(expression, {"__builtins__": {}}))  # digits and operators only
+
+
+defines = {name: evaluate(value) for name, value in
+           re.findall(r"^#define (APPNORTH_\w+) +([-0-9 ()*+<]+?)\s*(?:/\*.*)?$", header, flags=re.M)}
 # Enum values are integers, or INT32_MIN for the members that make each enum signed.
 members = {name: -2**31 if value == "INT32_MIN" else int(value)
            for name, value in re.findall(r"^\s+(APPNORTH_\w+) = (-?\d+|INT32_MIN),?\s*$", header, flags=re.M)}

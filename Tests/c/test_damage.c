@@ -532,6 +532,45 @@ static void test_host_value_crashers(void) {
     appnorth_clock_free(clock);
 }
 
+/* A config on a clock at either end of its range: reads, fetches and the
+ * row it stores never trap; a row stamped at an impossible time is
+ * dropped on the next open. */
+static void test_config_on_an_extreme_clock(void) {
+    admin_request(server, "POST", "/admin/reset", "{}", NULL);
+    CHECK(admin_request(server, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"a\":2}}", NULL) == 201, "publish");
+    char *dir = make_temp_dir("damage-config-clock");
+    appnorth_client *client = logging_client();
+    appnorth_error err;
+    appnorth_clock *clock = NULL;
+    CHECK_STATUS(appnorth_clock_new_manual(INT64_MIN, &clock, &err), APPNORTH_OK, err);
+    int64_t walls[] = {INT64_MIN, INT64_MAX};
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(appnorth_clock_set_wall(clock, walls[i], &err), APPNORTH_OK, err);
+        appnorth_config_options *o = appnorth_config_options_new();
+        CHECK_STATUS(appnorth_config_options_set_client(o, client, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_config_options_set_data_dir(o, dir, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_config_options_set_clock(o, clock, &err), APPNORTH_OK, err);
+        appnorth_config *config = NULL;
+        CHECK_STATUS(appnorth_config_new(o, &config, &err), APPNORTH_OK, err);
+        appnorth_config_options_free(o);
+        if (!config) continue;
+        int32_t tier = -1;
+        CHECK_STATUS(appnorth_config_source(config, &tier, NULL, &err), APPNORTH_OK, err);
+        CHECK(tier == APPNORTH_CONFIG_TIER_DEFAULT, "wall %lld: the row stored at an impossible time was dropped: %d",
+              (long long)walls[i], tier);
+        CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_clock_advance(clock, INT64_MAX, &err), APPNORTH_OK, err);
+        int64_t a = 0;
+        CHECK_STATUS(appnorth_config_get_int(config, "a", 0, &a, &err), APPNORTH_OK, err);
+        CHECK(a == 2, "wall %lld: the fetched config is served: %lld", (long long)walls[i], (long long)a);
+        CHECK_STATUS(appnorth_config_source(config, &tier, NULL, &err), APPNORTH_OK, err);
+        appnorth_config_free(config);
+    }
+    appnorth_clock_free(clock);
+    appnorth_client_free(client);
+    remove_tree(dir);
+}
+
 int main(void) {
     server = test_start("test_damage", 600);
     if (!server) return 2;
@@ -539,6 +578,7 @@ int main(void) {
     (void)admin_idea;
     test_host_value_crashers();
     test_huge_retry_after_is_capped();
+    test_config_on_an_extreme_clock();
     test_damaged_config_rows_are_dropped();
     test_damaged_cache_entries_are_dropped();
     test_damaged_queue_entries_are_dropped();

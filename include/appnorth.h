@@ -187,12 +187,16 @@ APPNORTH_API appnorth_client_options *appnorth_client_options_new(void);
 /** Release options. NULL is a no-op. */
 APPNORTH_API void appnorth_client_options_free(appnorth_client_options *options);
 
+/** The longest API URL accepted, in bytes. */
+#define APPNORTH_MAX_URL_BYTES 2048
+
 /**
  * Set the API's base URL, for instance "https://api.appnorth.example" or
  * "http://127.0.0.1:8080". Scheme must be http or https; a trailing slash
- * is removed. Required.
+ * is removed. At most APPNORTH_MAX_URL_BYTES bytes. Required.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL or a malformed URL,
- * APPNORTH_E_INVALID_UTF8 for bad text.
+ * APPNORTH_E_INVALID_UTF8 for bad text, APPNORTH_E_TOO_LARGE for a longer
+ * URL.
  */
 APPNORTH_API int32_t appnorth_client_options_set_api_url(appnorth_client_options *options,
                                                          const char *api_url,
@@ -321,10 +325,13 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  * survive being offline.
  * --------------------------------------------------------------------- */
 
-/** Limits checked before sending (characters are Unicode scalars). */
+/** Limits checked before sending or queueing (characters are Unicode
+ *  scalars). The feedback setters refuse oversize values at once with
+ *  APPNORTH_E_TOO_LARGE, so nothing oversize is ever queued. */
 #define APPNORTH_MAX_TITLE_CHARS 200
 #define APPNORTH_MAX_TEXT_CHARS 10000
 #define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
+#define APPNORTH_MAX_DIAGNOSTICS_BYTES (256 * 1024)
 #define APPNORTH_MAX_SCREENSHOTS 5
 #define APPNORTH_MAX_SCREENSHOT_BYTES (2 * 1024 * 1024)
 
@@ -383,19 +390,26 @@ APPNORTH_API appnorth_feedback *appnorth_feedback_new(void);
 /** Release a feedback object. NULL is a no-op. */
 APPNORTH_API void appnorth_feedback_free(appnorth_feedback *feedback);
 
-/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS characters). */
+/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS
+ *  characters). A longer text is APPNORTH_E_TOO_LARGE and leaves the
+ *  previous text in place; an empty one is refused when submitted. */
 APPNORTH_API int32_t appnorth_feedback_set_text(appnorth_feedback *feedback, const char *text,
                                                 appnorth_error *err);
 
-/** Set diagnostics: a JSON object, sent exactly as given (the text is
- *  validated, not reformatted). NULL clears them. */
+/** Set diagnostics: a JSON object of at most APPNORTH_MAX_DIAGNOSTICS_BYTES
+ *  bytes, sent exactly as given (the text is validated, not reformatted;
+ *  the escape \u0000 is allowed). NULL clears them. A larger text is
+ *  APPNORTH_E_TOO_LARGE, invalid JSON APPNORTH_E_INVALID_JSON; either
+ *  leaves the previous diagnostics in place. */
 APPNORTH_API int32_t appnorth_feedback_set_diagnostics(appnorth_feedback *feedback,
                                                        const char *diagnostics_json,
                                                        appnorth_error *err);
 
 /** Attach a screenshot: `length` bytes (1 to APPNORTH_MAX_SCREENSHOT_BYTES)
  *  copied from `bytes`, with content type "image/png" or "image/jpeg". At
- *  most APPNORTH_MAX_SCREENSHOTS. */
+ *  most APPNORTH_MAX_SCREENSHOTS. A larger length (SIZE_MAX included) or a
+ *  sixth screenshot is APPNORTH_E_TOO_LARGE, 0 APPNORTH_E_INVALID_ARGUMENT;
+ *  nothing is read from `bytes` then. */
 APPNORTH_API int32_t appnorth_feedback_add_screenshot(appnorth_feedback *feedback, const void *bytes,
                                                       size_t length, const char *content_type,
                                                       appnorth_error *err);
@@ -765,9 +779,9 @@ APPNORTH_API int32_t appnorth_events_options_set_flush_policy(appnorth_events_op
                                                               int32_t batch_threshold,
                                                               appnorth_error *err);
 
-/** Queue limits: max_events (default 10000), max_bytes (default 5242880),
- *  max_event_bytes, the largest single event accepted by track (default
- *  65536). */
+/** Queue limits: max_events (default 10000; 1 to 10000000), max_bytes
+ *  (default 5242880; 1024 to 1073741824), max_event_bytes, the largest
+ *  single event accepted by track (default 65536; 256 to 16777216). */
 APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options *options,
                                                         int32_t max_events, int64_t max_bytes,
                                                         int32_t max_event_bytes, appnorth_error *err);
@@ -815,10 +829,15 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
 
 /**
  * Queue an event. name: 1 to 256 characters. properties_json: NULL or a
- * JSON object, stored and sent exactly as given. When consent is revoked
- * (or not yet given with require_consent) the event is dropped silently:
- * the call returns APPNORTH_OK and *out_queued (optional) is 0.
- * Returns APPNORTH_E_TOO_LARGE for an event over max_event_bytes.
+ * JSON object of at most max_event_bytes bytes (default 65536, at most
+ * 16 MiB; see appnorth_events_options_set_limits), stored and sent exactly
+ * as given; the escape \u0000 is allowed, a raw control byte is not. When
+ * consent is revoked (or not yet given with require_consent) the event is
+ * dropped silently: the call returns APPNORTH_OK and *out_queued (optional)
+ * is 0.
+ * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
+ * max_event_bytes (checked before the text is parsed), and
+ * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
  * Cost: one SQLite insert (WAL); no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
@@ -962,6 +981,8 @@ enum {
 #define APPNORTH_CONFIG_DEFAULT_POLL_INTERVAL_MS 60000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_BASE_MS 1000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_MAX_MS 60000
+/** The longest line or event a live config stream may send, in bytes. */
+#define APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (16 * 1024 * 1024)
 
 /** Options for appnorth_config_new(). Not thread-safe: build it on one
  *  thread, then hand it to appnorth_config_new(), which copies it. */
@@ -1093,6 +1114,9 @@ APPNORTH_API void appnorth_config_free(appnorth_config *config);
  * *out_value receives a copy of the value, or of default_value when the key
  * is missing or its value is not a string (NULL if default_value is NULL);
  * the caller frees it with appnorth_string_free(). Never blocks on I/O.
+ * A string served with the escape \u0000 cannot be a C string: the call
+ * returns APPNORTH_E_INVALID_ARGUMENT with *out_value NULL; read such a
+ * value with appnorth_config_get_json(), which keeps the escape.
  */
 APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const char *key,
                                                 const char *default_value, char **out_value,
@@ -1133,7 +1157,9 @@ APPNORTH_API int32_t appnorth_config_get_json(appnorth_config *config, const cha
 
 /**
  * The whole effective config object, exactly as served or bundled ("{}" for
- * the default tier). *out_json: the caller frees it with
+ * the default tier). Escapes such as \u0000 are kept as written; a document
+ * with a raw NUL byte is never accepted from any tier, so this text is never
+ * cut short. *out_json: the caller frees it with
  * appnorth_string_free(). Never blocks on I/O.
  */
 APPNORTH_API int32_t appnorth_config_snapshot(appnorth_config *config, char **out_json,
@@ -1236,7 +1262,10 @@ APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, in
  * event. out_status (required) is filled like an err out-parameter: code 0
  * and an empty message after a success (a 304 included), else the failure's
  * code, HTTP status and message; for instance APPNORTH_E_INVALID_JSON for a
- * payload that was rejected (the last good config stays in effect).
+ * payload that was rejected (the last good config stays in effect), or
+ * APPNORTH_E_TOO_LARGE once a live stream sends a line or event longer
+ * than APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (that connection is then
+ * closed and reopened after the reconnect backoff).
  * out_time_ms (optional): when that exchange ended, wall milliseconds; 0 if
  * none has happened yet (out_status then says OK).
  * Returns APPNORTH_OK unless the arguments are bad.

@@ -45,10 +45,35 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#  define APPNORTH_API __declspec(dllexport)
-#else
-#  define APPNORTH_API __attribute__((visibility("default")))
+/* Marks every exported function. A host may define it before including
+ * this header (for instance empty, for an FFI generator). On Windows the
+ * library's own build defines APPNORTH_BUILDING_LIBRARY to export; every
+ * other includer imports. */
+#ifndef APPNORTH_API
+#  if defined(_WIN32)
+#    if defined(APPNORTH_BUILDING_LIBRARY)
+#      define APPNORTH_API __declspec(dllexport)
+#    else
+#      define APPNORTH_API __declspec(dllimport)
+#    endif
+#  elif defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_API __attribute__((visibility("default")))
+#  else
+#    define APPNORTH_API
+#  endif
+#endif
+
+/* Marks a function that a later major version may remove: compilers warn
+ * at each use, naming the replacement (docs/abi-policy.md). Deprecated
+ * functions keep working until that major version. */
+#ifndef APPNORTH_DEPRECATED
+#  if defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_DEPRECATED(message) __attribute__((deprecated(message)))
+#  elif defined(_MSC_VER)
+#    define APPNORTH_DEPRECATED(message) __declspec(deprecated(message))
+#  else
+#    define APPNORTH_DEPRECATED(message)
+#  endif
 #endif
 
 /* ------------------------------------------------------------------------
@@ -56,11 +81,11 @@ extern "C" {
  * --------------------------------------------------------------------- */
 
 #define APPNORTH_VERSION_MAJOR 0
-#define APPNORTH_VERSION_MINOR 2
+#define APPNORTH_VERSION_MINOR 3
 #define APPNORTH_VERSION_PATCH 0
-#define APPNORTH_VERSION_STRING "0.2.0"
+#define APPNORTH_VERSION_STRING "0.3.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
-#define APPNORTH_VERSION_NUMBER 200
+#define APPNORTH_VERSION_NUMBER 300
 
 /**
  * The library's version string, "MAJOR.MINOR.PATCH", as built.
@@ -78,6 +103,19 @@ APPNORTH_API int32_t appnorth_version_number(void);
 /* ------------------------------------------------------------------------
  * Status codes and errors
  * --------------------------------------------------------------------- */
+
+/*
+ * Every enumeration below has an int32_t typedef that names what a value
+ * means (appnorth_status, appnorth_log_level, appnorth_read_source,
+ * appnorth_network_type, appnorth_consent, appnorth_config_tier); functions
+ * take and return plain int32_t, the same type. Each enum also holds a
+ * *_INT32_MIN_ member (= INT32_MIN) so that compilers and FFI generators (bindgen,
+ * cffi) give its constants a signed 32-bit type, equal to int32_t, rather
+ * than unsigned int. Those members are never valid values.
+ */
+
+/** A status code: APPNORTH_OK or an APPNORTH_E_* value. */
+typedef int32_t appnorth_status;
 
 enum {
     APPNORTH_OK = 0,
@@ -113,7 +151,8 @@ enum {
     /** A bug or an impossible condition inside the library. */
     APPNORTH_E_INTERNAL = 15,
     /** The operation did not finish within the time the caller allowed. */
-    APPNORTH_E_TIMEOUT = 16
+    APPNORTH_E_TIMEOUT = 16,
+    APPNORTH_STATUS_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -148,11 +187,15 @@ APPNORTH_API void appnorth_string_free(char *str);
  * Logging
  * --------------------------------------------------------------------- */
 
+/** A log level: APPNORTH_LOG_*. */
+typedef int32_t appnorth_log_level;
+
 enum {
     APPNORTH_LOG_DEBUG = 0,
     APPNORTH_LOG_INFO = 1,
     APPNORTH_LOG_WARNING = 2,
-    APPNORTH_LOG_ERROR = 3
+    APPNORTH_LOG_ERROR = 3,
+    APPNORTH_LOG_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -333,7 +376,8 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
 #define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
 #define APPNORTH_MAX_DIAGNOSTICS_BYTES (256 * 1024)
 #define APPNORTH_MAX_SCREENSHOTS 5
-#define APPNORTH_MAX_SCREENSHOT_BYTES (2 * 1024 * 1024)
+/* 2 MiB, written as a plain literal so that FFI generators keep it. */
+#define APPNORTH_MAX_SCREENSHOT_BYTES 2097152
 
 /** Submit an idea to a board. board_id, title: required; body: may be NULL
  *  (empty). */
@@ -658,11 +702,15 @@ APPNORTH_API int32_t appnorth_cache_clear(appnorth_cache *cache, const char *sco
  * Cached-then-fresh reads (the counterpart of the seed's AppNorthView)
  * --------------------------------------------------------------------- */
 
+/** Where a cached-then-fresh read's data came from: APPNORTH_SOURCE_*. */
+typedef int32_t appnorth_read_source;
+
 enum {
     /** The data came from the cache (fresh within its TTL). */
     APPNORTH_SOURCE_CACHE = 1,
     /** The data came from the network and is now cached. */
-    APPNORTH_SOURCE_NETWORK = 2
+    APPNORTH_SOURCE_NETWORK = 2,
+    APPNORTH_SOURCE_INT32_MIN_ = INT32_MIN
 };
 
 /** Receives a JSON array of boards or ideas. `json` is valid only during
@@ -729,19 +777,25 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
 typedef struct appnorth_events_options appnorth_events_options;
 typedef struct appnorth_events appnorth_events;
 
-/** Network types for batch sizing. */
+/** A network type, for batch sizing: APPNORTH_NETWORK_*. */
+typedef int32_t appnorth_network_type;
+
 enum {
     APPNORTH_NETWORK_UNKNOWN = 0,
     APPNORTH_NETWORK_WIFI = 1,
     APPNORTH_NETWORK_CELLULAR = 2,
-    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3
+    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3,
+    APPNORTH_NETWORK_INT32_MIN_ = INT32_MIN
 };
 
-/** Consent states. */
+/** A consent state: APPNORTH_CONSENT_*. */
+typedef int32_t appnorth_consent;
+
 enum {
     APPNORTH_CONSENT_UNKNOWN = -1,
     APPNORTH_CONSENT_REVOKED = 0,
-    APPNORTH_CONSENT_GRANTED = 1
+    APPNORTH_CONSENT_GRANTED = 1,
+    APPNORTH_CONSENT_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -970,11 +1024,15 @@ APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_j
  * and App ID may be open in a process at a time.
  * --------------------------------------------------------------------- */
 
+/** The tier the effective config came from: APPNORTH_CONFIG_TIER_*. */
+typedef int32_t appnorth_config_tier;
+
 enum {
     APPNORTH_CONFIG_TIER_DEFAULT = 0,
     APPNORTH_CONFIG_TIER_BUNDLED = 1,
     APPNORTH_CONFIG_TIER_CACHED = 2,
-    APPNORTH_CONFIG_TIER_REMOTE = 3
+    APPNORTH_CONFIG_TIER_REMOTE = 3,
+    APPNORTH_CONFIG_TIER_INT32_MIN_ = INT32_MIN
 };
 
 #define APPNORTH_CONFIG_DEFAULT_TTL_SECONDS 3600

@@ -125,7 +125,7 @@ from .events import Events
 from .offline import ManualClock, OfflineQueue, ReadCache, Storage
 
 #: The binding's own version (the library's is :func:`version`).
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def version() -> str:

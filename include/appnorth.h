@@ -930,6 +930,16 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);
 
+/**
+ * appnorth_events_flush() that also tells how many events the server
+ * accepted while it waited: *out_sent (optional) is set on success and on
+ * failure alike (the events delivered before the error or the timeout).
+ * timeout_ms: 0 to INT32_MAX, as for appnorth_events_flush(), with the same
+ * statuses. Thread-safe; blocks up to timeout_ms.
+ */
+APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t timeout_ms,
+                                                int64_t *out_sent, appnorth_error *err);
+
 /** Set the network type (APPNORTH_NETWORK_UNKNOWN to
  *  APPNORTH_NETWORK_EXPENSIVE_CELLULAR), which sets the batch size. */
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,

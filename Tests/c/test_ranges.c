@@ -148,6 +148,11 @@ static int32_t events_close(int64_t v, appnorth_error *err) {
     return rc;
 }
 static int32_t events_flush(int64_t v, appnorth_error *err) { return appnorth_events_flush(events, (int32_t)v, err); }
+static int32_t events_flush_sent(int64_t v, appnorth_error *err) {
+    int64_t sent = -1;
+    int32_t rc = appnorth_events_flush_sent(events, (int32_t)v, &sent, err);
+    return sent < 0 ? -1002 : rc; /* out_sent is set on every path */
+}
 static int32_t network_type(int64_t v, appnorth_error *err) {
     return appnorth_events_set_network_type(events, (int32_t)v, err);
 }
@@ -226,6 +231,7 @@ static const range_row rows[] = {
     {"appnorth_events_options_set_require_consent", "require", T_INT32, require_consent, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
+    {"appnorth_events_flush_sent", "timeout_ms", T_INT32, events_flush_sent, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_set_network_type", "network_type", T_INT32, network_type, 0, 3, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_set_consent", "granted", T_INT32, consent, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_config_options_set_ttl_seconds", "ttl_seconds", T_INT32, config_ttl, 0, 31536000, OK, 0, INV, INV, 0, 0},

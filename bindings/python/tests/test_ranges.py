@@ -272,6 +272,9 @@ TABLE: Dict[Tuple[str, str], Row] = {
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),
     ("appnorth_events_flush", "timeout_ms"): Row(
         "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_flush(f.events, v, f.e), in_range_alt=TIMEOUT),
+    ("appnorth_events_flush_sent", "timeout_ms"): Row(
+        "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_flush_sent(f.events, v, ctypes.byref(c_int64(-1)), f.e),
+        in_range_alt=TIMEOUT),
     ("appnorth_events_set_network_type", "network_type"): Row(
         "int32_t", 0, 3, lambda f, v: f.raw.appnorth_events_set_network_type(f.events, v, f.e)),
     ("appnorth_events_set_consent", "granted"): Row(

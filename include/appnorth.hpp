@@ -333,6 +333,16 @@ public:
         return sent;
     }
 
+    /** The app came to the foreground: uploads resume and a flush starts. */
+    void foreground() {
+        detail::call([&](appnorth_error *e) { return appnorth_events_foreground(get(), e); });
+    }
+
+    /** A new app session: new session id; uploads resume if paused. */
+    void start_session() {
+        detail::call([&](appnorth_error *e) { return appnorth_events_start_session(get(), e); });
+    }
+
     void set_network_type(appnorth_network_type type) {
         detail::call([&](appnorth_error *e) { return appnorth_events_set_network_type(get(), type, e); });
     }

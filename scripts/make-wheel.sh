@@ -29,7 +29,7 @@ wheel="$(ls "$out"/appnorth-*.whl)"
 echo "wheel: $wheel ($(stat -c %s "$wheel") bytes)"
 "$tools/bin/python" - "$wheel" <<'PY'
 import sys, zipfile
-names = [n.split("/")[-1] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("appnorth.libs/")]
+names = [n.split("/")[-1] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("appnorth.libs/") and not n.endswith("/")]
 print(f"wheel: appnorth/libappnorth.so.0 and {len(names)} bundled libraries: "
       + ", ".join(sorted(n.split("-")[0] for n in names)))
 PY

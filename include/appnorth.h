@@ -55,10 +55,35 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#  define APPNORTH_API __declspec(dllexport)
-#else
-#  define APPNORTH_API __attribute__((visibility("default")))
+/* Marks every exported function. A host may define it before including
+ * this header (for instance empty, for an FFI generator). On Windows the
+ * library's own build defines APPNORTH_BUILDING_LIBRARY to export; every
+ * other includer imports. */
+#ifndef APPNORTH_API
+#  if defined(_WIN32)
+#    if defined(APPNORTH_BUILDING_LIBRARY)
+#      define APPNORTH_API __declspec(dllexport)
+#    else
+#      define APPNORTH_API __declspec(dllimport)
+#    endif
+#  elif defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_API __attribute__((visibility("default")))
+#  else
+#    define APPNORTH_API
+#  endif
+#endif
+
+/* Marks a function that a later major version may remove: compilers warn
+ * at each use, naming the replacement (docs/abi-policy.md). Deprecated
+ * functions keep working until that major version. */
+#ifndef APPNORTH_DEPRECATED
+#  if defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_DEPRECATED(message) __attribute__((deprecated(message)))
+#  elif defined(_MSC_VER)
+#    define APPNORTH_DEPRECATED(message) __declspec(deprecated(message))
+#  else
+#    define APPNORTH_DEPRECATED(message)
+#  endif
 #endif
 
 /* ------------------------------------------------------------------------
@@ -66,11 +91,11 @@ extern "C" {
  * --------------------------------------------------------------------- */
 
 #define APPNORTH_VERSION_MAJOR 0
-#define APPNORTH_VERSION_MINOR 2
+#define APPNORTH_VERSION_MINOR 3
 #define APPNORTH_VERSION_PATCH 0
-#define APPNORTH_VERSION_STRING "0.2.0"
+#define APPNORTH_VERSION_STRING "0.3.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
-#define APPNORTH_VERSION_NUMBER 200
+#define APPNORTH_VERSION_NUMBER 300
 
 /**
  * The library's version string, "MAJOR.MINOR.PATCH", as built.
@@ -87,7 +112,27 @@ APPNORTH_API int32_t appnorth_version_number(void);
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
+ *
+ * Numeric arguments: every integer, size and clock argument states its
+ * valid range where it is declared. Any value of the argument's type may
+ * be passed: one outside the range returns APPNORTH_E_INVALID_ARGUMENT (a
+ * size over its limit, including (size_t)-1, APPNORTH_E_TOO_LARGE) and
+ * changes nothing. No value, and no value read back from a server, a data
+ * directory or a clock, makes the library crash.
  * --------------------------------------------------------------------- */
+
+/*
+ * Every enumeration below has an int32_t typedef that names what a value
+ * means (appnorth_status, appnorth_log_level, appnorth_read_source,
+ * appnorth_network_type, appnorth_consent, appnorth_config_tier); functions
+ * take and return plain int32_t, the same type. Each enum also holds a
+ * *_INT32_MIN_ member (= INT32_MIN) so that compilers and FFI generators (bindgen,
+ * cffi) give its constants a signed 32-bit type, equal to int32_t, rather
+ * than unsigned int. Those members are never valid values.
+ */
+
+/** A status code: APPNORTH_OK or an APPNORTH_E_* value. */
+typedef int32_t appnorth_status;
 
 enum {
     APPNORTH_OK = 0,
@@ -123,11 +168,12 @@ enum {
     /** A bug or an impossible condition inside the library. */
     APPNORTH_E_INTERNAL = 15,
     /** The operation did not finish within the time the caller allowed. */
-    APPNORTH_E_TIMEOUT = 16
+    APPNORTH_E_TIMEOUT = 16,
+    APPNORTH_STATUS_INT32_MIN_ = INT32_MIN
 };
 
 /**
- * The name of a status code, for instance "network error".
+ * The name of a status code, for instance "network error". code: any value.
  * Returns a static string for every value, including unknown ones: it never
  * allocates and never returns NULL. Thread-safe.
  */
@@ -158,11 +204,15 @@ APPNORTH_API void appnorth_string_free(char *str);
  * Logging
  * --------------------------------------------------------------------- */
 
+/** A log level: APPNORTH_LOG_*. */
+typedef int32_t appnorth_log_level;
+
 enum {
     APPNORTH_LOG_DEBUG = 0,
     APPNORTH_LOG_INFO = 1,
     APPNORTH_LOG_WARNING = 2,
-    APPNORTH_LOG_ERROR = 3
+    APPNORTH_LOG_ERROR = 3,
+    APPNORTH_LOG_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -197,12 +247,16 @@ APPNORTH_API appnorth_client_options *appnorth_client_options_new(void);
 /** Release options. NULL is a no-op. */
 APPNORTH_API void appnorth_client_options_free(appnorth_client_options *options);
 
+/** The longest API URL accepted, in bytes. */
+#define APPNORTH_MAX_URL_BYTES 2048
+
 /**
  * Set the API's base URL, for instance "https://api.appnorth.example" or
  * "http://127.0.0.1:8080". Scheme must be http or https; a trailing slash
- * is removed. Required.
+ * is removed. At most APPNORTH_MAX_URL_BYTES bytes. Required.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL or a malformed URL,
- * APPNORTH_E_INVALID_UTF8 for bad text.
+ * APPNORTH_E_INVALID_UTF8 for bad text, APPNORTH_E_TOO_LARGE for a longer
+ * URL.
  */
 APPNORTH_API int32_t appnorth_client_options_set_api_url(appnorth_client_options *options,
                                                          const char *api_url,
@@ -238,8 +292,9 @@ APPNORTH_API int32_t appnorth_client_options_set_timeouts(appnorth_client_option
                                                           appnorth_error *err);
 
 /**
- * Route the client's log lines to `fn` for levels >= `min_level`. NULL `fn`
- * turns logging off (the default). `user_data` is passed back unchanged.
+ * Route the client's log lines to `fn` for levels >= `min_level`
+ * (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR, checked when `fn` is not
+ * NULL). NULL `fn` turns logging off (the default). `user_data` is passed back unchanged.
  * Handles made with the client (an events queue, a remote config) keep
  * using this logger after appnorth_client_free(): keep `fn` and
  * `user_data` valid until the client and every handle made with it are
@@ -331,12 +386,16 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  * survive being offline.
  * --------------------------------------------------------------------- */
 
-/** Limits checked before sending (characters are Unicode scalars). */
+/** Limits checked before sending or queueing (characters are Unicode
+ *  scalars). The feedback setters refuse oversize values at once with
+ *  APPNORTH_E_TOO_LARGE, so nothing oversize is ever queued. */
 #define APPNORTH_MAX_TITLE_CHARS 200
 #define APPNORTH_MAX_TEXT_CHARS 10000
 #define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
+#define APPNORTH_MAX_DIAGNOSTICS_BYTES (256 * 1024)
 #define APPNORTH_MAX_SCREENSHOTS 5
-#define APPNORTH_MAX_SCREENSHOT_BYTES (2 * 1024 * 1024)
+/* 2 MiB, written as a plain literal so that FFI generators keep it. */
+#define APPNORTH_MAX_SCREENSHOT_BYTES 2097152
 
 /** Submit an idea to a board. board_id, title: required; body: may be NULL
  *  (empty). */
@@ -393,19 +452,26 @@ APPNORTH_API appnorth_feedback *appnorth_feedback_new(void);
 /** Release a feedback object. NULL is a no-op. */
 APPNORTH_API void appnorth_feedback_free(appnorth_feedback *feedback);
 
-/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS characters). */
+/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS
+ *  characters). A longer text is APPNORTH_E_TOO_LARGE and leaves the
+ *  previous text in place; an empty one is refused when submitted. */
 APPNORTH_API int32_t appnorth_feedback_set_text(appnorth_feedback *feedback, const char *text,
                                                 appnorth_error *err);
 
-/** Set diagnostics: a JSON object, sent exactly as given (the text is
- *  validated, not reformatted). NULL clears them. */
+/** Set diagnostics: a JSON object of at most APPNORTH_MAX_DIAGNOSTICS_BYTES
+ *  bytes, sent exactly as given (the text is validated, not reformatted;
+ *  the escape \u0000 is allowed). NULL clears them. A larger text is
+ *  APPNORTH_E_TOO_LARGE, invalid JSON APPNORTH_E_INVALID_JSON; either
+ *  leaves the previous diagnostics in place. */
 APPNORTH_API int32_t appnorth_feedback_set_diagnostics(appnorth_feedback *feedback,
                                                        const char *diagnostics_json,
                                                        appnorth_error *err);
 
 /** Attach a screenshot: `length` bytes (1 to APPNORTH_MAX_SCREENSHOT_BYTES)
  *  copied from `bytes`, with content type "image/png" or "image/jpeg". At
- *  most APPNORTH_MAX_SCREENSHOTS. */
+ *  most APPNORTH_MAX_SCREENSHOTS. A larger length (SIZE_MAX included) or a
+ *  sixth screenshot is APPNORTH_E_TOO_LARGE, 0 APPNORTH_E_INVALID_ARGUMENT;
+ *  nothing is read from `bytes` then. */
 APPNORTH_API int32_t appnorth_feedback_add_screenshot(appnorth_feedback *feedback, const void *bytes,
                                                       size_t length, const char *content_type,
                                                       appnorth_error *err);
@@ -425,8 +491,14 @@ typedef struct appnorth_storage appnorth_storage;
 /** A byte buffer the library owns, filled by a host load callback. */
 typedef struct appnorth_buffer appnorth_buffer;
 
+/** The largest blob a load callback may hand over: 1 GiB. */
+#define APPNORTH_MAX_BUFFER_BYTES 1073741824
+
 /** Copy `length` bytes into a buffer the library passed to a load
- *  callback. Only valid inside that callback. */
+ *  callback. Only valid inside that callback. length: 0 (an empty blob) to
+ *  APPNORTH_MAX_BUFFER_BYTES; more, including a (size_t)-1 from a failed
+ *  read(), gives APPNORTH_E_TOO_LARGE and copies nothing. `bytes` must hold
+ *  `length` readable bytes (may be NULL when length is 0). */
 APPNORTH_API int32_t appnorth_buffer_set(appnorth_buffer *buffer, const void *bytes, size_t length,
                                          appnorth_error *err);
 
@@ -514,7 +586,9 @@ typedef struct appnorth_queue appnorth_queue;
  * default (50), else 1 to 10000. The queue keeps a reference to the
  * storage. Returns APPNORTH_E_STORAGE if the stored blob cannot be read
  * (nothing is overwritten), APPNORTH_E_WRONG_STATE if the storage is used
- * by a cache.
+ * by a cache. In a blob it can read, a damaged entry (a missing field, a
+ * body that is not a JSON object, a path outside the API) is dropped, as it
+ * could never be sent; a damaged creation time is clamped.
  */
 APPNORTH_API int32_t appnorth_queue_new(appnorth_storage *storage, int32_t max_entries,
                                         appnorth_queue **out_queue, appnorth_error *err);
@@ -579,7 +653,9 @@ APPNORTH_API int32_t appnorth_queue_discard(appnorth_queue *queue, const char *s
  *  drive time themselves. Thread-safe. */
 typedef struct appnorth_clock appnorth_clock;
 
-/** A manual clock starting at `wall_ms` milliseconds since the epoch. */
+/** A manual clock starting at `wall_ms` milliseconds since the epoch (any
+ *  value). Stored rows stamped outside 0 to 253402300799999 (the year
+ *  9999) read back as damaged and are dropped. */
 APPNORTH_API int32_t appnorth_clock_new_manual(int64_t wall_ms, appnorth_clock **out_clock,
                                                appnorth_error *err);
 
@@ -587,12 +663,13 @@ APPNORTH_API int32_t appnorth_clock_new_manual(int64_t wall_ms, appnorth_clock *
  *  no-op. */
 APPNORTH_API void appnorth_clock_free(appnorth_clock *clock);
 
-/** Move the clock forward by `ms` (0 or more): both monotonic and wall
- *  time. */
+/** Move the clock forward by `ms` (0 to INT64_MAX; negative:
+ *  APPNORTH_E_INVALID_ARGUMENT): both monotonic and wall time. Each stops
+ *  at its largest value instead of wrapping; entries then read as expired. */
 APPNORTH_API int32_t appnorth_clock_advance(appnorth_clock *clock, int64_t ms, appnorth_error *err);
 
-/** Set the wall time only, as a user changing the system clock would.
- *  Monotonic time, which TTLs use within a process, does not move. */
+/** Set the wall time only (any value), as a user changing the system clock
+ *  would. Monotonic time, which TTLs use within a process, does not move. */
 APPNORTH_API int32_t appnorth_clock_set_wall(appnorth_clock *clock, int64_t wall_ms,
                                              appnorth_error *err);
 
@@ -654,11 +731,15 @@ APPNORTH_API int32_t appnorth_cache_clear(appnorth_cache *cache, const char *sco
  * Cached-then-fresh reads (the counterpart of the seed's AppNorthView)
  * --------------------------------------------------------------------- */
 
+/** Where a cached-then-fresh read's data came from: APPNORTH_SOURCE_*. */
+typedef int32_t appnorth_read_source;
+
 enum {
     /** The data came from the cache (fresh within its TTL). */
     APPNORTH_SOURCE_CACHE = 1,
     /** The data came from the network and is now cached. */
-    APPNORTH_SOURCE_NETWORK = 2
+    APPNORTH_SOURCE_NETWORK = 2,
+    APPNORTH_SOURCE_INT32_MIN_ = INT32_MIN
 };
 
 /** Receives a JSON array of boards or ideas. `json` is valid only during
@@ -725,19 +806,25 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
 typedef struct appnorth_events_options appnorth_events_options;
 typedef struct appnorth_events appnorth_events;
 
-/** Network types for batch sizing. */
+/** A network type, for batch sizing: APPNORTH_NETWORK_*. */
+typedef int32_t appnorth_network_type;
+
 enum {
     APPNORTH_NETWORK_UNKNOWN = 0,
     APPNORTH_NETWORK_WIFI = 1,
     APPNORTH_NETWORK_CELLULAR = 2,
-    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3
+    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3,
+    APPNORTH_NETWORK_INT32_MIN_ = INT32_MIN
 };
 
-/** Consent states. */
+/** A consent state: APPNORTH_CONSENT_*. */
+typedef int32_t appnorth_consent;
+
 enum {
     APPNORTH_CONSENT_UNKNOWN = -1,
     APPNORTH_CONSENT_REVOKED = 0,
-    APPNORTH_CONSENT_GRANTED = 1
+    APPNORTH_CONSENT_GRANTED = 1,
+    APPNORTH_CONSENT_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -775,23 +862,26 @@ APPNORTH_API int32_t appnorth_events_options_set_flush_policy(appnorth_events_op
                                                               int32_t batch_threshold,
                                                               appnorth_error *err);
 
-/** Queue limits: max_events (default 10000), max_bytes (default 5242880),
- *  max_event_bytes, the largest single event accepted by track (default
- *  65536). */
+/** Queue limits: max_events (default 10000; 1 to 10000000), max_bytes
+ *  (default 5242880; 1024 to 1073741824), max_event_bytes, the largest
+ *  single event accepted by track (default 65536; 256 to 16777216). */
 APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options *options,
                                                         int32_t max_events, int64_t max_bytes,
                                                         int32_t max_event_bytes, appnorth_error *err);
 
-/** Retry policy: base_delay_ms (default 1000: retries after 1, 2 and 4 s),
- *  retries (default 3), retry_after_cap_ms (default 120000),
- *  breaker_threshold (default 5). Tests shorten the delays with it. */
+/** Retry policy: base_delay_ms (default 1000: retries after 1, 2 and 4 s;
+ *  1 to 600000), retries (default 3; 0 to 10), retry_after_cap_ms, the
+ *  longest wait a server's Retry-After may impose (default 120000; 0 to
+ *  INT32_MAX: any larger or malformed header waits this long at most),
+ *  breaker_threshold (default 5; 1 to 100). Tests shorten the delays with
+ *  it. */
 APPNORTH_API int32_t appnorth_events_options_set_retry(appnorth_events_options *options,
                                                        int32_t base_delay_ms, int32_t retries,
                                                        int32_t retry_after_cap_ms,
                                                        int32_t breaker_threshold, appnorth_error *err);
 
 /** 1: store nothing until consent is granted. 0 (default): queue events
- *  until consent is revoked. */
+ *  until consent is revoked. Any other value: APPNORTH_E_INVALID_ARGUMENT. */
 APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events_options *options,
                                                                  int32_t require, appnorth_error *err);
 
@@ -816,7 +906,8 @@ APPNORTH_API int32_t appnorth_events_new(const appnorth_events_options *options,
 APPNORTH_API void appnorth_events_free(appnorth_events *events);
 
 /**
- * Flush for up to timeout_ms (0: no flush), then stop the upload thread.
+ * Flush for up to timeout_ms (0: no flush; 0 to INT32_MAX), then stop the
+ * upload thread.
  * Later calls on the handle return APPNORTH_E_WRONG_STATE; free it with
  * appnorth_events_free().
  */
@@ -825,10 +916,15 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
 
 /**
  * Queue an event. name: 1 to 256 characters. properties_json: NULL or a
- * JSON object, stored and sent exactly as given. When consent is revoked
- * (or not yet given with require_consent) the event is dropped silently:
- * the call returns APPNORTH_OK and *out_queued (optional) is 0.
- * Returns APPNORTH_E_TOO_LARGE for an event over max_event_bytes.
+ * JSON object of at most max_event_bytes bytes (default 65536, at most
+ * 16 MiB; see appnorth_events_options_set_limits), stored and sent exactly
+ * as given; the escape \u0000 is allowed, a raw control byte is not. When
+ * consent is revoked (or not yet given with require_consent) the event is
+ * dropped silently: the call returns APPNORTH_OK and *out_queued (optional)
+ * is 0.
+ * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
+ * max_event_bytes (checked before the text is parsed), and
+ * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
  * Cost: one SQLite insert (WAL); no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
@@ -836,14 +932,26 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
                                            appnorth_error *err);
 
 /**
- * Upload everything now and wait up to timeout_ms. Returns the error that
+ * Upload everything now and wait up to timeout_ms (0 to INT32_MAX; 0 only
+ * asks, and returns APPNORTH_E_TIMEOUT unless it was already done). Returns the error that
  * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
  * while the circuit breaker pauses uploads, or APPNORTH_E_TIMEOUT.
  */
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);
 
-/** Set the network type (APPNORTH_NETWORK_*), which sets the batch size. */
+/**
+ * appnorth_events_flush() that also tells how many events the server
+ * accepted while it waited: *out_sent (optional) is set on success and on
+ * failure alike (the events delivered before the error or the timeout).
+ * timeout_ms: 0 to INT32_MAX, as for appnorth_events_flush(), with the same
+ * statuses. Thread-safe; blocks up to timeout_ms.
+ */
+APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t timeout_ms,
+                                                int64_t *out_sent, appnorth_error *err);
+
+/** Set the network type (APPNORTH_NETWORK_UNKNOWN to
+ *  APPNORTH_NETWORK_EXPENSIVE_CELLULAR), which sets the batch size. */
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
                                                       appnorth_error *err);
 
@@ -854,7 +962,9 @@ APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appn
 APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);
 
 /** Grant (1) or revoke (0) analytics consent; persisted. Revoking purges
- *  the queue. */
+ *  the queue. Any other value (a stray 7 is a host bug, not a grant):
+ *  APPNORTH_E_INVALID_ARGUMENT, and consent is unchanged. A stored consent
+ *  row that is neither is dropped (logged) and consent is unknown again. */
 APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
                                                  appnorth_error *err);
 
@@ -943,25 +1053,32 @@ APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_j
  * and then left out: the config falls back to the cached tier or the
  * getters' defaults. An invalid remote payload keeps the
  * last good config; its error is available from
- * appnorth_config_last_fetch_status(). An unreadable cached copy is
- * deleted and the config resolves without it.
+ * appnorth_config_last_fetch_status(). An unreadable cached copy (not
+ * JSON, another format, a fetch time outside 0 to 253402300799999) is
+ * deleted, logged, and the config resolves without it.
  *
  * The cache is one row per App ID in the data directory's database: use
  * one data directory per API environment. One config per data directory
  * and App ID may be open in a process at a time.
  * --------------------------------------------------------------------- */
 
+/** The tier the effective config came from: APPNORTH_CONFIG_TIER_*. */
+typedef int32_t appnorth_config_tier;
+
 enum {
     APPNORTH_CONFIG_TIER_DEFAULT = 0,
     APPNORTH_CONFIG_TIER_BUNDLED = 1,
     APPNORTH_CONFIG_TIER_CACHED = 2,
-    APPNORTH_CONFIG_TIER_REMOTE = 3
+    APPNORTH_CONFIG_TIER_REMOTE = 3,
+    APPNORTH_CONFIG_TIER_INT32_MIN_ = INT32_MIN
 };
 
 #define APPNORTH_CONFIG_DEFAULT_TTL_SECONDS 3600
 #define APPNORTH_CONFIG_DEFAULT_POLL_INTERVAL_MS 60000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_BASE_MS 1000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_MAX_MS 60000
+/** The longest line or event a live config stream may send, in bytes. */
+#define APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (16 * 1024 * 1024)
 
 /** Options for appnorth_config_new(). Not thread-safe: build it on one
  *  thread, then hand it to appnorth_config_new(), which copies it. */
@@ -1048,7 +1165,8 @@ APPNORTH_API int32_t appnorth_config_options_set_reconnect_backoff_ms(appnorth_c
                                                                       int32_t max_ms,
                                                                       appnorth_error *err);
 
-/** Route the config's log lines to `fn` for levels >= `min_level`, as
+/** Route the config's log lines to `fn` for levels >= `min_level`
+ *  (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR), as
  *  appnorth_client_options_set_logger() does. By default the config logs
  *  through its client's logger. NULL `fn` turns its logging off. */
 APPNORTH_API int32_t appnorth_config_options_set_logger(appnorth_config_options *options,
@@ -1093,6 +1211,9 @@ APPNORTH_API void appnorth_config_free(appnorth_config *config);
  * *out_value receives a copy of the value, or of default_value when the key
  * is missing or its value is not a string (NULL if default_value is NULL);
  * the caller frees it with appnorth_string_free(). Never blocks on I/O.
+ * A string served with the escape \u0000 cannot be a C string: the call
+ * returns APPNORTH_E_INVALID_ARGUMENT with *out_value NULL; read such a
+ * value with appnorth_config_get_json(), which keeps the escape.
  */
 APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const char *key,
                                                 const char *default_value, char **out_value,
@@ -1101,8 +1222,9 @@ APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const c
 /**
  * Read an integer value: a JSON number without fraction or exponent.
  * *out_value receives it, or default_value when the key is missing or its
- * value is not an integer (3.0 is not). On failure (bad arguments)
- * *out_value is also set to default_value. Never blocks on I/O.
+ * value is not an integer (3.0 is not). default_value: any value. On
+ * failure (bad arguments) *out_value is also set to default_value. Never
+ * blocks on I/O.
  */
 APPNORTH_API int32_t appnorth_config_get_int(appnorth_config *config, const char *key,
                                              int64_t default_value, int64_t *out_value,
@@ -1114,7 +1236,8 @@ APPNORTH_API int32_t appnorth_config_get_double(appnorth_config *config, const c
                                                 appnorth_error *err);
 
 /** Read a boolean: *out_value is 1 for true, 0 for false, or default_value
- *  (unchanged) when the key is missing or not a JSON boolean. */
+ *  (any value, passed back unchanged) when the key is missing or not a JSON
+ *  boolean. */
 APPNORTH_API int32_t appnorth_config_get_bool(appnorth_config *config, const char *key,
                                               int32_t default_value, int32_t *out_value,
                                               appnorth_error *err);
@@ -1133,7 +1256,9 @@ APPNORTH_API int32_t appnorth_config_get_json(appnorth_config *config, const cha
 
 /**
  * The whole effective config object, exactly as served or bundled ("{}" for
- * the default tier). *out_json: the caller frees it with
+ * the default tier). Escapes such as \u0000 are kept as written; a document
+ * with a raw NUL byte is never accepted from any tier, so this text is never
+ * cut short. *out_json: the caller frees it with
  * appnorth_string_free(). Never blocks on I/O.
  */
 APPNORTH_API int32_t appnorth_config_snapshot(appnorth_config *config, char **out_json,
@@ -1224,8 +1349,8 @@ APPNORTH_API int32_t appnorth_config_add_listener(appnorth_config *config,
  * Unregister a listener; it is never called after this returns. If its
  * callback is running on another thread, waits for it to return; called
  * from inside that callback, returns at once.
- * Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or already removed
- * token.
+ * token: any value. Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or
+ * already removed token.
  */
 APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, int64_t token,
                                                      appnorth_error *err);
@@ -1236,7 +1361,10 @@ APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, in
  * event. out_status (required) is filled like an err out-parameter: code 0
  * and an empty message after a success (a 304 included), else the failure's
  * code, HTTP status and message; for instance APPNORTH_E_INVALID_JSON for a
- * payload that was rejected (the last good config stays in effect).
+ * payload that was rejected (the last good config stays in effect), or
+ * APPNORTH_E_TOO_LARGE once a live stream sends a line or event longer
+ * than APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (that connection is then
+ * closed and reopened after the reconnect backoff).
  * out_time_ms (optional): when that exchange ended, wall milliseconds; 0 if
  * none has happened yet (out_status then says OK).
  * Returns APPNORTH_OK unless the arguments are bad.

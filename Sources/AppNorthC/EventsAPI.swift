@@ -123,7 +123,12 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 @c @implementation
 public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
                                                         _ err: ErrorOut?) -> Int32 {
-    withOptions(options, err) { $0.options.requireConsent = require != 0 }
+    withOptions(options, err) { box in
+        guard require == 0 || require == 1 else {
+            throw AppNorthError.invalidArgument("require must be 0 or 1, not \(require)")
+        }
+        box.options.requireConsent = require == 1
+    }
 }
 
 @c @implementation
@@ -176,7 +181,8 @@ public func appnorth_events_track(_ events: OpaquePointer?, _ name: UnsafePointe
                                   _ outQueued: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
     setOut(outQueued, 0)
     return withEvents(events, err) { events in
-        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: try optionalString(properties, "properties_json"))
+        let properties = try optionalString(properties, "properties_json", maxBytes: events.options.maxEventBytes)
+        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: properties)
         setOut(outQueued, queued ? 1 : 0)
     }
 }
@@ -185,6 +191,19 @@ public func appnorth_events_track(_ events: OpaquePointer?, _ name: UnsafePointe
 public func appnorth_events_flush(_ events: OpaquePointer?, _ timeoutMs: Int32, _ err: ErrorOut?) -> Int32 {
     withEvents(events, err) { events in
         guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
+        try events.flush(timeoutMilliseconds: Int(timeoutMs))
+    }
+}
+
+@c @implementation
+public func appnorth_events_flush_sent(_ events: OpaquePointer?, _ timeoutMs: Int32, _ outSent: UnsafeMutablePointer<Int64>?,
+                                       _ err: ErrorOut?) -> Int32 {
+    outSent?.pointee = 0
+    return withEvents(events, err) { events in
+        guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
+        let before = events.deliveredCount
+        // On failure too: the host learns what went out before it.
+        defer { outSent?.pointee = Int64(max(0, events.deliveredCount &- before)) }
         try events.flush(timeoutMilliseconds: Int(timeoutMs))
     }
 }
@@ -211,7 +230,13 @@ public func appnorth_events_foreground(_ events: OpaquePointer?, _ err: ErrorOut
 
 @c @implementation
 public func appnorth_events_set_consent(_ events: OpaquePointer?, _ granted: Int32, _ err: ErrorOut?) -> Int32 {
-    withEvents(events, err) { try $0.setConsent(analytics: granted != 0) }
+    withEvents(events, err) { events in
+        // Only the two documented values: a stray 7 is a host bug, not a grant.
+        guard granted == 0 || granted == 1 else {
+            throw AppNorthError.invalidArgument("granted must be 0 (revoke) or 1 (grant), not \(granted)")
+        }
+        try events.setConsent(analytics: granted == 1)
+    }
 }
 
 @c @implementation

@@ -72,6 +72,21 @@ final class ConfigPolicyTests: XCTestCase {
         XCTAssertEqual(parser.feed(Array("data: 0123456789abcdefghij\n\ndata: next\n\n".utf8)).map(\.text), ["next"])
     }
 
+    func testSSECountsAnOversizeEventTheMomentTheLimitIsPassed() {
+        var parser = ServerSentEventParser(maxEventBytes: 16)
+        XCTAssertEqual(parser.feed(Array("data: 0123456789".utf8)), [])
+        XCTAssertEqual(parser.oversizeEvents, 0)
+        // A line that never ends: counted once, while it is still arriving.
+        XCTAssertEqual(parser.feed([UInt8](repeating: 0x78, count: 1000)), [])
+        XCTAssertEqual(parser.oversizeEvents, 1)
+        XCTAssertEqual(parser.feed([UInt8](repeating: 0x78, count: 1000)), [])
+        XCTAssertEqual(parser.oversizeEvents, 1)
+        XCTAssertEqual(parser.feed(Array("\n\ndata: ok\n\n".utf8)).map(\.text), ["ok"])
+        // Many data lines that add up past the limit count too.
+        XCTAssertEqual(parser.feed(Array("data: 0123456\ndata: 0123456\ndata: 0123456\n\n".utf8)), [])
+        XCTAssertEqual(parser.oversizeEvents, 2)
+    }
+
     // MARK: Exact JSON text
 
     func testMemberSpansKeepTheServedText() throws {
@@ -138,6 +153,32 @@ final class ConfigPolicyTests: XCTestCase {
         XCTAssertFalse(rule.isFresh(fetchedMonotonic: mono, nowMonotonic: 5_000_000_000 + 2_600_000_000_000))
         XCTAssertNil(ConfigFreshness.monotonicFetchTime(storedWallMilliseconds: 3_000_000, nowWallMilliseconds: 2_000_000,
                                                         nowMonotonic: 5), "stored in the future: expired")
+    }
+
+    func testBackoffWithExtremeSettingsNeverTraps() {
+        let backoff = Backoff(baseMilliseconds: .max, maxMilliseconds: .max, jitter: .nan)
+        for attempt in [Int.min, 0, 1, 2, 62, 63, 64, Int.max] {
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: 0), 0)
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: .nan), 0)
+        }
+    }
+
+    func testExtremeStoredAndClockTimesAreExpiredNotATrap() {
+        for (stored, now) in [(Int64.min, Int64.max), (Int64.max, Int64.min), (Int64.min + 1, 0), (0, Int64.max)] {
+            XCTAssertNil(ConfigFreshness.monotonicFetchTime(storedWallMilliseconds: stored, nowWallMilliseconds: now,
+                                                            nowMonotonic: .max))
+        }
+        let rule = ConfigFreshness(ttlSeconds: 3600)
+        XCTAssertFalse(rule.isFresh(fetchedMonotonic: .min, nowMonotonic: .max))
+        XCTAssertFalse(rule.isFresh(fetchedMonotonic: .max, nowMonotonic: 0))
+    }
+
+    func testCacheRowWithAnImpossibleFetchTimeIsRefused() {
+        for fetched in [Int64.min, -1, Int64.max] {
+            let row = #"{"format":"appnorth.config-cache","version":1,"etag":null,"config_version":null,"#
+                + #""fetched_ms":\#(fetched),"config":"{}"}"#
+            XCTAssertThrowsError(try ConfigCache.decode(Array(row.utf8)), "fetched_ms \(fetched)")
+        }
     }
 
     // MARK: Cache rows

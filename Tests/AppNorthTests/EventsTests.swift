@@ -79,12 +79,43 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(events.queuedCount, 0)
     }
 
+    func testFlushReturnsHowManyEventsTheServerAccepted() throws {
+        let events = try open(quiet())
+        XCTAssertEqual(try events.flush(timeoutMilliseconds: 5000), 0)
+        for i in 0..<5 { try events.track("e\(i)") }
+        XCTAssertEqual(try events.flush(timeoutMilliseconds: 5000), 5)
+        XCTAssertEqual(events.deliveredCount, 5)
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testEventsLeftByAnEarlierRunAreSentSoonAfterOpen() throws {
+        let first = try open(quiet())
+        try first.track("left over")
+        first.close(timeoutMilliseconds: 0)
+        XCTAssertEqual(try serverEvents().count, 0)
+        // One-hour timer, threshold 10,000, no flush call: only the start-up upload.
+        let second = try open(quiet())
+        XCTAssertTrue(try eventually { try serverEvents().count == 1 })
+        XCTAssertTrue(eventually { second.deliveredCount == 1 }, "the server answered before the count moved")
+        second.close(timeoutMilliseconds: 0)
+    }
+
     func testHugeIntegersInPropertiesArriveAsWritten() throws {
         let events = try open(quiet())
         let props = #"{"id":123456789012345678901234567890,"n":-0.0}"#
         try events.track("big", propertiesJSON: props)
         try events.flush(timeoutMilliseconds: 5000)
         XCTAssertEqual(try serverEvents().first?["properties_raw"]?.stringValue, props)
+    }
+
+    func testTheNULEscapeInPropertiesArrivesAsWritten() throws {
+        let events = try open(quiet())
+        let props = #"{"s":"a\u0000b"}"#
+        try events.track("nul", propertiesJSON: props)
+        try events.flush(timeoutMilliseconds: 5000)
+        let stored = try XCTUnwrap(try serverEvents().first)
+        XCTAssertEqual(stored["properties_raw"]?.stringValue, props)
+        XCTAssertEqual(stored["properties"]?["s"]?.stringValue, "a\u{0}b")
     }
 
     func testCallsAfterCloseAreWrongState() throws {
@@ -105,6 +136,13 @@ final class EventsTests: XCTestCase {
         XCTAssertThrowsError(try events.track("x", propertiesJSON: "{\"a\":"))
         XCTAssertThrowsError(try events.track("x", propertiesJSON: #"{"blob":"\#(String(repeating: "z", count: 600))"}"#)) {
             guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        // Properties are measured before they are parsed.
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: String(repeating: "[", count: 513))) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: "{\"a\": 1\u{0}, \"b\": \"x\"}")) {
+            guard case AppNorthError.invalidJSON = $0 else { return XCTFail("\($0)") }
         }
         XCTAssertEqual(events.queuedCount, 0)
         try events.track("fine")

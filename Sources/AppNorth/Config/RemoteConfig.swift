@@ -418,7 +418,7 @@ final class ConfigEngine: Sendable {
             if failed {
                 s.failures += 1
                 let delay = backoff.delay(attempt: s.failures, random: Random.unit())
-                s.retryNotBefore = now + UInt64(delay) * 1_000_000
+                s.retryNotBefore = now.addingSaturating(UInt64(clamping: delay).multipliedSaturating(by: 1_000_000))
             }
         }
     }
@@ -539,6 +539,9 @@ final class ConfigEngine: Sendable {
         }
     }
 
+    /// The longest line or event a config stream may send.
+    static let maxStreamEventBytes = 16 << 20
+
     /// Runs one stream connection until it ends.
     private func runStream(_ thread: BackgroundThread, _ cancel: StreamCancellation) -> StreamOutcome {
         // Last-Event-ID only for what this object received from the server,
@@ -546,8 +549,9 @@ final class ConfigEngine: Sendable {
         let lastEventID = state.withLock { s -> String? in
             s.current.tier == .remote ? s.current.version.map { String($0) } : nil
         }
-        var parser = ServerSentEventParser()
+        var parser = ServerSentEventParser(maxEventBytes: Self.maxStreamEventBytes)
         var connected = false
+        var overLimit = false
         let request = endpoint.streamRequest(lastEventID: lastEventID)
         defer { state.withLock { $0.streamConnected = false } }
         do {
@@ -562,6 +566,14 @@ final class ConfigEngine: Sendable {
                     if thread.isStopping { return false }
                     handle(event)
                 }
+                if parser.oversizeEvents > 0 {
+                    // One endless line would otherwise hold the connection
+                    // forever while the status still said OK.
+                    overLimit = true
+                    recordFailure(.tooLarge("config stream sent a line or event over \(Self.maxStreamEventBytes) bytes"),
+                                  "stream")
+                    return false
+                }
                 return !thread.isStopping
             }
             if response.isSuccess { return connected ? .connected : .failed }
@@ -569,7 +581,7 @@ final class ConfigEngine: Sendable {
             recordFailure(error, "stream")
             return .refused
         } catch {
-            if thread.isStopping { return .failed }
+            if thread.isStopping || overLimit { return .failed }
             if connected { return .connected }
             recordFailure(error, "stream")
             return .failed
@@ -592,9 +604,9 @@ final class ConfigEngine: Sendable {
     private func waitBeforeReconnect(_ thread: BackgroundThread, _ cancel: StreamCancellation,
                                      delayMilliseconds: Int, pollNow: Bool) -> Bool {
         let start = timer.monotonicNanoseconds()
-        let deadline = start + UInt64(delayMilliseconds) * 1_000_000
-        let interval = UInt64(pollIntervalMilliseconds) * 1_000_000
-        var nextPoll = pollNow ? start : start + interval
+        let deadline = start.addingSaturating(UInt64(clamping: delayMilliseconds).multipliedSaturating(by: 1_000_000))
+        let interval = UInt64(clamping: pollIntervalMilliseconds).multipliedSaturating(by: 1_000_000)
+        var nextPoll = pollNow ? start : start.addingSaturating(interval)
         while !thread.isStopping {
             let (live, asked) = control.withLock { c -> (Bool, Bool) in
                 let asked = c.fetchWanted
@@ -608,13 +620,13 @@ final class ConfigEngine: Sendable {
                 let ok = backgroundFetch(thread, cancel, what: "poll")
                 if asked { finishRevalidation(failed: !ok) }
                 now = timer.monotonicNanoseconds()
-                nextPoll = now + interval
+                nextPoll = now.addingSaturating(interval)
             } else if asked {
                 finishRevalidation(failed: false)
             }
             if now >= deadline { return !thread.isStopping }
             let wake = min(deadline, nextPoll)
-            let ms = Int((wake > now ? wake - now : 0) / 1_000_000) + 1
+            let ms = Int(clamping: (wake > now ? wake - now : 0) / 1_000_000).addingSaturating(1)
             if !thread.sleep(milliseconds: ms) { return false }
         }
         return false

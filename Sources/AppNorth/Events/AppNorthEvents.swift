@@ -42,6 +42,8 @@ public final class AppNorthEvents: Sendable {
         var cycleError: AppNorthError?
         var lastFlushMs: Int64?
         var lastAttemptMs: Int64?
+        /// Events the server has accepted since open (flush reports its share).
+        var delivered = 0
         /// The uploader waits for this before its next request (Retry-After).
         var notBeforeMono: UInt64 = 0
     }
@@ -57,13 +59,20 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        store = try EventStore(db: db)
+        store = try EventStore(db: db, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        identity = try Identity(store: secrets, clock: clock)
-        let consent = try Self.loadConsent(db)
+        identity = try Identity(store: secrets, clock: clock, logger: self.logger)
+        let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
+        // Events an earlier run left on disk go out as soon as the thread
+        // starts, not after the first 30 s timer or the 20th new event.
+        let leftover = store.count
+        if leftover > 0 {
+            state.withLock { $0.flushRequested = 1 }
+            self.logger.log(.debug, "events: \(leftover) event(s) left by an earlier run; uploading them now")
+        }
         // The thread holds the queue only while it works, never while it
         // sleeps, so dropping the last reference (deinit) can stop it.
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
@@ -93,7 +102,13 @@ public final class AppNorthEvents: Sendable {
         guard (1...256).contains(name.unicodeScalars.count) else {
             throw .invalidArgument("event name must be 1 to 256 characters")
         }
-        if let propertiesJSON { try JSON.validateObject(propertiesJSON, what: "event properties") }
+        if let propertiesJSON {
+            // Measured before parsing: the event that carries them can only be larger.
+            guard propertiesJSON.utf8.count <= options.maxEventBytes else {
+                throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
+            }
+            try JSON.validateObject(propertiesJSON, what: "event properties")
+        }
         let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
             let allowed = s.consent == .granted || (s.consent == .unknown && !options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
@@ -125,23 +140,27 @@ public final class AppNorthEvents: Sendable {
     // MARK: Flushing
 
     /// Asks the upload thread to upload everything now and waits up to
-    /// `timeoutMilliseconds` for it. Throws the cycle's error (network,
-    /// server...), `.wrongState` while uploads are paused by the circuit
-    /// breaker, or `.timeout`.
-    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) {
-        let target = state.withLock { s -> UInt64? in
+    /// `timeoutMilliseconds` for it. Returns how many events the server
+    /// accepted meanwhile. Throws the cycle's error (network, server...),
+    /// `.wrongState` while uploads are paused by the circuit breaker, or
+    /// `.timeout` (`deliveredCount` tells what went out before a failure).
+    @discardableResult
+    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
+        let start = state.withLock { s -> (target: UInt64, delivered: Int)? in
             guard !s.closed else { return nil }
             s.flushRequested += 1
-            return s.flushRequested
+            return (s.flushRequested, s.delivered)
         }
-        guard let target else { throw .wrongState("the event queue is closed") }
+        guard let start else { throw .wrongState("the event queue is closed") }
         wakeUploader()
-        guard flushDone.wait(for: target, milliseconds: timeoutMilliseconds) else {
+        let finished = flushDone.wait(for: start.target, milliseconds: timeoutMilliseconds)
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
+        guard finished else {
             throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
         }
-        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError) }
         if outcome.0 { throw Self.pausedError }
         if let error = outcome.1 { throw error }
+        return max(0, outcome.2)
     }
 
     static let pausedError = AppNorthError.wrongState(
@@ -151,7 +170,7 @@ public final class AppNorthEvents: Sendable {
     /// upload thread. Queued events stay on disk. Later calls fail with
     /// `.wrongState`. Idempotent.
     public func close(timeoutMilliseconds: Int) {
-        if timeoutMilliseconds > 0 { try? flush(timeoutMilliseconds: timeoutMilliseconds) }
+        if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         state.withLock { $0.closed = true }
         shutdown.cancel()
         worker.withLock { $0 }?.stop()
@@ -209,12 +228,17 @@ public final class AppNorthEvents: Sendable {
         }
     }
 
-    private static func loadConsent(_ db: SQLiteStore) throws(AppNorthError) -> ConsentState {
+    /// The stored choice. A damaged row is deleted and logged, and the
+    /// choice is unknown again: the host asks the user anew.
+    private static func loadConsent(_ db: SQLiteStore, logger: Logger) throws(AppNorthError) -> ConsentState {
         guard let row = try db.kvGet(namespace: "consent", key: "analytics") else { return .unknown }
-        switch String(decoding: row.value, as: UTF8.self) {
-        case "granted": return .granted
-        case "revoked": return .revoked
-        default: return .unknown
+        switch row.value {
+        case Array("granted".utf8): return .granted
+        case Array("revoked".utf8): return .revoked
+        default:
+            try db.kvDelete(namespace: "consent", key: "analytics")
+            logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
+            return .unknown
         }
     }
 
@@ -279,6 +303,9 @@ public final class AppNorthEvents: Sendable {
     }
 
     public var queuedCount: Int { store.count }
+
+    /// Events the server has accepted since this queue was opened.
+    public var deliveredCount: Int { state.withLock { $0.delivered } }
 
     // MARK: - The upload thread
 
@@ -356,6 +383,7 @@ public final class AppNorthEvents: Sendable {
             case .delivered:
                 _ = try? store.remove(batch)
                 state.withLock {
+                    $0.delivered &+= batch.count
                     $0.breaker.recordSuccess()
                     $0.lastFlushMs = clock.wallMilliseconds()
                 }
@@ -366,7 +394,7 @@ public final class AppNorthEvents: Sendable {
                     $0.dropped["client_error", default: 0] += gone
                     $0.breaker.recordFailure()
                 }
-                record(error!)
+                record(error ?? .fromHTTP(status: status ?? 0, message: ""))
                 logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
                 return false
             case .split:
@@ -384,11 +412,11 @@ public final class AppNorthEvents: Sendable {
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = Self.ticks() + UInt64(wait) * 1_000_000
+                        s.notBeforeMono = Self.ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
                     }
                     return s.breaker.isOpen
                 }
-                record(error!)
+                record(error ?? .network("no response"))
                 retry += 1
                 guard !open, let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return false }
                 if !pause(milliseconds: delay, thread) { return false }
@@ -434,7 +462,7 @@ public final class AppNorthEvents: Sendable {
     /// Sleeps a retry delay. Wake-ups from `track` do not cut it short; only
     /// stopping does. Returns false when the thread is stopping.
     private func pause(milliseconds: Int, _ thread: BackgroundThread) -> Bool {
-        let deadline = Self.ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = Self.ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
         while !thread.isStopping {
             let now = Self.ticks()
             if now >= deadline { return true }

@@ -145,6 +145,13 @@ enum Handle {
         return unsafeDowncast(box.object, to: T.self)
     }
 
+    /// Lends `object` to host code as a handle for the duration of `body`
+    /// (the buffer a load callback fills); the host never frees it.
+    static func lend<T: AnyObject, R>(_ object: T, _ body: (OpaquePointer) throws -> R) rethrows -> R {
+        let box = Box(object)
+        return try withExtendedLifetime(box) { try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque())) }
+    }
+
     /// Frees the handle. One inherited through fork() is left alone: its
     /// teardown would wait for threads that do not exist in the child.
     static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type) {

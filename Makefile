@@ -28,7 +28,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python test-hosts test-wheel wheel check-dist bench clean
+        test-python test-hosts test-wheel wheel check-dist bench sanitize clean
 
 all: dist
 
@@ -194,6 +194,12 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 
 bench:
 	@bench/run.sh
+
+# Not part of `make test`: swift test and the C tests under AddressSanitizer
+# (+UBSan for the C tests) and ThreadSanitizer, in .build/sanitize-*; logs
+# in build/sanitize/. Results: docs/sanitizers.md.
+sanitize: deps
+	@scripts/sanitize.sh
 
 clean:
 	rm -rf .build $(DIST) $(BUILD)

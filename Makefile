@@ -175,6 +175,12 @@ $(BUILD)/tests/cpp_layer_test: Tests/hosts/cpp_layer_test.cpp include/appnorth.h
 test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@for f in examples/c/*.c; do $(CC) $(STRICT_CFLAGS) $(DIST_CFLAGS) -fsyntax-only $$f || exit 1; done
 	@echo "hosts: every C example compiles with $(STRICT_CFLAGS)"
+	@for std in c89 c99 c11; do echo '#include <appnorth.h>' | $(CC) -std=$$std -pedantic -Wall -Wextra -Werror \
+	    $(DIST_CFLAGS) -x c -fsyntax-only - || exit 1; done
+	@for std in c++11 c++17; do echo '#include <appnorth.h>' | $(CXX) -std=$$std -pedantic -Wall -Wextra -Werror \
+	    $(DIST_CFLAGS) -x c++ -fsyntax-only - || exit 1; done
+	@echo '#include <appnorth.hpp>' | $(CXX) -std=c++17 -pedantic -Wall -Wextra -Werror $(DIST_CFLAGS) -x c++ -fsyntax-only -
+	@echo "hosts: appnorth.h compiles as -pedantic C89, C99, C11, C++11 and C++17; appnorth.hpp as C++17"
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

@@ -245,7 +245,7 @@ final class EventsTests: EventsTestCase {
     }
 
     func testIdentityPersistsInAPrivateFileAndNeverInLogs() throws {
-        let lines = Mutex<[String]>([])
+        let lines = Lock<[String]>([])
         let logger = Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } }
         let first: String
         do {

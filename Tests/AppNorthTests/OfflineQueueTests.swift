@@ -1,5 +1,4 @@
 import XCTest
-import Synchronization
 @testable import AppNorth
 
 /// The seed's offline-queue rules, one test per rule, against the real server.

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// Where identity values live: the anonymous id, the user id and the push
 /// token. The Linux counterpart of the Keychain: by default a file only
@@ -15,11 +14,11 @@ public protocol AppNorthSecureStore: AnyObject, Sendable {
 /// 0600 in a 0700 folder, replaced atomically (write, fsync, rename).
 public final class FileSecureStore: AppNorthSecureStore {
     private let path: String
-    private let values: Mutex<[String: String]>
+    private let values: Lock<[String: String]>
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         path = directory.file(file)
-        values = Mutex(try Self.read(path))
+        values = Lock(try Self.read(path))
     }
 
     public func read(_ key: String) throws -> String? {
@@ -79,7 +78,7 @@ public final class FileSecureStore: AppNorthSecureStore {
 
 /// Secure storage in memory only (tests, and hosts that keep no identity).
 public final class MemorySecureStore: AppNorthSecureStore {
-    private let values = Mutex<[String: String]>([:])
+    private let values = Lock<[String: String]>([:])
     public init() {}
     public func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
     public func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Thrown when a write had to be queued but the queue is at its limit.
 public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
@@ -23,7 +22,7 @@ public final class AppNorthOfflineQueue: Sendable {
     private let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
     /// The loaded entries; always equal to what was last saved.
-    private let entries: Mutex<[QueueEntry]>
+    private let entries: Lock<[QueueEntry]>
     /// One storage update at a time (the storage may be host code).
     private let gate = OperationGate()
     /// One flush at a time, so two flushes never send the same entry.
@@ -35,7 +34,7 @@ public final class AppNorthOfflineQueue: Sendable {
         try StorageClaims.claim(storage, as: .queue)
         do {
             let loaded = try storageCall("loading the offline queue") { try storage.load() }
-            entries = Mutex(try loaded.map(QueueCodec.decode) ?? [])
+            entries = Lock(try loaded.map(QueueCodec.decode) ?? [])
         } catch {
             StorageClaims.release(storage)
             throw error

@@ -1,5 +1,4 @@
 import CSQLite
-import Synchronization
 
 /// One SQLite database in the data directory: WAL journal, a schema version
 /// kept in `PRAGMA user_version`, and migrations applied in order at open.
@@ -36,7 +35,7 @@ public final class SQLiteStore: Sendable {
 
     public static var schemaVersion: Int { migrations.count }
 
-    private let connection: Mutex<Connection>
+    private let connection: Lock<Connection>
     public let path: String
 
     /// Opens (creating if needed) `file` inside `directory`.
@@ -69,7 +68,7 @@ public final class SQLiteStore: Sendable {
             conn.close()
             throw error
         }
-        connection = Mutex(conn)
+        connection = Lock(conn)
     }
 
     deinit { connection.withLock { $0.close() } }

@@ -713,6 +713,8 @@ class Fault:
             out.update(status=self.status, retry_after=self.retry_after)
         elif self.kind == "drop":
             out["drop"] = True
+        elif self.kind == "endless_line":
+            out["endless_line"] = True
         if self.delay_ms or self.kind == "delay":
             out["delay_ms"] = self.delay_ms
         return out
@@ -763,10 +765,13 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop") if spec.get(k) is not None] or (
+        kinds = [k for k in ("status", "drop", "endless_line") if spec.get(k) is not None] or (
             ["delay_ms"] if spec.get("delay_ms") is not None else [])
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop' or 'delay_ms' (a delay may precede status or drop)")
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms' or 'endless_line'"
+                             " (a delay may precede status or drop)")
+        if kinds[0] == "endless_line" and spec.get("delay_ms") is not None:
+            raise validation("'delay_ms' may precede 'status' or 'drop' only")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
         delay = spec.get("delay_ms")
         if delay is not None:
@@ -794,6 +799,10 @@ class FaultQueue:
             if spec["drop"] is not True:
                 raise validation("'drop' must be true")
             fault.kind = "drop"
+        elif kinds[0] == "endless_line":
+            if spec["endless_line"] is not True:
+                raise validation("'endless_line' must be true")
+            fault.kind = "endless_line"
         else:
             fault.kind = "delay"
         return fault
@@ -1496,12 +1505,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     log["fault"] = fault.kind
                     if fault.delay_ms:  # a slow server, then its answer (or none)
                         dev.stopped.wait(fault.delay_ms / 1000)
-                    if fault.kind == "drop":
+                    if fault.kind in ("drop", "endless_line"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
                         self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
-                    if response is not None or fault.kind == "drop":
+                    if response is not None or fault.kind in ("drop", "endless_line"):
                         return response
             func, params = dev.router.resolve(self.command, path)
             params_query = dict(parse_qsl(query, keep_blank_values=True))
@@ -1630,6 +1639,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if fault.kind == "delay":  # waited in _respond; now handled normally
             return None
+        if fault.kind == "endless_line":
+            self._send_endless_line()
+            return None
         headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
         return Response(fault.status, fault.body or b"", headers)
 
@@ -1705,6 +1717,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if time.monotonic() >= last_write + dev.settings.sse_keepalive:
                     self.wfile.write(b": keepalive\n\n")
                     last_write = time.monotonic()
+
+    def _send_endless_line(self) -> None:
+        """A 200 event stream whose first line never ends: a hostile or broken
+        server. Runs until the client closes or the server stops."""
+        self.close_connection = True
+        chunk = b"x" * 65536
+        with contextlib.suppress(OSError):
+            self.wfile.write(
+                f"HTTP/1.1 200 OK\r\nServer: {SERVER_NAME}\r\nDate: {self.date_time_string()}\r\n"
+                "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\ndata: ".encode("latin-1"))
+            while not self.server.dev.stopped.is_set():
+                self.wfile.write(chunk)
 
     def _client_gone(self) -> bool:
         """True once the peer closed; an SSE client never sends after its request."""

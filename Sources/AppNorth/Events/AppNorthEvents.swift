@@ -105,7 +105,13 @@ public final class AppNorthEvents: Sendable {
         guard (1...256).contains(name.unicodeScalars.count) else {
             throw .invalidArgument("event name must be 1 to 256 characters")
         }
-        if let propertiesJSON { try JSON.validateObject(propertiesJSON, what: "event properties") }
+        if let propertiesJSON {
+            // Measured before parsing: the event that carries them can only be larger.
+            guard propertiesJSON.utf8.count <= options.maxEventBytes else {
+                throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
+            }
+            try JSON.validateObject(propertiesJSON, what: "event properties")
+        }
         // Counted from the consent check to the end of the insert, under the
         // same lock as the check, so that a revocation waits for this insert
         // and purges it (see setConsent).

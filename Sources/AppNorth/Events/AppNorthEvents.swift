@@ -78,8 +78,11 @@ public final class AppNorthEvents: Sendable {
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
         // The thread holds the queue only while it works, never while it
         // sleeps, so dropping the last reference (deinit) can stop it.
+        // The flush interval counts from opening, not from whenever the
+        // thread first runs.
+        let opened = clock.monotonicNanoseconds()
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
-            var memory = UploaderMemory()
+            var memory = UploaderMemory(lastCycleMono: opened)
             while !thread.isStopping {
                 guard let sleepMs = self?.uploaderStep(thread, &memory) else { break }
                 if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
@@ -322,14 +325,16 @@ public final class AppNorthEvents: Sendable {
         worker.withLock { $0 }?.wake()
     }
 
-    /// The upload thread's timers run on real monotonic time: they pace
-    /// real requests. (The injected clock stamps events.) Tests use short
-    /// configured intervals instead of moving a clock.
-    private static func ticks() -> UInt64 { SystemClock().monotonicNanoseconds() }
+    /// The upload thread's timers (flush interval, retry delays,
+    /// Retry-After) run on the handle's clock: real monotonic time by
+    /// default. An injected clock cannot wake the thread when it moves, so
+    /// the thread then looks at it at least every 50 ms.
+    private func ticks() -> UInt64 { clock.monotonicNanoseconds() }
+    private var longestSleepMs: Int { clock is SystemClock ? Int.max : 50 }
 
     /// What the upload thread remembers between steps.
     struct UploaderMemory {
-        var lastCycleMono: UInt64 = 0
+        var lastCycleMono: UInt64
         var lastCycleFailed = false
         var completed: UInt64 = 0
     }
@@ -337,16 +342,15 @@ public final class AppNorthEvents: Sendable {
     /// One turn of the upload thread: runs a cycle when one is due and
     /// returns 0, or returns how long to sleep before the next turn.
     private func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
-        if memory.lastCycleMono == 0 { memory.lastCycleMono = Self.ticks() }
         let requested = state.withLock { $0.flushRequested }
-        let elapsedMs = Int((Self.ticks() &- memory.lastCycleMono) / 1_000_000)
+        let elapsedMs = Int((ticks() &- memory.lastCycleMono) / 1_000_000)
         let thresholdReached = store.count >= options.batchThreshold && !memory.lastCycleFailed
         guard requested > memory.completed || thresholdReached || elapsedMs >= options.flushIntervalMilliseconds else {
-            return max(1, options.flushIntervalMilliseconds - elapsedMs)
+            return max(1, min(longestSleepMs, options.flushIntervalMilliseconds - elapsedMs))
         }
         memory.lastCycleFailed = !uploadCycle(thread)
         uploadsFailing.store(memory.lastCycleFailed, ordering: .relaxed)
-        memory.lastCycleMono = Self.ticks()
+        memory.lastCycleMono = ticks()
         memory.completed = requested
         flushDone.advance(to: requested)
         return 0
@@ -452,7 +456,7 @@ public final class AppNorthEvents: Sendable {
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = Self.ticks() + UInt64(wait) * 1_000_000
+                        s.notBeforeMono = ticks() + UInt64(wait) * 1_000_000
                     }
                 }
                 let failure = error ?? .network("no response")
@@ -523,16 +527,16 @@ public final class AppNorthEvents: Sendable {
     /// stopping or consent was revoked meanwhile.
     private func waitForRetryAfter(_ generation: UInt64, _ thread: BackgroundThread) -> Bool {
         let until = state.withLock { $0.notBeforeMono }
-        let now = Self.ticks()
+        let now = ticks()
         return until <= now || pause(milliseconds: Int((until - now) / 1_000_000), generation, thread)
     }
 
     /// Sleeps a retry delay. Wake-ups from `track` do not cut it short;
     /// stopping and a revocation of consent do (returns false).
     private func pause(milliseconds: Int, _ generation: UInt64, _ thread: BackgroundThread) -> Bool {
-        let deadline = Self.ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = ticks() + UInt64(max(0, milliseconds)) * 1_000_000
         while !thread.isStopping && state.withLock({ $0.consentGeneration == generation }) {
-            let now = Self.ticks()
+            let now = ticks()
             if now >= deadline { return true }
             sleepMilliseconds(min(50, Int((deadline - now) / 1_000_000) + 1))
         }

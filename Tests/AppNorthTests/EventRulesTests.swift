@@ -86,15 +86,11 @@ final class EventRulesTests: EventsTestCase {
         // A slow server that then fails: without the consent check, the
         // retry 10 ms later would deliver the purged batch.
         try TestServer.post("/admin/faults", #"{"delay_ms":1500,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
-        let flushed = Atomic<Bool>(false)
-        _ = try BackgroundThread(name: "flusher") { _ in
-            _ = try? events.flush(timeoutMilliseconds: 20_000)
-            flushed.store(true, ordering: .releasing)
-        }
+        let flushed = try flushInBackground(events)
         XCTAssertTrue(try faultsTaken(), "the upload is in progress")
         try events.setConsent(analytics: false)
         XCTAssertEqual(events.queuedCount, 0)
-        XCTAssertTrue(eventually { flushed.load(ordering: .acquiring) })
+        XCTAssertTrue(eventually { flushed.isSet })
         try events.flush(timeoutMilliseconds: 5000)  // any retry of the old cycle would have run by now
         XCTAssertTrue(try eventually { try eventPosts() == 1 }, "the server logged the slow request")
         XCTAssertEqual(try serverEvents().count, 0)
@@ -109,15 +105,11 @@ final class EventRulesTests: EventsTestCase {
     func testRevokingDuringRetryDelaysStopsTheRetries() throws {
         let events = try open(quiet { $0.retry.baseMilliseconds = 300 })
         try events.track("before")
-        try TestServer.post("/admin/faults", #"{"status":503,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
-        let flushed = Atomic<Bool>(false)
-        _ = try BackgroundThread(name: "flusher") { _ in
-            _ = try? events.flush(timeoutMilliseconds: 20_000)
-            flushed.store(true, ordering: .releasing)
-        }
+        try failEventPosts(count: 1)
+        let flushed = try flushInBackground(events)
         XCTAssertTrue(try eventually { try eventPosts() == 1 }, "the first attempt failed")
         try events.setConsent(analytics: false)
-        XCTAssertTrue(eventually { flushed.load(ordering: .acquiring) })
+        XCTAssertTrue(eventually { flushed.isSet })
         try events.flush(timeoutMilliseconds: 5000)
         XCTAssertEqual(try eventPosts(), 1, "no retry after the revocation")
         XCTAssertEqual(try serverEvents().count, 0)

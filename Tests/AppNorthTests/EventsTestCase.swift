@@ -1,5 +1,6 @@
 import XCTest
 import Glibc
+import Synchronization
 @testable import AppNorth
 
 /// What the event-queue tests share: a fresh server and data folder per
@@ -36,9 +37,10 @@ class EventsTestCase: XCTestCase {
         try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
     }
 
+    /// The event uploads of the "swift" app.
     func eventPosts() throws -> Int {
         try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
-            $0["method"]?.stringValue == "POST" && ($0["path"]?.stringValue ?? "").hasSuffix("/events")
+            $0["method"]?.stringValue == "POST" && $0["path"]?.stringValue == "/v1/apps/swift/events"
         }.count
     }
 
@@ -49,5 +51,27 @@ class EventsTestCase: XCTestCase {
             sleepMilliseconds(20)
         }
         return false
+    }
+
+    /// Answers the next `count` event uploads with `status`.
+    func failEventPosts(count: Int, status: Int = 503) throws {
+        try TestServer.post("/admin/faults", #"{"status":\#(status),"count":\#(count),"path_prefix":"/v1/apps/swift/events"}"#)
+    }
+
+    /// Set once by another thread.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+        func set() { value.store(true, ordering: .releasing) }
+    }
+
+    /// Runs `flush` on another thread; the flag is set when it returns.
+    func flushInBackground(_ events: AppNorthEvents, timeoutMilliseconds: Int = 30_000) throws -> Flag {
+        let done = Flag()
+        _ = try BackgroundThread(name: "flusher") { _ in
+            _ = try? events.flush(timeoutMilliseconds: timeoutMilliseconds)
+            done.set()
+        }
+        return done
     }
 }

@@ -97,7 +97,7 @@ final class SeedDefaultsTests: EventsTestCase {
         sleepMilliseconds(settle)
         XCTAssertEqual(try eventPosts(), 0, "nothing before 30 s")
         clock.advance(milliseconds: 1)
-        XCTAssertTrue(try eventually { try serverEvents().count == 1 }, "flushed at 30 s: \(events.statsJSON())")
+        XCTAssertTrue(try eventually { try serverEvents().count == 1 }, "flushed at 30 s")
         XCTAssertEqual(try eventPosts(), 1)
     }
 
@@ -162,12 +162,8 @@ final class SeedDefaultsTests: EventsTestCase {
         let clock = ManualClock()
         let events = try defaults(clock)
         try events.track("e")
-        try TestServer.post("/admin/faults", #"{"status":503,"count":4,"path_prefix":"/v1/apps/swift/events"}"#)
-        let flushed = Atomic<Bool>(false)
-        _ = try BackgroundThread(name: "flusher") { _ in
-            _ = try? events.flush(timeoutMilliseconds: 30_000)
-            flushed.store(true, ordering: .releasing)
-        }
+        try failEventPosts(count: 4)
+        let flushed = try flushInBackground(events)
         XCTAssertTrue(try eventually { try eventPosts() == 1 })
         // Each delay is its nominal value ± 20 % jitter.
         for (retry, nominal) in [(1, 1000), (2, 2000), (3, 4000)] {
@@ -178,7 +174,7 @@ final class SeedDefaultsTests: EventsTestCase {
             clock.advance(milliseconds: high - low + 1)
             XCTAssertTrue(try eventually { try eventPosts() == retry + 1 }, "retry \(retry) by \(high) ms")
         }
-        XCTAssertTrue(eventually { flushed.load(ordering: .acquiring) }, "after 3 retries the flush gives up")
+        XCTAssertTrue(eventually { flushed.isSet }, "after 3 retries the flush gives up")
         XCTAssertEqual(try eventPosts(), 4)
         XCTAssertEqual(events.queuedCount, 1, "the batch waits for the next cycle")
     }
@@ -187,7 +183,7 @@ final class SeedDefaultsTests: EventsTestCase {
         let clock = ManualClock()
         let events = try defaults(clock)
         try events.track("e")
-        try TestServer.post("/admin/faults", #"{"status":503,"count":100,"path_prefix":"/v1/apps/swift/events"}"#)
+        try failEventPosts(count: 100)
         // Time runs fast: 30 s timer cycles and their 1/2/4 s retries pass
         // in a fraction of a second.
         let running = Atomic<Bool>(true)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import enum
 import logging  # noqa: F401  (before our atexit hook; see the end of the file)
 import os
 import sys
@@ -53,12 +54,56 @@ LIBRARY_ENV = "APPNORTH_LIBRARY"
 
 # Mirrors of the header's macros and enums (tests compare them to the header).
 ERROR_MESSAGE_SIZE = 256
-LOG_DEBUG = 0
-LOG_INFO = 1
-LOG_WARNING = 2
-LOG_ERROR = 3
-SOURCE_CACHE = 1
-SOURCE_NETWORK = 2
+
+
+class LogLevel(enum.IntEnum):
+    """``APPNORTH_LOG_*``."""
+
+    DEBUG = 0
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+
+class Source(enum.IntEnum):
+    """Where a cached-then-fresh read's data came from (``APPNORTH_SOURCE_*``)."""
+
+    CACHE = 1
+    NETWORK = 2
+
+
+class NetworkType(enum.IntEnum):
+    """``APPNORTH_NETWORK_*``: sets the event batch size."""
+
+    UNKNOWN = 0
+    WIFI = 1
+    CELLULAR = 2
+    EXPENSIVE_CELLULAR = 3
+
+
+class Consent(enum.IntEnum):
+    """``APPNORTH_CONSENT_*``: the analytics consent state."""
+
+    UNKNOWN = -1
+    REVOKED = 0
+    GRANTED = 1
+
+
+class ConfigTier(enum.IntEnum):
+    """``APPNORTH_CONFIG_TIER_*``: where the effective config comes from."""
+
+    DEFAULT = 0
+    BUNDLED = 1
+    CACHED = 2
+    REMOTE = 3
+
+
+LOG_DEBUG = LogLevel.DEBUG
+LOG_INFO = LogLevel.INFO
+LOG_WARNING = LogLevel.WARNING
+LOG_ERROR = LogLevel.ERROR
+SOURCE_CACHE = Source.CACHE
+SOURCE_NETWORK = Source.NETWORK
 MAX_TITLE_CHARS = 200
 MAX_TEXT_CHARS = 10000
 MAX_FEEDBACK_TEXT_CHARS = 20000
@@ -67,18 +112,18 @@ MAX_URL_BYTES = 2048
 MAX_SCREENSHOTS = 5
 MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
 QUEUE_DEFAULT_LIMIT = 50
-NETWORK_UNKNOWN = 0
-NETWORK_WIFI = 1
-NETWORK_CELLULAR = 2
-NETWORK_EXPENSIVE_CELLULAR = 3
-CONSENT_UNKNOWN = -1
-CONSENT_REVOKED = 0
-CONSENT_GRANTED = 1
+NETWORK_UNKNOWN = NetworkType.UNKNOWN
+NETWORK_WIFI = NetworkType.WIFI
+NETWORK_CELLULAR = NetworkType.CELLULAR
+NETWORK_EXPENSIVE_CELLULAR = NetworkType.EXPENSIVE_CELLULAR
+CONSENT_UNKNOWN = Consent.UNKNOWN
+CONSENT_REVOKED = Consent.REVOKED
+CONSENT_GRANTED = Consent.GRANTED
 CACHE_DEFAULT_TTL_SECONDS = 300
-CONFIG_TIER_DEFAULT = 0
-CONFIG_TIER_BUNDLED = 1
-CONFIG_TIER_CACHED = 2
-CONFIG_TIER_REMOTE = 3
+CONFIG_TIER_DEFAULT = ConfigTier.DEFAULT
+CONFIG_TIER_BUNDLED = ConfigTier.BUNDLED
+CONFIG_TIER_CACHED = ConfigTier.CACHED
+CONFIG_TIER_REMOTE = ConfigTier.REMOTE
 CONFIG_DEFAULT_TTL_SECONDS = 3600
 CONFIG_DEFAULT_POLL_INTERVAL_MS = 60000
 CONFIG_DEFAULT_BACKOFF_BASE_MS = 1000
@@ -385,6 +430,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_close", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_track", [EventsPtr, c_char_p, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_flush", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_flush_sent", [EventsPtr, c_int32, Int64Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_set_network_type", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_start_session", [EventsPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_foreground", [EventsPtr, ErrorPtr], c_int32, _S),

@@ -111,10 +111,39 @@ def test_argument_errors_are_value_errors() -> None:
     assert issubclass(appnorth.TimeoutError, TimeoutError) and appnorth.TimeoutError is not TimeoutError
 
 
-def test_error_text_shows_http_status() -> None:
+def test_error_text_states_the_http_status_once() -> None:
     error = appnorth.errors.make_error(appnorth.E_SERVER, "HTTP 503 injected", 503)
-    assert str(error) == "HTTP 503 injected (HTTP 503)"
+    assert str(error) == "HTTP 503 injected"
     assert "http_status=503" in repr(error)
+    plain = appnorth.errors.make_error(appnorth.E_SERVER, "the server failed", 503)
+    assert str(plain) == "the server failed (HTTP 503)"
+
+
+def test_network_errors_are_connection_errors() -> None:
+    assert issubclass(appnorth.NetworkError, ConnectionError)
+    assert issubclass(appnorth.NetworkError, OSError)
+
+
+def test_star_import_keeps_the_builtin_timeout_error() -> None:
+    scope: dict = {}
+    exec("from appnorth import *", scope)
+    assert "TimeoutError" not in scope and scope["AppNorthTimeoutError"] is appnorth.TimeoutError
+    assert issubclass(appnorth.AppNorthTimeoutError, TimeoutError)
+    try:
+        raise appnorth.errors.make_error(appnorth.E_TIMEOUT, "slow", 0)
+    except TimeoutError as caught:
+        assert isinstance(caught, appnorth.AppNorthError)
+
+
+def test_enum_like_values_are_int_enums() -> None:
+    import enum
+    for cls in (appnorth.Status, appnorth.LogLevel, appnorth.Source, appnorth.NetworkType,
+                appnorth.Consent, appnorth.ConfigTier):
+        assert issubclass(cls, enum.IntEnum)
+    assert appnorth.E_NETWORK is appnorth.Status.E_NETWORK and appnorth.E_NETWORK == 5
+    assert appnorth.CONSENT_UNKNOWN is appnorth.Consent.UNKNOWN
+    assert appnorth.errors.make_error(5, "x").code is appnorth.Status.E_NETWORK
+    assert appnorth.errors.make_error(77, "x").code == 77
 
 
 # -- loading --------------------------------------------------------------------

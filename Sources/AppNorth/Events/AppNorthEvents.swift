@@ -71,11 +71,11 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        store = try EventStore(db: db)
+        store = try EventStore(db: db, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        identity = try Identity(store: secrets, clock: clock)
-        let consent = try Self.loadConsent(db)
+        identity = try Identity(store: secrets, clock: clock, logger: self.logger)
+        let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
         // Events an earlier run left on disk go out as soon as the thread
@@ -261,12 +261,17 @@ public final class AppNorthEvents: Sendable {
         }
     }
 
-    private static func loadConsent(_ db: SQLiteStore) throws(AppNorthError) -> ConsentState {
+    /// The stored choice. A damaged row is deleted and logged, and the
+    /// choice is unknown again: the host asks the user anew.
+    private static func loadConsent(_ db: SQLiteStore, logger: Logger) throws(AppNorthError) -> ConsentState {
         guard let row = try db.kvGet(namespace: "consent", key: "analytics") else { return .unknown }
-        switch String(decoding: row.value, as: UTF8.self) {
-        case "granted": return .granted
-        case "revoked": return .revoked
-        default: return .unknown
+        switch row.value {
+        case Array("granted".utf8): return .granted
+        case Array("revoked".utf8): return .revoked
+        default:
+            try db.kvDelete(namespace: "consent", key: "analytics")
+            logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
+            return .unknown
         }
     }
 
@@ -473,7 +478,7 @@ public final class AppNorthEvents: Sendable {
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = ticks() + UInt64(wait) * 1_000_000
+                        s.notBeforeMono = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
                     }
                 }
                 let failure = error ?? .network("no response")
@@ -551,7 +556,7 @@ public final class AppNorthEvents: Sendable {
     /// Sleeps a retry delay. Wake-ups from `track` do not cut it short;
     /// stopping and a revocation of consent do (returns false).
     private func pause(milliseconds: Int, _ generation: UInt64, _ thread: BackgroundThread) -> Bool {
-        let deadline = ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
         while !thread.isStopping && state.withLock({ $0.consentGeneration == generation }) {
             let now = ticks()
             if now >= deadline { return true }

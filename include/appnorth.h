@@ -30,10 +30,20 @@
  *  - Threads. Every handle may be used from several threads at once unless
  *    its comment says otherwise. Calls that talk to the network block the
  *    calling thread for at most the client's request timeout.
- *  - fork(). Handles do not survive fork(). A forked child must not call
- *    any appnorth_ function, not even to make new handles (the Swift
- *    runtime's locks keep the parent's thread ids); a child that only exits
- *    or execs is safe, and an exec'd program starts afresh.
+ *  - fork(). A child forked from a process that uses the library, even one
+ *    whose threads are busy tracking and uploading (pre-fork servers:
+ *    gunicorn --preload, Celery prefork, Python multiprocessing with fork),
+ *    may make new handles and use them normally, on the same data directory
+ *    too. Handles made before fork() do not survive into the child: every
+ *    call on one there returns APPNORTH_E_WRONG_STATE, and its _free
+ *    function does nothing (the parent still owns it; its memory is
+ *    reclaimed when the child exits). A child that only exits or execs is
+ *    safe as well. How: pthread_atfork handlers, installed with the first
+ *    handle, hold the library's locks and SQLite's global mutexes across
+ *    fork(), so the child never inherits one locked; fork() may therefore
+ *    wait for library calls in progress (microseconds; at most 10 s, after
+ *    which it goes ahead). Call fork() from any thread, but not from inside
+ *    a library callback.
  */
 #ifndef APPNORTH_H
 #define APPNORTH_H

@@ -360,15 +360,18 @@ final class EventsTests: EventsTestCase {
         let perThread = 150
         let failures = Atomic<Int>(0)
         let done = Atomic<Int>(0)
+        var trackers: [BackgroundThread] = []
+        // Joined below, failing or not: no tracker outlives the test.
+        defer { for thread in trackers { thread.stop() } }
         for t in 0..<8 {
-            _ = try BackgroundThread(name: "tracker\(t)") { thread in
+            trackers.append(try BackgroundThread(name: "tracker\(t)") { thread in
                 for i in 0..<perThread {
                     if (try? events.track("t\(t)-\(i)", propertiesJSON: #"{"i":\#(i)}"#)) != true {
                         failures.add(1, ordering: .relaxed)
                     }
                 }
                 done.add(1, ordering: .releasing)
-            }
+            })
         }
         while done.load(ordering: .acquiring) < 8 {
             _ = try? events.flush(timeoutMilliseconds: 2000)

@@ -224,6 +224,16 @@ enum {
  */
 typedef void (*appnorth_log_fn)(int32_t level, const char *message, void *user_data);
 
+/*
+ * APPNORTH_DEBUG=1 in the environment (read once, when the library first
+ * logs) lowers every logger to APPNORTH_LOG_DEBUG, and sends the lines of a
+ * handle that has no log callback to stderr ("appnorth DEBUG: ..."). DEBUG
+ * lines trace each HTTP request (method, path, status, duration, bytes),
+ * each event batch (size, outcome), retries, circuit breaker changes,
+ * config tier changes and stream connects; never headers, bodies, tokens
+ * or identity values.
+ */
+
 /* ------------------------------------------------------------------------
  * Client: the community API
  * --------------------------------------------------------------------- */
@@ -323,6 +333,18 @@ APPNORTH_API int32_t appnorth_client_new(const appnorth_client_options *options,
  * threads to return before freeing: the handle must not be used after.
  */
 APPNORTH_API void appnorth_client_free(appnorth_client *client);
+
+/**
+ * Change the minimum level of the client's log callback, for the client and
+ * every handle made with it that logs through it (an events queue, a config
+ * without a logger of its own), at once and for calls already running.
+ * Lines below the level cost nothing: they are not even formatted.
+ * client: required. min_level: APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR
+ * (APPNORTH_E_INVALID_ARGUMENT otherwise). No effect without a callback.
+ * Thread-safe; never blocks.
+ */
+APPNORTH_API int32_t appnorth_client_set_log_level(appnorth_client *client, int32_t min_level,
+                                                   appnorth_error *err);
 
 /**
  * The client's account scope: "<api url>|<app id>|<lowercased email or
@@ -780,10 +802,13 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
  * seconds or as an HTTP date, capped), 5xx and network errors keep it and
  * retry 3 times after 1 s, 2 s and 4 s (with jitter), then wait for the
  * next cycle; 413 splits the batch in halves and drops a single event that
- * is still too large; any other 4xx discards the batch. Every failed request
- * counts toward the circuit breaker; 5 in a row pause uploads until
+ * is still too large; any other 4xx discards the batch, except that a 400
+ * or 422 listing rejected event ids drops only those (counted as
+ * client_error) and sends the rest at once (docs/protocol.md). Every failed
+ * flush counts once toward the circuit breaker (a batch's first attempt and
+ * its retries, or a discarded batch); 5 in a row pause uploads until
  * appnorth_events_start_session() or appnorth_events_foreground(). One
- * success resets the count.
+ * delivered batch resets the count.
  *
  * At most 10,000 events and 5 MB are kept; past either, the oldest are
  * dropped and counted. Each event carries a UUIDv7 id (the server
@@ -962,9 +987,13 @@ APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appn
 APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);
 
 /** Grant (1) or revoke (0) analytics consent; persisted. Revoking purges
- *  the queue. Any other value (a stray 7 is a host bug, not a grant):
+ *  the queue; once it returns, no event tracked before it is stored or
+ *  sent: the upload in progress is cancelled and never retried, and a
+ *  track() racing the call on another thread is waited for and purged.
+ *  Any other value (a stray 7 is a host bug, not a grant):
  *  APPNORTH_E_INVALID_ARGUMENT, and consent is unchanged. A stored consent
- *  row that is neither is dropped (logged) and consent is unknown again. */
+ *  row that is neither is dropped (logged) and consent is unknown again.
+ *  Thread-safe. Blocks for at most the racing inserts and the purge. */
 APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
                                                  appnorth_error *err);
 

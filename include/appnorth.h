@@ -492,6 +492,25 @@ APPNORTH_API int32_t appnorth_storage_erase(appnorth_storage *storage, appnorth_
  * Thread-safe. Calls on one queue are serialised; a flush blocks other
  * calls on that queue only while it updates storage, not while it waits
  * for the network.
+ *
+ * Several queues on one stored queue. On SQLite storage
+ * (appnorth_storage_new_sqlite) several queue handles, in one process or
+ * in several processes (a worker pool), may use the same data directory
+ * and name at once: every change is a read-modify-write of the stored
+ * queue in one SQLite write transaction, and counts and listings read the
+ * stored queue, so no acknowledged write is lost to another writer. Two
+ * queues flushing the same scope at once may both send an entry; its
+ * idempotency key makes the server apply it once. Memory storage and
+ * host callback storage have one owner: one queue per storage, refused
+ * for a second queue or cache in this process (APPNORTH_E_WRONG_STATE),
+ * and host callbacks must not be shared by two processes.
+ *
+ * Poison entries. An entry the server refuses for good (a comment on an
+ * idea deleted since) stays pending and stops every flush of its scope
+ * with its error, as the rule above says. appnorth_queue_flush_v2() names
+ * that entry, appnorth_queue_entries() shows each entry's attempts and
+ * last error, and appnorth_queue_discard_entry() removes it alone, so the
+ * valid writes behind it go out on the next flush.
  * --------------------------------------------------------------------- */
 
 typedef struct appnorth_queue appnorth_queue;
@@ -546,12 +565,28 @@ APPNORTH_API int32_t appnorth_queue_submit_feedback(appnorth_queue *queue, appno
 APPNORTH_API int32_t appnorth_queue_flush(appnorth_queue *queue, appnorth_client *client,
                                           int32_t *out_sent, appnorth_error *err);
 
+/**
+ * appnorth_queue_flush(), also naming the entry that stopped the flush.
+ * out_failed_entry_id (optional): set to the id of the entry whose error
+ * is returned (freed with appnorth_string_free()), or NULL when the call
+ * returns APPNORTH_OK (flushed, or stopped by a network failure) or fails
+ * before trying an entry. That entry stays pending; inspect it with
+ * appnorth_queue_entries() and discard it with
+ * appnorth_queue_discard_entry() if it can never succeed.
+ */
+APPNORTH_API int32_t appnorth_queue_flush_v2(appnorth_queue *queue, appnorth_client *client,
+                                             int32_t *out_sent, char **out_failed_entry_id,
+                                             appnorth_error *err);
+
 /** How many entries are pending, over all scopes. */
 APPNORTH_API int32_t appnorth_queue_pending_count(appnorth_queue *queue, int32_t *out_count,
                                                   appnorth_error *err);
 
-/** The pending entries as a JSON array, oldest first:
- *  [{"id","scope","kind","idempotency_key","created_ms"}] (no payloads). */
+/** The pending entries as a JSON array, oldest first, over all scopes:
+ *  [{"id","scope","kind","idempotency_key","created_ms","attempts",
+ *  "last_error"}] (no payloads). attempts: how many sends were tried and
+ *  failed, the one at submit included; last_error: the last failure's
+ *  message, or null. *out_json: freed with appnorth_string_free(). */
 APPNORTH_API int32_t appnorth_queue_entries(appnorth_queue *queue, char **out_json,
                                             appnorth_error *err);
 
@@ -560,6 +595,14 @@ APPNORTH_API int32_t appnorth_queue_entries(appnorth_queue *queue, char **out_js
  *  updated. out_discarded (optional): how many. */
 APPNORTH_API int32_t appnorth_queue_discard(appnorth_queue *queue, const char *scope,
                                             int32_t *out_discarded, appnorth_error *err);
+
+/** Discard one entry by its id (from appnorth_queue_entries() or
+ *  appnorth_queue_flush_v2()); storage is updated. entry_id: required.
+ *  out_discarded (optional): 1, or 0 when no pending entry has that id
+ *  (already sent or discarded, perhaps by another process): still
+ *  APPNORTH_OK. */
+APPNORTH_API int32_t appnorth_queue_discard_entry(appnorth_queue *queue, const char *entry_id,
+                                                  int32_t *out_discarded, appnorth_error *err);
 
 /* ------------------------------------------------------------------------
  * Clocks

@@ -13,14 +13,11 @@ final class Identity: Sendable {
 
     init(store: any AppNorthSecureStore, clock: any AppNorthClock) throws(AppNorthError) {
         self.store = store
-        var anonymous = try storageCall("reading the anonymous id") { try store.read(Self.anonymousKey) }
-        if anonymous?.isEmpty ?? true {
-            let made = Random.uuidV7(unixMilliseconds: clock.wallMilliseconds())
-            try storageCall("storing the anonymous id") { try store.write(Self.anonymousKey, made) }
-            anonymous = made
+        let anonymous = try storageCall("reading the anonymous id") {
+            try store.readOrCreate(Self.anonymousKey) { Random.uuidV7(unixMilliseconds: clock.wallMilliseconds()) }
         }
         let user = try storageCall("reading the user id") { try store.read(Self.userKey) }
-        cached = Mutex((anonymous!, user))
+        cached = Mutex((anonymous, user))
     }
 
     var anonymousID: String { cached.withLock { $0.anonymousID } }

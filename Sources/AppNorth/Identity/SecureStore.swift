@@ -9,29 +9,71 @@ public protocol AppNorthSecureStore: AnyObject, Sendable {
     func read(_ key: String) throws -> String?
     /// `nil` deletes the value.
     func write(_ key: String, _ value: String?) throws
+    /// The stored value, or `make()` stored and returned when there is
+    /// none. The default reads then writes; a store shared by several
+    /// processes makes it one step, so that they all keep the same value.
+    func readOrCreate(_ key: String, _ make: () -> String) throws -> String
+}
+
+extension AppNorthSecureStore {
+    public func readOrCreate(_ key: String, _ make: () -> String) throws -> String {
+        if let value = try read(key), !value.isEmpty { return value }
+        let made = make()
+        try write(key, made)
+        return made
+    }
 }
 
 /// Identity values in `identity.json` inside the data directory: mode
-/// 0600 in a 0700 folder, replaced atomically (write, fsync, rename).
+/// 0600 in a 0700 folder, replaced atomically (write, fsync, rename to a
+/// name no other writer uses). Several processes share it: every change
+/// holds an flock on `identity.json.lock` and re-reads the file first, so
+/// no change overwrites another's and the first anonymous id made wins.
 public final class FileSecureStore: AppNorthSecureStore {
     private let path: String
-    private let values: Mutex<[String: String]>
+    private let lockPath: String
+    /// Serialises this instance's writers; the flock serialises processes
+    /// (and other instances, which hold their own open file descriptions).
+    private let writer = Mutex<Void>(())
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         path = directory.file(file)
-        values = Mutex(try Self.read(path))
+        lockPath = try directory.ensurePrivateFile(file + ".lock")
+        _ = try Self.read(path)
     }
 
     public func read(_ key: String) throws -> String? {
-        values.withLock { $0[key] }
+        try Self.read(path)[key]
     }
 
     public func write(_ key: String, _ value: String?) throws {
-        try values.withLock { current throws(AppNorthError) in
-            var next = current
-            next[key] = value
-            try Self.save(next, to: path)
-            current = next
+        try locked { () throws(AppNorthError) in
+            var values = try Self.read(path)
+            values[key] = value
+            try Self.save(values, to: path)
+        }
+    }
+
+    public func readOrCreate(_ key: String, _ make: () -> String) throws -> String {
+        try locked { () throws(AppNorthError) -> String in
+            var values = try Self.read(path)
+            if let value = values[key], !value.isEmpty { return value }
+            let made = make()
+            values[key] = made
+            try Self.save(values, to: path)
+            return made
+        }
+    }
+
+    private func locked<T>(_ body: () throws(AppNorthError) -> T) throws(AppNorthError) -> T {
+        try writer.withLock { _ throws(AppNorthError) -> T in
+            let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .storage("cannot open the identity lock file: \(String(cString: strerror(errno)))") }
+            defer { close(fd) }  // closing releases the flock
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else { throw .storage("cannot lock the identity file: \(String(cString: strerror(errno)))") }
+            }
+            return try body()
         }
     }
 
@@ -63,7 +105,9 @@ public final class FileSecureStore: AppNorthSecureStore {
         let root = JSON.object()
         for (key, value) in values.sorted(by: { $0.key < $1.key }) { root.set(key, .string(value)) }
         let bytes = Array(root.serialized().utf8)
-        let temporary = path + ".tmp"
+        // A name of this writer's own: a shared ".tmp" could be renamed
+        // away under another writer between its write and its rename.
+        let temporary = path + ".tmp-\(getpid())-\(Random.hexToken(bytes: 4))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .storage("cannot write the identity file: \(String(cString: strerror(errno)))") }
         fchmod(fd, 0o600)

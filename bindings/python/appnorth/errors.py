@@ -66,6 +66,10 @@ class AppNorthError(Exception):
         http_status: the server's HTTP status, or 0 when no server answered.
         message: the library's human-readable message (never holds tokens or
             identity values).
+        entry_id: for an OfflineQueue.flush error, the id of the pending
+            entry that failed; None otherwise.
+        sent: for an OfflineQueue.flush error, how many entries were sent
+            before it.
     """
 
     #: The status this class stands for; the base class covers unknown codes.
@@ -76,6 +80,10 @@ class AppNorthError(Exception):
         self.code: int = self.status_code if code is None else code
         self.http_status: int = http_status
         self.message: str = message
+        #: Set by OfflineQueue.flush: the id of the entry whose error this
+        #: is (still pending), and how many entries were sent before it.
+        self.entry_id: Optional[str] = None
+        self.sent: int = 0
 
     def __str__(self) -> str:
         if self.http_status:

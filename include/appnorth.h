@@ -34,6 +34,15 @@
  *    any appnorth_ function, not even to make new handles (the Swift
  *    runtime's locks keep the parent's thread ids); a child that only exits
  *    or execs is safe, and an exec'd program starts afresh.
+ *  - Several processes and handles on one data directory (worker pools,
+ *    a CLI beside a daemon). Opening a fresh directory from several
+ *    processes at once is race-free. Queues and caches on SQLite storage
+ *    may share one stored name across handles and processes: every change
+ *    is one SQLite write transaction, so no acknowledged write is lost.
+ *    Events handles may share a directory: each event reaches the server
+ *    once. All processes share one anonymous id. Memory and host callback
+ *    storages have one owner each; one remote config per data directory
+ *    and App ID in a process. Details: docs/multiple-processes.md.
  */
 #ifndef APPNORTH_H
 #define APPNORTH_H
@@ -463,9 +472,11 @@ APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn loa
 APPNORTH_API void appnorth_storage_free(appnorth_storage *storage);
 
 /**
- * Erase what the storage holds (for logout). A queue or cache that already
- * loaded the storage keeps its loaded entries in memory and may write them
- * back: discard them with appnorth_queue_discard() or
+ * Erase what the storage holds (for logout). Queues on SQLite storage read
+ * the stored entries, so they see it empty at once. A queue or cache on
+ * memory or host storage, and a cache on any storage, keeps the entries it
+ * loaded in memory (a memory or host storage's queue or cache may also
+ * write them back): discard them with appnorth_queue_discard() or
  * appnorth_cache_clear(), or free those handles first.
  */
 APPNORTH_API int32_t appnorth_storage_erase(appnorth_storage *storage, appnorth_error *err);

@@ -25,7 +25,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python check-dist bench clean
+        test-python test-hosts check-dist bench clean
 
 all: dist
 
@@ -95,6 +95,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-c
 	$(MAKE) --no-print-directory test-valgrind
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-hosts
 
 test-swift:
 	scripts/with-devserver.sh $(SWIFT) test
@@ -137,6 +138,14 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	      && APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python python3 -c "import appnorth; print(\"python loads\", appnorth.version())"' \
 	    && echo "check-dist: loads with $(TOOLCHAIN) hidden"; \
 	  else echo "check-dist: skipped the hidden-toolchain load (needs root and unshare)"; fi
+
+# Hosts other than the C tests: every C example compiles as strict C11, and
+# the README's C quickstart is cut out, built as C99 and C++17, and run.
+STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror
+test-hosts: $(DIST_LIB)
+	@for f in examples/c/*.c; do $(CC) $(STRICT_CFLAGS) $(DIST_CFLAGS) -fsyntax-only $$f || exit 1; done
+	@echo "hosts: every C example compiles with $(STRICT_CFLAGS)"
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
 
 bench:
 	@bench/run.sh

@@ -162,7 +162,7 @@ final class ConfigPolicyTests: XCTestCase {
 
     func testRegistryDeliversInOrderToCurrentListeners() {
         let registry = ListenerRegistry<Int>()
-        let seen = Mutex<[String]>([])
+        let seen = Lock<[String]>([])
         let a = registry.add { n in seen.withLock { $0.append("a\(n)") } }!
         _ = registry.add { n in seen.withLock { $0.append("b\(n)") } }!
         registry.post(1)
@@ -178,7 +178,7 @@ final class ConfigPolicyTests: XCTestCase {
     func testRegistryRemoveFromInsideItsOwnCallbackReturnsAtOnce() {
         let registry = ListenerRegistry<Int>()
         let calls = Atomic<Int>(0)
-        let token = Mutex<Int64>(0)
+        let token = Lock<Int64>(0)
         let t = registry.add { _ in
             calls.add(1, ordering: .relaxed)
             XCTAssertTrue(registry.remove(token.withLock { $0 }))
@@ -209,7 +209,7 @@ final class ConfigPolicyTests: XCTestCase {
 
     func testRegistryEventsPostedFromACallbackAreDeliveredAfterIt() {
         let registry = ListenerRegistry<Int>()
-        let seen = Mutex<[Int]>([])
+        let seen = Lock<[Int]>([])
         _ = registry.add { n in
             seen.withLock { $0.append(n) }
             if n == 1 {

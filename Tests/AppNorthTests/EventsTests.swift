@@ -283,7 +283,7 @@ final class EventsTests: XCTestCase {
     }
 
     func testIdentityPersistsInAPrivateFileAndNeverInLogs() throws {
-        let lines = Mutex<[String]>([])
+        let lines = Lock<[String]>([])
         let logger = Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } }
         let first: String
         do {
@@ -315,7 +315,7 @@ final class EventsTests: XCTestCase {
     /// one never drops a value written by another.
     func testFileSecureStoresShareOneAnonymousIDAndKeepEachOthersValues() throws {
         let directory = try DataDirectory(path: folder + "/shared-identity")
-        let made = Mutex<[String]>([])
+        let made = Lock<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { index in
             do {
                 let store = try FileSecureStore(directory: directory)

@@ -1,5 +1,4 @@
 import XCTest
-import Synchronization
 import Dispatch
 @testable import AppNorth
 

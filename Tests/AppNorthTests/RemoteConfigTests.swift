@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 import XCTest
 @testable import AppNorth
 
@@ -100,7 +99,7 @@ final class RemoteConfigTests: XCTestCase {
     }
 
     final class Changes: Sendable {
-        let list = Mutex<[ConfigChange]>([])
+        let list = Lock<[ConfigChange]>([])
         var all: [ConfigChange] { list.withLock { $0 } }
         var count: Int { list.withLock { $0.count } }
         func record(_ change: ConfigChange) { list.withLock { $0.append(change) } }
@@ -510,7 +509,7 @@ final class RemoteConfigTests: XCTestCase {
         try publish(#"{"v":1}"#)
         let config = try open()
         let selfRemoving = Changes()
-        let token = Mutex<Int64>(0)
+        let token = Lock<Int64>(0)
         let t = try config.addListener { [weak config] change in
             selfRemoving.record(change)
             let mine = token.withLock { $0 }

@@ -1,7 +1,6 @@
 import XCTest
 import Glibc
 import Dispatch
-import Synchronization
 @testable import AppNorth
 
 final class SQLiteStoreTests: XCTestCase {
@@ -49,7 +48,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testConcurrentFirstOpensOfAFreshFileAllSucceed() throws {
         for trial in 0..<10 {
             let directory = try DataDirectory(path: folder + "/trial\(trial)")
-            let failures = Mutex<[String]>([])
+            let failures = Lock<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
                 do {
                     let store = try SQLiteStore(directory: directory)

@@ -5,6 +5,12 @@
 #ifndef APPNORTH_EXAMPLE_DEVSERVER_ADMIN_H
 #define APPNORTH_EXAMPLE_DEVSERVER_ADMIN_H
 
+/* getaddrinfo() and struct addrinfo are POSIX, hidden by strict -std=c99/c11
+ * unless the program asks for POSIX before its first #include. */
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
+#error "define _POSIX_C_SOURCE 200809L before the first #include to use devserver_admin.h"
+#endif
+
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>

@@ -29,6 +29,9 @@
  * calls use a few lines of plain sockets so the example needs nothing but
  * libappnorth and jansson.
  */
+/* POSIX 2008 (sockets, clock_gettime, mkdtemp, nanosleep) under strict -std=c11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <appnorth.h>
 #include <jansson.h>
 #include <stdio.h>

@@ -15,6 +15,9 @@
  * "down" use the dev server's /admin endpoints, which a real API does not
  * have; everything else is the library's public API.
  */
+/* POSIX 2008 (sockets, clock_gettime, mkdtemp, nanosleep) under strict -std=c11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <appnorth.h>
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -191,7 +194,8 @@ int main(int argc, char **argv) {
         return fail("add listener", &err);
     show(config);
     if (appnorth_config_start_live(config, &err) != APPNORTH_OK) return fail("start live", &err);
-    usleep(300 * 1000); /* a few stream attempts fail and back off */
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* a few stream attempts fail and back off */
     appnorth_error status;
     appnorth_config_last_fetch_status(config, &status, NULL, &err);
     printf("  last fetch: %s (%s)\n", appnorth_status_str(status.code), status.message);

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A TTL cache of board arrays and idea arrays, 300 s by default.
 ///
@@ -17,7 +16,7 @@ public final class AppNorthReadCache: Sendable {
     public let ttlSeconds: Int
     private let storage: any AppNorthReadCacheStorage
     private let clock: any AppNorthClock
-    private let entries: Mutex<[CacheEntry]>
+    private let entries: Lock<[CacheEntry]>
     private let gate = OperationGate()
     private let shared: (any AppNorthAtomicBlobStorage)?
 
@@ -27,7 +26,7 @@ public final class AppNorthReadCache: Sendable {
         try StorageClaims.claim(storage, as: .cache)
         do {
             let loaded = try storageCall("loading the read cache") { try storage.load() }
-            entries = Mutex(try loaded.map(CacheCodec.decode) ?? [])
+            entries = Lock(try loaded.map(CacheCodec.decode) ?? [])
         } catch {
             StorageClaims.release(storage)
             throw error

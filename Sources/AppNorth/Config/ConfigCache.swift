@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// The persisted tier: the last config fetched from the server, with its
 /// ETag, version and fetch time, in one row of the data directory's SQLite
@@ -24,7 +23,7 @@ final class ConfigCache: Sendable {
     private let logger: Logger
     /// The sequence number of the last saved record: a slower writer never
     /// overwrites a newer record.
-    private let saved = Mutex<UInt64>(0)
+    private let saved = Lock<UInt64>(0)
 
     init(directory: DataDirectory, appID: String, logger: Logger) throws(AppNorthError) {
         store = try SQLiteStore(directory: directory)
@@ -110,7 +109,7 @@ final class ConfigCache: Sendable {
 /// One open config per data directory and App ID in a process: two would
 /// each run their own fetches and streams and overwrite each other's row.
 enum ConfigCacheClaims {
-    private static let claims = Mutex<Set<String>>([])
+    private static let claims = Lock<Set<String>>([])
 
     /// The claim key: the directory's canonical path and the App ID.
     static func key(directory: DataDirectory, appID: String) -> String {

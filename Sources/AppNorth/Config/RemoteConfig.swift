@@ -247,8 +247,8 @@ final class ConfigEngine: Sendable {
         var workerExiting = false
     }
 
-    let state: Mutex<State>
-    let control = Mutex(Control())
+    let state: Lock<State>
+    let control = Lock(Control())
 
     init(client: AppNorthClient, options: AppNorthRemoteConfig.Options) throws(AppNorthError) {
         guard (1...31_536_000).contains(options.ttlSeconds) else {
@@ -299,7 +299,7 @@ final class ConfigEngine: Sendable {
         self.cache = cache
         self.claimKey = claimKey
         let initial = ResolvedConfig.initial(cached: cache?.load(), bundled: bundled, clock: options.clock)
-        state = Mutex(State(current: initial))
+        state = Lock(State(current: initial))
         logger.log(.info, "config opened from the \(initial.tier) tier")
     }
 

@@ -20,10 +20,10 @@ public final class AppNorthEvents: Sendable {
     private let identity: Identity
     private let clock: any AppNorthClock
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let flushDone = GenerationWaiter()
     private let shutdown = StreamCancellation()
-    private let worker: Mutex<BackgroundThread?> = Mutex(nil)
+    private let worker: Lock<BackgroundThread?> = Lock(nil)
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     private let uploadsFailing = Atomic<Bool>(false)
@@ -62,7 +62,7 @@ public final class AppNorthEvents: Sendable {
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         identity = try Identity(store: secrets, clock: clock)
         let consent = try Self.loadConsent(db)
-        state = Mutex(State(consent: consent, networkType: options.networkType,
+        state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
         // The thread holds the queue only while it works, never while it
         // sleeps, so dropping the last reference (deinit) can stop it.

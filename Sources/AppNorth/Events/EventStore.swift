@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One stored event: its place in the queue and its upload JSON.
 struct StoredEvent: Sendable {
@@ -12,7 +11,7 @@ struct StoredEvent: Sendable {
 /// cost nothing on the hot path.
 final class EventStore: Sendable {
     private let db: SQLiteStore
-    private let totals: Mutex<(count: Int, bytes: Int)>
+    private let totals: Lock<(count: Int, bytes: Int)>
     /// Rows waiting to be written (group commit, see `insert`).
     private let commits = GroupCommit()
 
@@ -36,7 +35,7 @@ final class EventStore: Sendable {
         let row = try db.withConnection { conn throws(AppNorthError) in
             try conn.query("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events") { ($0.int(0), $0.int(1)) }.first
         }
-        totals = Mutex(row ?? (0, 0))
+        totals = Lock(row ?? (0, 0))
     }
 
     var count: Int { totals.withLock { $0.count } }

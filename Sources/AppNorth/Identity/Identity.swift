@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The analytics identity: an anonymous id made on first use and kept, the
 /// user id set by `identify` and cleared by `reset`, and a push token.
@@ -9,7 +8,7 @@ final class Identity: Sendable {
     static let pushTokenKey = "push_token"
 
     private let store: any AppNorthSecureStore
-    private let cached: Mutex<(anonymousID: String, userID: String?)>
+    private let cached: Lock<(anonymousID: String, userID: String?)>
 
     init(store: any AppNorthSecureStore, clock: any AppNorthClock) throws(AppNorthError) {
         self.store = store
@@ -17,7 +16,7 @@ final class Identity: Sendable {
             try store.readOrCreate(Self.anonymousKey) { Random.uuidV7(unixMilliseconds: clock.wallMilliseconds()) }
         }
         let user = try storageCall("reading the user id") { try store.read(Self.userKey) }
-        cached = Mutex((anonymous, user))
+        cached = Lock((anonymous, user))
     }
 
     var anonymousID: String { cached.withLock { $0.anonymousID } }

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// Where identity values live: the anonymous id, the user id and the push
 /// token. The Linux counterpart of the Keychain: by default a file only
@@ -27,14 +26,11 @@ extension AppNorthSecureStore {
 /// Identity values in `identity.json` inside the data directory: mode
 /// 0600 in a 0700 folder, replaced atomically (write, fsync, rename to a
 /// name no other writer uses). Several processes share it: every change
-/// holds an flock on `identity.json.lock` and re-reads the file first, so
-/// no change overwrites another's and the first anonymous id made wins.
+/// holds a lock on `identity.json.lock` and re-reads the file first, so no
+/// change overwrites another's and the first anonymous id made wins.
 public final class FileSecureStore: AppNorthSecureStore {
     private let path: String
     private let lockPath: String
-    /// Serialises this instance's writers; the flock serialises processes
-    /// (and other instances, which hold their own open file descriptions).
-    private let writer = Mutex<Void>(())
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         path = directory.file(file)
@@ -65,12 +61,20 @@ public final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
+    /// Runs `body` holding the identity lock: this process's writer lock,
+    /// then a POSIX record lock on the lock file for other processes.
+    /// Record locks, unlike flock, are not inherited by a forked child, so
+    /// a child can never keep other processes waiting; they exclude
+    /// processes, not threads, hence the process lock around them.
     private func locked<T>(_ body: () throws(AppNorthError) -> T) throws(AppNorthError) -> T {
-        try writer.withLock { _ throws(AppNorthError) -> T in
+        try IdentityWriters.shared.lock.withLock { _ throws(AppNorthError) -> T in
             let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw .storage("cannot open the identity lock file: \(String(cString: strerror(errno)))") }
-            defer { close(fd) }  // closing releases the flock
-            while flock(fd, LOCK_EX) != 0 {
+            defer { close(fd) }  // closing releases the record lock
+            var whole = Glibc.flock()
+            whole.l_type = Int16(F_WRLCK)
+            whole.l_whence = Int16(SEEK_SET)
+            while fcntl(fd, F_SETLKW, &whole) != 0 {
                 guard errno == EINTR else { throw .storage("cannot lock the identity file: \(String(cString: strerror(errno)))") }
             }
             return try body()
@@ -121,9 +125,26 @@ public final class FileSecureStore: AppNorthSecureStore {
     }
 }
 
+/// The process-wide turn for identity file changes (every FileSecureStore
+/// of the process, whatever its folder: changes are rare and short).
+/// fork() waits for a change in progress, so a child never starts with
+/// this lock held by a thread it does not have.
+final class IdentityWriters: @unchecked Sendable {
+    // @unchecked: `lock` is a Lock, and the fork handlers only take and
+    // release it.
+    static let shared = IdentityWriters()
+    let lock = Lock<Void>(())
+
+    private init() {
+        pthread_atfork({ IdentityWriters.shared.lock.acquire() },
+                       { IdentityWriters.shared.lock.release() },
+                       { IdentityWriters.shared.lock.release() })
+    }
+}
+
 /// Secure storage in memory only (tests, and hosts that keep no identity).
 public final class MemorySecureStore: AppNorthSecureStore {
-    private let values = Mutex<[String: String]>([:])
+    private let values = Lock<[String: String]>([:])
     public init() {}
     public func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
     public func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Thrown when a write had to be queued but the queue is at its limit.
 public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
@@ -30,7 +29,7 @@ public final class AppNorthOfflineQueue: Sendable {
     private let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
     /// The loaded entries; always equal to what was last saved or read.
-    private let entries: Mutex<[QueueEntry]>
+    private let entries: Lock<[QueueEntry]>
     /// Set when the storage changes atomically: the stored blob, not
     /// `entries`, is then the truth, re-read inside every change.
     private let shared: (any AppNorthAtomicBlobStorage)?
@@ -45,7 +44,7 @@ public final class AppNorthOfflineQueue: Sendable {
         try StorageClaims.claim(storage, as: .queue)
         do {
             let loaded = try storageCall("loading the offline queue") { try storage.load() }
-            entries = Mutex(try loaded.map(QueueCodec.decode) ?? [])
+            entries = Lock(try loaded.map(QueueCodec.decode) ?? [])
         } catch {
             StorageClaims.release(storage)
             throw error

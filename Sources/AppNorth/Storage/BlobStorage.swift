@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where the offline queue keeps its entries: one blob, loaded at open and
 /// replaced on every change. `save(nil)` erases it. Implement it with your
@@ -31,7 +30,7 @@ public protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
 
 /// Storage in memory only.
 public final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
-    private let data = Mutex<[UInt8]?>(nil)
+    private let data = Lock<[UInt8]?>(nil)
     public init() {}
     public func load() throws -> [UInt8]? { data.withLock { $0 } }
     public func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
@@ -81,7 +80,7 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
 /// and overwrite each other's blob.
 enum StorageClaims {
     enum Role: String { case queue = "an offline queue", cache = "a read cache" }
-    private static let claims = Mutex<[ObjectIdentifier: Role]>([:])
+    private static let claims = Lock<[ObjectIdentifier: Role]>([:])
 
     static func claim(_ storage: AnyObject, as role: Role) throws(AppNorthError) {
         let id = ObjectIdentifier(storage)

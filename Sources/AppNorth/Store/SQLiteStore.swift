@@ -1,6 +1,5 @@
 import CSQLite
 import Glibc
-import Synchronization
 
 /// One SQLite database in the data directory: WAL journal, a schema version
 /// kept in `PRAGMA user_version`, and migrations applied in order at open.
@@ -37,7 +36,7 @@ public final class SQLiteStore: Sendable {
 
     public static var schemaVersion: Int { migrations.count }
 
-    private let connection: Mutex<Connection>
+    private let connection: Lock<Connection>
     public let path: String
 
     /// Opens (creating if needed) `file` inside `directory`.
@@ -72,7 +71,7 @@ public final class SQLiteStore: Sendable {
             conn.close()
             throw error
         }
-        connection = Mutex(conn)
+        connection = Lock(conn)
     }
 
     /// How long a statement waits for another connection's lock (another

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// Where the core reads time. Timers, TTLs and backoff all go through a
 /// clock so that tests can move time instead of sleeping.
@@ -32,10 +31,10 @@ public struct SystemClock: AppNorthClock {
 /// A clock that only moves when told to: for tests and for hosts that
 /// drive time themselves.
 public final class ManualClock: AppNorthClock {
-    private let state: Mutex<(mono: UInt64, wall: Int64)>
+    private let state: Lock<(mono: UInt64, wall: Int64)>
 
     public init(monotonicNanoseconds: UInt64 = 1_000_000_000, wallMilliseconds: Int64 = 1_700_000_000_000) {
-        state = Mutex((monotonicNanoseconds, wallMilliseconds))
+        state = Lock((monotonicNanoseconds, wallMilliseconds))
     }
 
     public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }

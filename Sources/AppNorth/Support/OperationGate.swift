@@ -4,7 +4,7 @@ import Synchronization
 /// Serialises the operations of one queue or cache, including the host
 /// storage callbacks they make. A callback that calls back into the same
 /// object on the same thread gets `.wrongState` instead of a deadlock.
-/// Data locks (Mutex) are never held while host code runs; this gate is
+/// Data locks (Lock) are never held while host code runs; this gate is
 /// the operation's turn, not a data lock.
 final class OperationGate: @unchecked Sendable {
     // @unchecked: the pthread mutex lives at a stable heap address and is

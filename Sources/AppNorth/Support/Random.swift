@@ -1,6 +1,5 @@
 import CSystem
 import Glibc
-import Synchronization
 
 /// Randomness from the kernel (getrandom), for ids and jitter.
 ///
@@ -14,7 +13,7 @@ enum Random {
         var pid: pid_t = 0
     }
 
-    private static let pool = Mutex(Pool())
+    private static let pool = Lock(Pool())
 
     /// Fills `buffer` with random bytes.
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {

@@ -16,7 +16,7 @@ public final class HTTPTransport: Sendable {
     /// Responses larger than this fail with `.tooLarge` instead of growing
     /// memory without bound.
     public let maxResponseBytes: Int
-    private let pool = Mutex<[EasyHandle]>([])
+    private let pool = Lock<[EasyHandle]>([])
     private let userAgent: String
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
@@ -225,7 +225,7 @@ public final class HTTPTransport: Sendable {
 public final class StreamCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
     /// The multi handle of the transfer in progress, woken by cancel().
-    private let running = Mutex<MultiHandle?>(nil)
+    private let running = Lock<MultiHandle?>(nil)
     public init() {}
 
     public func cancel() {

@@ -1,0 +1,52 @@
+import Glibc
+
+/// The library's data lock: a value guarded by a pthread mutex, with the
+/// same shape as `Synchronization.Mutex` (`withLock`).
+///
+/// Why not `Mutex` itself (both measured on Linux, Swift 6.3.1):
+/// - fork(): `Mutex` writes a thread id that it caches per thread, and the
+///   thread that calls fork() keeps its parent's id in the child. A lock it
+///   takes in the child and another child thread contends aborts the child
+///   in `Synchronization` (5 crashes in 5 runs). glibc's mutex reads the
+///   thread id the kernel gives the child, so a child that makes new
+///   handles works (docs/architecture.md, "fork()").
+/// - ThreadSanitizer does not see `Mutex` and reports false races behind
+///   it; it understands pthread mutexes, so `make sanitize` stays useful.
+///
+/// The mutex and the value live at stable heap addresses; the lock is
+/// non-copyable like `Mutex`, so it is stored in a `let`.
+struct Lock<Value: ~Copyable>: ~Copyable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let value: UnsafeMutablePointer<Value>
+
+    init(_ initialValue: consuming sending Value) {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        value = .allocate(capacity: 1)
+        value.initialize(to: initialValue)
+    }
+
+    deinit {
+        value.deinitialize(count: 1)
+        value.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held. Never call host code inside it.
+    borrowing func withLock<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
+    }
+
+    /// For the fork handlers only (ForkGuard): hold the lock across fork().
+    borrowing func acquire() { pthread_mutex_lock(mutex) }
+    borrowing func release() { pthread_mutex_unlock(mutex) }
+}
+
+// The mutex serialises every access to the value, as with `Mutex`.
+extension Lock: @unchecked Sendable where Value: ~Copyable {}

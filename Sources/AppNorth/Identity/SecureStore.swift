@@ -51,10 +51,12 @@ public final class FileSecureStore: AppNorthSecureStore {
     }
 
     public func readOrCreate(_ key: String, _ make: () -> String) throws -> String {
-        try locked { () throws(AppNorthError) -> String in
+        // Made before locking: nothing that takes another library lock
+        // (the random pool) runs under the identity lock.
+        let made = make()
+        return try locked { () throws(AppNorthError) -> String in
             var values = try Self.read(path)
             if let value = values[key], !value.isEmpty { return value }
-            let made = make()
             values[key] = made
             try Self.save(values, to: path)
             return made
@@ -111,7 +113,8 @@ public final class FileSecureStore: AppNorthSecureStore {
         let bytes = Array(root.serialized().utf8)
         // A name of this writer's own: a shared ".tmp" could be renamed
         // away under another writer between its write and its rename.
-        let temporary = path + ".tmp-\(getpid())-\(Random.hexToken(bytes: 4))"
+        // Writers of one process take turns, so the pid is enough.
+        let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .storage("cannot write the identity file: \(String(cString: strerror(errno)))") }
         fchmod(fd, 0o600)

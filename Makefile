@@ -1,10 +1,11 @@
 # libappnorth: build, package, test and demo.
 #   make demo      build the library, start the local server, run the C example
 #   make test      every suite: swift test, the C tests, pytest (server started here)
-#   make dist      self-contained stripped libappnorth.so + header + pkg-config in dist/
+#   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
+#                  packages, and a cffi cdef, in dist/ (relocatable: copy it anywhere)
 #   make install   PREFIX=/usr/local by default
 
-VERSION      := 0.2.0
+VERSION      := 0.3.0
 SOVERSION    := 0
 PREFIX       ?= /usr/local
 DIST         := dist
@@ -39,33 +40,40 @@ build: deps
 # Static Swift runtime, only appnorth_* exported, SONAME with the major
 # version, stripped. Static linking stays out of Package.swift: it breaks
 # `swift test`.
-$(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map scripts/appnorth.pc.in
+PACKAGE_FILES := scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
+                 scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh
+SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g'
+
+$(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	@scripts/ensure-deps.sh
 	$(SWIFT) build -c release --product appnorth -Xswiftc -static-stdlib \
 	    -Xlinker -soname=$(SONAME) -Xlinker --version-script=$(abspath scripts/exports.map)
-	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/include
+	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/lib/cmake/appnorth $(DIST)/include $(DIST)/share/appnorth
 	strip --strip-unneeded -o $@ .build/release/$(LIBNAME)
 	ln -sf $(REALNAME) $(DIST)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DIST)/lib/$(LIBNAME)
-	cp include/appnorth.h $(DIST)/include/
-	sed -e 's|@PREFIX@|$(abspath $(DIST))|' -e 's|@VERSION@|$(VERSION)|' scripts/appnorth.pc.in \
-	    > $(DIST)/lib/pkgconfig/appnorth.pc
+	cp include/appnorth.h include/appnorth.hpp $(DIST)/include/
+	$(SUBST) scripts/appnorth.pc.in > $(DIST)/lib/pkgconfig/appnorth.pc
+	$(SUBST) scripts/cmake/appnorthConfig.cmake.in > $(DIST)/lib/cmake/appnorth/appnorthConfig.cmake
+	$(SUBST) scripts/cmake/appnorthConfigVersion.cmake.in > $(DIST)/lib/cmake/appnorth/appnorthConfigVersion.cmake
+	scripts/cffi-cdef.sh include/appnorth.h > $(DIST)/share/appnorth/appnorth.cdef
 	@echo "dist: $@ is $$(stat -c %s $@) bytes"
 
 dist: $(DIST_LIB)
 
+# dist/ is relocatable, so installing is copying it.
+INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
+             lib/cmake/appnorth/appnorthConfigVersion.cmake include/appnorth.h include/appnorth.hpp \
+             share/appnorth/appnorth.cdef
 install: dist
-	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/include
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth
 	install -m 0755 $(DIST_LIB) $(PREFIX)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(PREFIX)/lib/$(LIBNAME)
-	install -m 0644 include/appnorth.h $(PREFIX)/include/appnorth.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/appnorth.pc.in \
-	    > $(PREFIX)/lib/pkgconfig/appnorth.pc
+	for f in $(filter-out lib/$(REALNAME),$(INSTALLED)); do install -m 0644 $(DIST)/$$f $(PREFIX)/$$f || exit 1; done
 
 uninstall:
-	rm -f $(PREFIX)/lib/$(REALNAME) $(PREFIX)/lib/$(SONAME) $(PREFIX)/lib/$(LIBNAME) \
-	      $(PREFIX)/include/appnorth.h $(PREFIX)/lib/pkgconfig/appnorth.pc
+	rm -f $(addprefix $(PREFIX)/,$(INSTALLED)) $(PREFIX)/lib/$(SONAME) $(PREFIX)/lib/$(LIBNAME)
 
 # --- Examples -----------------------------------------------------------------
 EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(wildcard examples/c/*.c))
@@ -86,8 +94,9 @@ $(BUILD)/tests/%: Tests/c/%.c $(wildcard Tests/c/*.h) $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl sqlite3) -lpthread
 
-$(PYTEST):
+$(PYTEST): bindings/python/requirements-test.txt
 	@scripts/ensure-deps.sh --python
+	@touch $@
 
 test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-swift
@@ -127,11 +136,7 @@ test-python: $(PYTEST) $(DIST_LIB)
 check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	@! ldd $(DIST_LIB) | grep -q "$(TOOLCHAIN)" || { ldd $(DIST_LIB); echo "check-dist: ldd shows the toolchain"; exit 1; }
 	@echo "check-dist: $$(stat -c %s $(DIST_LIB)) bytes stripped; ldd lists system libraries only"
-	@prefix=$$(mktemp -d) && $(MAKE) --no-print-directory -s install PREFIX=$$prefix \
-	  && $(CC) -o $$prefix/boards examples/c/boards.c \
-	       $$(PKG_CONFIG_PATH=$$prefix/lib/pkgconfig pkg-config --cflags --libs appnorth jansson) -Wl,-rpath,$$prefix/lib \
-	  && $$prefix/boards --version >/dev/null && rm -rf $$prefix \
-	  && echo "check-dist: make install and a pkg-config build work"
+	@Tests/hosts/packaging.sh $(DIST)
 	@if [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then \
 	    unshare -m sh -c 'mount -t tmpfs none "$(TOOLCHAIN)" && ! ls "$(TOOLCHAIN)/bin/swiftc" 2>/dev/null \
 	      && $(BUILD)/examples/boards --version \
@@ -139,13 +144,18 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	    && echo "check-dist: loads with $(TOOLCHAIN) hidden"; \
 	  else echo "check-dist: skipped the hidden-toolchain load (needs root and unshare)"; fi
 
-# Hosts other than the C tests: every C example compiles as strict C11, and
-# the README's C quickstart is cut out, built as C99 and C++17, and run.
+# Hosts other than the C tests: every C example compiles as strict C11; the
+# README's C quickstart is cut out, built as C99 and C++17, and run; the
+# header's functions match abi/appnorth.symbols and the library's exports;
+# cffi (the shipped cdef) and bindgen read the header with int32 constants.
 STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror
-test-hosts: $(DIST_LIB)
+test-hosts: $(DIST_LIB) $(PYTEST)
 	@for f in examples/c/*.c; do $(CC) $(STRICT_CFLAGS) $(DIST_CFLAGS) -fsyntax-only $$f || exit 1; done
 	@echo "hosts: every C example compiles with $(STRICT_CFLAGS)"
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
+	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
+	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)
+	@Tests/hosts/ffi_bindgen.sh $(DIST)
 
 bench:
 	@bench/run.sh

@@ -720,6 +720,8 @@ class Fault:
             out.update(status=self.status, retry_after=self.retry_after)
         elif self.kind == "drop":
             out["drop"] = True
+        elif self.kind == "endless_line":
+            out["endless_line"] = True
         else:
             out["delay_ms"] = self.delay_ms
         return out
@@ -770,9 +772,9 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop", "delay_ms") if spec.get(k) is not None]
+        kinds = [k for k in ("status", "drop", "delay_ms", "endless_line") if spec.get(k) is not None]
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop' or 'delay_ms'")
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms' or 'endless_line'")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
         if kinds[0] == "status":
             status = spec["status"]
@@ -795,6 +797,10 @@ class FaultQueue:
             if spec["drop"] is not True:
                 raise validation("'drop' must be true")
             fault.kind = "drop"
+        elif kinds[0] == "endless_line":
+            if spec["endless_line"] is not True:
+                raise validation("'endless_line' must be true")
+            fault.kind = "endless_line"
         else:
             delay = spec["delay_ms"]
             if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:
@@ -1467,12 +1473,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fault = dev.faults.take(self.command, path)
                 if fault is not None:
                     log["fault"] = fault.kind
-                    if fault.kind == "drop":
+                    if fault.kind in ("drop", "endless_line"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
                         self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
-                    if response is not None or fault.kind == "drop":
+                    if response is not None or fault.kind in ("drop", "endless_line"):
                         return response
             func, params = dev.router.resolve(self.command, path)
             params_query = dict(parse_qsl(query, keep_blank_values=True))
@@ -1602,6 +1608,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if fault.kind == "delay":
             self.server.dev.stopped.wait(fault.delay_ms / 1000)
             return None
+        if fault.kind == "endless_line":
+            self._send_endless_line()
+            return None
         headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
         return Response(fault.status, fault.body or b"", headers)
 
@@ -1677,6 +1686,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if time.monotonic() >= last_write + dev.settings.sse_keepalive:
                     self.wfile.write(b": keepalive\n\n")
                     last_write = time.monotonic()
+
+    def _send_endless_line(self) -> None:
+        """A 200 event stream whose first line never ends: a hostile or broken
+        server. Runs until the client closes or the server stops."""
+        self.close_connection = True
+        chunk = b"x" * 65536
+        with contextlib.suppress(OSError):
+            self.wfile.write(
+                f"HTTP/1.1 200 OK\r\nServer: {SERVER_NAME}\r\nDate: {self.date_time_string()}\r\n"
+                "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\ndata: ".encode("latin-1"))
+            while not self.server.dev.stopped.is_set():
+                self.wfile.write(chunk)
 
     def _client_gone(self) -> bool:
         """True once the peer closed; an SSE client never sends after its request."""

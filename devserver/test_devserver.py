@@ -931,8 +931,22 @@ def test_fault_on_stream(c, server):
         stream.close()
 
 
+def test_fault_endless_line_on_stream(c, server):
+    c.post("/admin/faults", {"path_prefix": f"{API}/config/stream", "endless_line": True})
+    stream = Sse(server.port)
+    try:
+        assert stream.status_line.startswith("HTTP/1.1 200")
+        assert stream.headers["content-type"] == "text/event-stream"
+        got = stream.file.read(1 << 20)
+        assert got.startswith(b"data: x") and b"\n" not in got and len(got) == 1 << 20
+    finally:
+        stream.close()
+    assert c.get("/admin/requests").json["requests"][-1]["fault"] == "endless_line"
+
+
 @pytest.mark.parametrize("spec", [
     {}, {"status": 500, "drop": True}, {"status": 99}, {"status": "500"}, {"drop": False},
+    {"endless_line": 1}, {"endless_line": True, "drop": True},
     {"delay_ms": -1}, {"status": 500, "count": 0}, {"status": 500, "path_prefix": "v1"},
     {"status": 500, "retry_after": 5},
 ])

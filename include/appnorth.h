@@ -54,10 +54,35 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#  define APPNORTH_API __declspec(dllexport)
-#else
-#  define APPNORTH_API __attribute__((visibility("default")))
+/* Marks every exported function. A host may define it before including
+ * this header (for instance empty, for an FFI generator). On Windows the
+ * library's own build defines APPNORTH_BUILDING_LIBRARY to export; every
+ * other includer imports. */
+#ifndef APPNORTH_API
+#  if defined(_WIN32)
+#    if defined(APPNORTH_BUILDING_LIBRARY)
+#      define APPNORTH_API __declspec(dllexport)
+#    else
+#      define APPNORTH_API __declspec(dllimport)
+#    endif
+#  elif defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_API __attribute__((visibility("default")))
+#  else
+#    define APPNORTH_API
+#  endif
+#endif
+
+/* Marks a function that a later major version may remove: compilers warn
+ * at each use, naming the replacement (docs/abi-policy.md). Deprecated
+ * functions keep working until that major version. */
+#ifndef APPNORTH_DEPRECATED
+#  if defined(__GNUC__) || defined(__clang__)
+#    define APPNORTH_DEPRECATED(message) __attribute__((deprecated(message)))
+#  elif defined(_MSC_VER)
+#    define APPNORTH_DEPRECATED(message) __declspec(deprecated(message))
+#  else
+#    define APPNORTH_DEPRECATED(message)
+#  endif
 #endif
 
 /* ------------------------------------------------------------------------
@@ -65,11 +90,11 @@ extern "C" {
  * --------------------------------------------------------------------- */
 
 #define APPNORTH_VERSION_MAJOR 0
-#define APPNORTH_VERSION_MINOR 2
+#define APPNORTH_VERSION_MINOR 3
 #define APPNORTH_VERSION_PATCH 0
-#define APPNORTH_VERSION_STRING "0.2.0"
+#define APPNORTH_VERSION_STRING "0.3.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
-#define APPNORTH_VERSION_NUMBER 200
+#define APPNORTH_VERSION_NUMBER 300
 
 /**
  * The library's version string, "MAJOR.MINOR.PATCH", as built.
@@ -87,6 +112,19 @@ APPNORTH_API int32_t appnorth_version_number(void);
 /* ------------------------------------------------------------------------
  * Status codes and errors
  * --------------------------------------------------------------------- */
+
+/*
+ * Every enumeration below has an int32_t typedef that names what a value
+ * means (appnorth_status, appnorth_log_level, appnorth_read_source,
+ * appnorth_network_type, appnorth_consent, appnorth_config_tier); functions
+ * take and return plain int32_t, the same type. Each enum also holds a
+ * *_INT32_MIN_ member (= INT32_MIN) so that compilers and FFI generators (bindgen,
+ * cffi) give its constants a signed 32-bit type, equal to int32_t, rather
+ * than unsigned int. Those members are never valid values.
+ */
+
+/** A status code: APPNORTH_OK or an APPNORTH_E_* value. */
+typedef int32_t appnorth_status;
 
 enum {
     APPNORTH_OK = 0,
@@ -122,7 +160,8 @@ enum {
     /** A bug or an impossible condition inside the library. */
     APPNORTH_E_INTERNAL = 15,
     /** The operation did not finish within the time the caller allowed. */
-    APPNORTH_E_TIMEOUT = 16
+    APPNORTH_E_TIMEOUT = 16,
+    APPNORTH_STATUS_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -157,11 +196,15 @@ APPNORTH_API void appnorth_string_free(char *str);
  * Logging
  * --------------------------------------------------------------------- */
 
+/** A log level: APPNORTH_LOG_*. */
+typedef int32_t appnorth_log_level;
+
 enum {
     APPNORTH_LOG_DEBUG = 0,
     APPNORTH_LOG_INFO = 1,
     APPNORTH_LOG_WARNING = 2,
-    APPNORTH_LOG_ERROR = 3
+    APPNORTH_LOG_ERROR = 3,
+    APPNORTH_LOG_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -196,12 +239,16 @@ APPNORTH_API appnorth_client_options *appnorth_client_options_new(void);
 /** Release options. NULL is a no-op. */
 APPNORTH_API void appnorth_client_options_free(appnorth_client_options *options);
 
+/** The longest API URL accepted, in bytes. */
+#define APPNORTH_MAX_URL_BYTES 2048
+
 /**
  * Set the API's base URL, for instance "https://api.appnorth.example" or
  * "http://127.0.0.1:8080". Scheme must be http or https; a trailing slash
- * is removed. Required.
+ * is removed. At most APPNORTH_MAX_URL_BYTES bytes. Required.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL or a malformed URL,
- * APPNORTH_E_INVALID_UTF8 for bad text.
+ * APPNORTH_E_INVALID_UTF8 for bad text, APPNORTH_E_TOO_LARGE for a longer
+ * URL.
  */
 APPNORTH_API int32_t appnorth_client_options_set_api_url(appnorth_client_options *options,
                                                          const char *api_url,
@@ -330,12 +377,16 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  * survive being offline.
  * --------------------------------------------------------------------- */
 
-/** Limits checked before sending (characters are Unicode scalars). */
+/** Limits checked before sending or queueing (characters are Unicode
+ *  scalars). The feedback setters refuse oversize values at once with
+ *  APPNORTH_E_TOO_LARGE, so nothing oversize is ever queued. */
 #define APPNORTH_MAX_TITLE_CHARS 200
 #define APPNORTH_MAX_TEXT_CHARS 10000
 #define APPNORTH_MAX_FEEDBACK_TEXT_CHARS 20000
+#define APPNORTH_MAX_DIAGNOSTICS_BYTES (256 * 1024)
 #define APPNORTH_MAX_SCREENSHOTS 5
-#define APPNORTH_MAX_SCREENSHOT_BYTES (2 * 1024 * 1024)
+/* 2 MiB, written as a plain literal so that FFI generators keep it. */
+#define APPNORTH_MAX_SCREENSHOT_BYTES 2097152
 
 /** Submit an idea to a board. board_id, title: required; body: may be NULL
  *  (empty). */
@@ -392,19 +443,26 @@ APPNORTH_API appnorth_feedback *appnorth_feedback_new(void);
 /** Release a feedback object. NULL is a no-op. */
 APPNORTH_API void appnorth_feedback_free(appnorth_feedback *feedback);
 
-/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS characters). */
+/** Set the report text (required, 1 to APPNORTH_MAX_FEEDBACK_TEXT_CHARS
+ *  characters). A longer text is APPNORTH_E_TOO_LARGE and leaves the
+ *  previous text in place; an empty one is refused when submitted. */
 APPNORTH_API int32_t appnorth_feedback_set_text(appnorth_feedback *feedback, const char *text,
                                                 appnorth_error *err);
 
-/** Set diagnostics: a JSON object, sent exactly as given (the text is
- *  validated, not reformatted). NULL clears them. */
+/** Set diagnostics: a JSON object of at most APPNORTH_MAX_DIAGNOSTICS_BYTES
+ *  bytes, sent exactly as given (the text is validated, not reformatted;
+ *  the escape \u0000 is allowed). NULL clears them. A larger text is
+ *  APPNORTH_E_TOO_LARGE, invalid JSON APPNORTH_E_INVALID_JSON; either
+ *  leaves the previous diagnostics in place. */
 APPNORTH_API int32_t appnorth_feedback_set_diagnostics(appnorth_feedback *feedback,
                                                        const char *diagnostics_json,
                                                        appnorth_error *err);
 
 /** Attach a screenshot: `length` bytes (1 to APPNORTH_MAX_SCREENSHOT_BYTES)
  *  copied from `bytes`, with content type "image/png" or "image/jpeg". At
- *  most APPNORTH_MAX_SCREENSHOTS. */
+ *  most APPNORTH_MAX_SCREENSHOTS. A larger length (SIZE_MAX included) or a
+ *  sixth screenshot is APPNORTH_E_TOO_LARGE, 0 APPNORTH_E_INVALID_ARGUMENT;
+ *  nothing is read from `bytes` then. */
 APPNORTH_API int32_t appnorth_feedback_add_screenshot(appnorth_feedback *feedback, const void *bytes,
                                                       size_t length, const char *content_type,
                                                       appnorth_error *err);
@@ -698,11 +756,15 @@ APPNORTH_API int32_t appnorth_cache_clear(appnorth_cache *cache, const char *sco
  * Cached-then-fresh reads (the counterpart of the seed's AppNorthView)
  * --------------------------------------------------------------------- */
 
+/** Where a cached-then-fresh read's data came from: APPNORTH_SOURCE_*. */
+typedef int32_t appnorth_read_source;
+
 enum {
     /** The data came from the cache (fresh within its TTL). */
     APPNORTH_SOURCE_CACHE = 1,
     /** The data came from the network and is now cached. */
-    APPNORTH_SOURCE_NETWORK = 2
+    APPNORTH_SOURCE_NETWORK = 2,
+    APPNORTH_SOURCE_INT32_MIN_ = INT32_MIN
 };
 
 /** Receives a JSON array of boards or ideas. `json` is valid only during
@@ -769,19 +831,25 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
 typedef struct appnorth_events_options appnorth_events_options;
 typedef struct appnorth_events appnorth_events;
 
-/** Network types for batch sizing. */
+/** A network type, for batch sizing: APPNORTH_NETWORK_*. */
+typedef int32_t appnorth_network_type;
+
 enum {
     APPNORTH_NETWORK_UNKNOWN = 0,
     APPNORTH_NETWORK_WIFI = 1,
     APPNORTH_NETWORK_CELLULAR = 2,
-    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3
+    APPNORTH_NETWORK_EXPENSIVE_CELLULAR = 3,
+    APPNORTH_NETWORK_INT32_MIN_ = INT32_MIN
 };
 
-/** Consent states. */
+/** A consent state: APPNORTH_CONSENT_*. */
+typedef int32_t appnorth_consent;
+
 enum {
     APPNORTH_CONSENT_UNKNOWN = -1,
     APPNORTH_CONSENT_REVOKED = 0,
-    APPNORTH_CONSENT_GRANTED = 1
+    APPNORTH_CONSENT_GRANTED = 1,
+    APPNORTH_CONSENT_INT32_MIN_ = INT32_MIN
 };
 
 /**
@@ -819,9 +887,9 @@ APPNORTH_API int32_t appnorth_events_options_set_flush_policy(appnorth_events_op
                                                               int32_t batch_threshold,
                                                               appnorth_error *err);
 
-/** Queue limits: max_events (default 10000), max_bytes (default 5242880),
- *  max_event_bytes, the largest single event accepted by track (default
- *  65536). */
+/** Queue limits: max_events (default 10000; 1 to 10000000), max_bytes
+ *  (default 5242880; 1024 to 1073741824), max_event_bytes, the largest
+ *  single event accepted by track (default 65536; 256 to 16777216). */
 APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options *options,
                                                         int32_t max_events, int64_t max_bytes,
                                                         int32_t max_event_bytes, appnorth_error *err);
@@ -869,10 +937,15 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
 
 /**
  * Queue an event. name: 1 to 256 characters. properties_json: NULL or a
- * JSON object, stored and sent exactly as given. When consent is revoked
- * (or not yet given with require_consent) the event is dropped silently:
- * the call returns APPNORTH_OK and *out_queued (optional) is 0.
- * Returns APPNORTH_E_TOO_LARGE for an event over max_event_bytes.
+ * JSON object of at most max_event_bytes bytes (default 65536, at most
+ * 16 MiB; see appnorth_events_options_set_limits), stored and sent exactly
+ * as given; the escape \u0000 is allowed, a raw control byte is not. When
+ * consent is revoked (or not yet given with require_consent) the event is
+ * dropped silently: the call returns APPNORTH_OK and *out_queued (optional)
+ * is 0.
+ * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
+ * max_event_bytes (checked before the text is parsed), and
+ * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
  * Cost: one SQLite insert (WAL); no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
@@ -995,17 +1068,23 @@ APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_j
  * and App ID may be open in a process at a time.
  * --------------------------------------------------------------------- */
 
+/** The tier the effective config came from: APPNORTH_CONFIG_TIER_*. */
+typedef int32_t appnorth_config_tier;
+
 enum {
     APPNORTH_CONFIG_TIER_DEFAULT = 0,
     APPNORTH_CONFIG_TIER_BUNDLED = 1,
     APPNORTH_CONFIG_TIER_CACHED = 2,
-    APPNORTH_CONFIG_TIER_REMOTE = 3
+    APPNORTH_CONFIG_TIER_REMOTE = 3,
+    APPNORTH_CONFIG_TIER_INT32_MIN_ = INT32_MIN
 };
 
 #define APPNORTH_CONFIG_DEFAULT_TTL_SECONDS 3600
 #define APPNORTH_CONFIG_DEFAULT_POLL_INTERVAL_MS 60000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_BASE_MS 1000
 #define APPNORTH_CONFIG_DEFAULT_BACKOFF_MAX_MS 60000
+/** The longest line or event a live config stream may send, in bytes. */
+#define APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (16 * 1024 * 1024)
 
 /** Options for appnorth_config_new(). Not thread-safe: build it on one
  *  thread, then hand it to appnorth_config_new(), which copies it. */
@@ -1137,6 +1216,9 @@ APPNORTH_API void appnorth_config_free(appnorth_config *config);
  * *out_value receives a copy of the value, or of default_value when the key
  * is missing or its value is not a string (NULL if default_value is NULL);
  * the caller frees it with appnorth_string_free(). Never blocks on I/O.
+ * A string served with the escape \u0000 cannot be a C string: the call
+ * returns APPNORTH_E_INVALID_ARGUMENT with *out_value NULL; read such a
+ * value with appnorth_config_get_json(), which keeps the escape.
  */
 APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const char *key,
                                                 const char *default_value, char **out_value,
@@ -1177,7 +1259,9 @@ APPNORTH_API int32_t appnorth_config_get_json(appnorth_config *config, const cha
 
 /**
  * The whole effective config object, exactly as served or bundled ("{}" for
- * the default tier). *out_json: the caller frees it with
+ * the default tier). Escapes such as \u0000 are kept as written; a document
+ * with a raw NUL byte is never accepted from any tier, so this text is never
+ * cut short. *out_json: the caller frees it with
  * appnorth_string_free(). Never blocks on I/O.
  */
 APPNORTH_API int32_t appnorth_config_snapshot(appnorth_config *config, char **out_json,
@@ -1280,7 +1364,10 @@ APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, in
  * event. out_status (required) is filled like an err out-parameter: code 0
  * and an empty message after a success (a 304 included), else the failure's
  * code, HTTP status and message; for instance APPNORTH_E_INVALID_JSON for a
- * payload that was rejected (the last good config stays in effect).
+ * payload that was rejected (the last good config stays in effect), or
+ * APPNORTH_E_TOO_LARGE once a live stream sends a line or event longer
+ * than APPNORTH_CONFIG_MAX_STREAM_EVENT_BYTES (that connection is then
+ * closed and reopened after the reconnect backoff).
  * out_time_ms (optional): when that exchange ended, wall milliseconds; 0 if
  * none has happened yet (out_status then says OK).
  * Returns APPNORTH_OK unless the arguments are bad.

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind)
+# cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check.
+packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind cmake bindgen libclang1-14)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,7 +29,11 @@ if [ "${1:-}" = "--python" ]; then
     if [ ! -x .venv/bin/pytest ]; then
         echo "ensure-deps: creating .venv with the Python test tools"
         python3 -m venv .venv
+    fi
+    # Again whenever the requirements change (a copy marks what is installed).
+    if ! cmp -s bindings/python/requirements-test.txt .venv/requirements-test.txt; then
         .venv/bin/pip install -q --disable-pip-version-check -r bindings/python/requirements-test.txt
+        cp bindings/python/requirements-test.txt .venv/requirements-test.txt
     fi
     # The binding itself, editable, so tests and subprocesses import it.
     .venv/bin/python -c "import appnorth" 2>/dev/null \

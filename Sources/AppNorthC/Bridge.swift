@@ -84,19 +84,25 @@ func required<T>(_ pointer: T?, _ name: String) throws(AppNorthError) -> T {
 }
 
 /// A required UTF-8 string argument.
-func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String {
-    try Text.decodeC(required(pointer, name), what: name)
+func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String,
+                    maxBytes: Int? = nil) throws(AppNorthError) -> String {
+    try Text.decodeC(required(pointer, name), what: name, maxBytes: maxBytes)
 }
 
 /// An optional UTF-8 string argument (NULL gives nil).
-func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(AppNorthError) -> String? {
+func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String,
+                    maxBytes: Int? = nil) throws(AppNorthError) -> String? {
     guard let pointer else { return nil }
-    return try Text.decodeC(pointer, what: name)
+    return try Text.decodeC(pointer, what: name, maxBytes: maxBytes)
 }
 
 /// Copies a string into malloc'd memory the host frees with
-/// appnorth_string_free().
+/// appnorth_string_free(). A string holding U+0000 (a JSON string value
+/// spelled with `\u0000`) is refused: as a C string it would be cut short.
 func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<CChar> {
+    guard !value.utf8.contains(0) else {
+        throw .invalidArgument("the value holds U+0000 and cannot be returned as a C string")
+    }
     guard let copy = strdup(value) else { throw .internal("out of memory") }
     return copy
 }

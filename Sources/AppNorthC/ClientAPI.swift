@@ -28,7 +28,8 @@ public func appnorth_client_options_set_api_url(_ options: OpaquePointer?, _ api
                                                 _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
-        opts.apiURL = try AppNorthClientConfiguration.validatedURL(requiredString(apiURL, "api_url"))
+        opts.apiURL = try AppNorthClientConfiguration.validatedURL(
+            requiredString(apiURL, "api_url", maxBytes: AppNorthClientConfiguration.maxURLBytes))
     }
 }
 

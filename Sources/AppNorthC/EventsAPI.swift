@@ -176,7 +176,8 @@ public func appnorth_events_track(_ events: OpaquePointer?, _ name: UnsafePointe
                                   _ outQueued: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
     setOut(outQueued, 0)
     return withEvents(events, err) { events in
-        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: try optionalString(properties, "properties_json"))
+        let properties = try optionalString(properties, "properties_json", maxBytes: events.options.maxEventBytes)
+        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: properties)
         setOut(outQueued, queued ? 1 : 0)
     }
 }

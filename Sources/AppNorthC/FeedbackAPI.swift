@@ -22,7 +22,9 @@ public func appnorth_feedback_set_text(_ feedback: OpaquePointer?, _ text: Unsaf
                                        _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
-        builder.feedback.text = try requiredString(text, "text")
+        let text = try requiredString(text, "text", maxBytes: 4 * AppNorthFeedback.maxTextCharacters)
+        try AppNorthFeedback.checkText(text)
+        builder.feedback.text = text
     }
 }
 
@@ -31,7 +33,7 @@ public func appnorth_feedback_set_diagnostics(_ feedback: OpaquePointer?, _ json
                                               _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
-        let text = try optionalString(json, "diagnostics_json")
+        let text = try optionalString(json, "diagnostics_json", maxBytes: AppNorthFeedback.maxDiagnosticsBytes)
         if let text { try AppNorthFeedback.checkDiagnostics(text) }
         builder.feedback.diagnosticsJSON = text
     }
@@ -43,8 +45,9 @@ public func appnorth_feedback_add_screenshot(_ feedback: OpaquePointer?, _ bytes
     guarded(err) {
         let builder = try Handle.get(feedback, as: FeedbackBuilder.self, "feedback")
         let bytes = try required(bytes, "bytes")
-        guard length <= AppNorthFeedback.maxScreenshotBytes else {
-            throw AppNorthError.tooLarge("screenshot is \(length) bytes; the limit is \(AppNorthFeedback.maxScreenshotBytes)")
+        // size_t arrives as Int: a huge size_t (a failed read()'s -1) is negative here.
+        guard length >= 0, length <= AppNorthFeedback.maxScreenshotBytes else {
+            throw AppNorthError.tooLarge("screenshot is \(UInt(bitPattern: length)) bytes; the limit is \(AppNorthFeedback.maxScreenshotBytes)")
         }
         let shot = AppNorthFeedback.Screenshot(contentType: try requiredString(contentType, "content_type"),
                                                bytes: Array(UnsafeRawBufferPointer(start: bytes, count: length)))

@@ -4,7 +4,7 @@ import Glibc
 
 // Version, status names and string ownership.
 
-private let versionString: StaticString = "0.2.0"
+private let versionString: StaticString = "0.3.0"
 
 @c @implementation
 public func appnorth_version() -> UnsafePointer<CChar>? {

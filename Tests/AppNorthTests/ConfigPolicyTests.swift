@@ -72,6 +72,21 @@ final class ConfigPolicyTests: XCTestCase {
         XCTAssertEqual(parser.feed(Array("data: 0123456789abcdefghij\n\ndata: next\n\n".utf8)).map(\.text), ["next"])
     }
 
+    func testSSECountsAnOversizeEventTheMomentTheLimitIsPassed() {
+        var parser = ServerSentEventParser(maxEventBytes: 16)
+        XCTAssertEqual(parser.feed(Array("data: 0123456789".utf8)), [])
+        XCTAssertEqual(parser.oversizeEvents, 0)
+        // A line that never ends: counted once, while it is still arriving.
+        XCTAssertEqual(parser.feed([UInt8](repeating: 0x78, count: 1000)), [])
+        XCTAssertEqual(parser.oversizeEvents, 1)
+        XCTAssertEqual(parser.feed([UInt8](repeating: 0x78, count: 1000)), [])
+        XCTAssertEqual(parser.oversizeEvents, 1)
+        XCTAssertEqual(parser.feed(Array("\n\ndata: ok\n\n".utf8)).map(\.text), ["ok"])
+        // Many data lines that add up past the limit count too.
+        XCTAssertEqual(parser.feed(Array("data: 0123456\ndata: 0123456\ndata: 0123456\n\n".utf8)), [])
+        XCTAssertEqual(parser.oversizeEvents, 2)
+    }
+
     // MARK: Exact JSON text
 
     func testMemberSpansKeepTheServedText() throws {

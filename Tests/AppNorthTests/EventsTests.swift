@@ -88,6 +88,16 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(try serverEvents().first?["properties_raw"]?.stringValue, props)
     }
 
+    func testTheNULEscapeInPropertiesArrivesAsWritten() throws {
+        let events = try open(quiet())
+        let props = #"{"s":"a\u0000b"}"#
+        try events.track("nul", propertiesJSON: props)
+        try events.flush(timeoutMilliseconds: 5000)
+        let stored = try XCTUnwrap(try serverEvents().first)
+        XCTAssertEqual(stored["properties_raw"]?.stringValue, props)
+        XCTAssertEqual(stored["properties"]?["s"]?.stringValue, "a\u{0}b")
+    }
+
     func testCallsAfterCloseAreWrongState() throws {
         let events = try open(quiet())
         events.close(timeoutMilliseconds: 0)
@@ -106,6 +116,13 @@ final class EventsTests: XCTestCase {
         XCTAssertThrowsError(try events.track("x", propertiesJSON: "{\"a\":"))
         XCTAssertThrowsError(try events.track("x", propertiesJSON: #"{"blob":"\#(String(repeating: "z", count: 600))"}"#)) {
             guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        // Properties are measured before they are parsed.
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: String(repeating: "[", count: 513))) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try events.track("x", propertiesJSON: "{\"a\": 1\u{0}, \"b\": \"x\"}")) {
+            guard case AppNorthError.invalidJSON = $0 else { return XCTFail("\($0)") }
         }
         XCTAssertEqual(events.queuedCount, 0)
         try events.track("fine")

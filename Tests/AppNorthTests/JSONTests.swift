@@ -33,6 +33,21 @@ final class JSONTests: XCTestCase {
         XCTAssertThrowsError(try JSON.parseObject("[1]", what: "x"))
     }
 
+    func testAcceptsTheNULEscapeButNotARawNULByte() throws {
+        let escaped = try JSON.parse(#"{"s":"a\u0000b"}"#)
+        XCTAssertEqual(escaped["s"]?.stringValue, "a\u{0}b")
+        XCTAssertEqual(escaped.serialized(), #"{"s":"a\u0000b"}"#, "jansson writes it back escaped")
+        XCTAssertNoThrow(try JSON.validateObject(#"{"s":"\u0000"}"#, what: "properties"))
+        // jansson 2.14 alone accepts a raw NUL after a number or a literal.
+        for text in ["{\"a\": 1\u{0}, \"b\": \"x\"}", "{\"a\": true\u{0}}", "{\"a\": \"x\u{0}y\"}", "\u{0}{}"] {
+            XCTAssertThrowsError(try JSON.parse(text), text) {
+                guard case AppNorthError.invalidJSON(let message, _) = $0 else { return XCTFail("\($0)") }
+                XCTAssertTrue(message.contains("NUL"), message)
+            }
+        }
+        XCTAssertThrowsError(try ConfigDocument(text: "{\"a\": 1\u{0}, \"b\": \"x\"}", what: "config"))
+    }
+
     func testBuildsAndSerializesCompactly() {
         let object = JSON.object()
         object.set("name", .string("héllo \"q\""))

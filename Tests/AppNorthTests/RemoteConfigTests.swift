@@ -538,6 +538,57 @@ final class RemoteConfigTests: XCTestCase {
         }
     }
 
+    func testAValueWithTheNULEscapeIsAcceptedAndKeptExactly() throws {
+        try publish(#"{"s":"a\u0000b","n":1}"#)
+        let config = try open()
+        try config.refresh()
+        XCTAssertEqual(config.string("s", default: nil), "a\u{0}b")
+        XCTAssertEqual(config.json("s", default: nil), #""a\u0000b""#)
+        XCTAssertEqual(config.snapshot(), #"{"s":"a\u0000b","n":1}"#)
+        config.close()
+        let reopened = try open()
+        XCTAssertEqual(reopened.source.tier, .cached, "the cached copy survives a reopen")
+        XCTAssertEqual(reopened.snapshot(), #"{"s":"a\u0000b","n":1}"#)
+    }
+
+    func testARawNULByteInAServedConfigIsRefused() throws {
+        try publish(#"{"v":1}"#)
+        let config = try open()
+        try config.refresh()
+        try publishRaw("{\"v\": 2\u{0}, \"b\": \"x\"}")
+        XCTAssertThrowsError(try config.refresh()) {
+            guard case AppNorthError.invalidJSON(let message, _) = $0 else { return XCTFail("\($0)") }
+            XCTAssertTrue(message.contains("NUL"), message)
+        }
+        XCTAssertEqual(config.snapshot(), #"{"v":1}"#)
+        // Over the stream too: the last good config stays.
+        try config.startLiveUpdates()
+        XCTAssertTrue(waitUntil(10_000) { config.lastFetchStatus.error?.message.contains("NUL") == true })
+        XCTAssertEqual(config.snapshot(), #"{"v":1}"#)
+        config.close()
+        let reopened = try open()
+        XCTAssertEqual(reopened.source.tier, .cached)
+        XCTAssertEqual(reopened.snapshot(), #"{"v":1}"#)
+    }
+
+    func testTheStatusReportsAStreamLineOverTheLimit() throws {
+        try publish(#"{"v":1}"#)
+        let config = try open()
+        try config.refresh()
+        XCTAssertNil(config.lastFetchStatus.error)
+        // One line that never ends; the stream's next connection is normal.
+        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","endless_line":true}"#)
+        try config.startLiveUpdates()
+        XCTAssertTrue(waitUntil(60_000) {
+            if case .tooLarge? = config.lastFetchStatus.error { return true }
+            return false
+        }, "\(config.lastFetchStatus)")
+        XCTAssertTrue(config.lastFetchStatus.error?.message.contains("stream") == true)
+        XCTAssertEqual(config.integer("v", default: 0), 1, "the last good config stays")
+        // The connection was closed and reopened.
+        XCTAssertTrue(waitUntil(10_000) { (try? self.requests(since: 0, path: "/config/stream").count) ?? 0 >= 2 })
+    }
+
     func testLastFetchStatusReportsNetworkAndServerErrors() throws {
         let config = try open()
         XCTAssertEqual(config.lastFetchStatus, .none)

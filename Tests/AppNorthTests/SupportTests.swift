@@ -55,6 +55,11 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual(try AppNorthClientConfiguration.validatedURL("https://api.example.com/"), "https://api.example.com")
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedURL("api.example.com"))
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedURL("http://:80"))
+        let longest = "http://h/" + String(repeating: "p", count: AppNorthClientConfiguration.maxURLBytes - 9)
+        XCTAssertEqual(try AppNorthClientConfiguration.validatedURL(longest), longest)
+        XCTAssertThrowsError(try AppNorthClientConfiguration.validatedURL(longest + "p")) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedURL("http://h/?q=1"))
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedAppID(String(repeating: "a", count: 129)))
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedAppID("a/b"))

@@ -88,6 +88,21 @@ final class WritesTests: XCTestCase {
         }
         XCTAssertThrowsError(try client.submitFeedback(AppNorthFeedback(
             text: "t", screenshots: [.init(contentType: "image/gif", bytes: [1])])))
+        let bigDiagnostics = #"{"log":""# + String(repeating: "x", count: AppNorthFeedback.maxDiagnosticsBytes) + #""}"#
+        XCTAssertThrowsError(try AppNorthFeedback.checkDiagnostics(bigDiagnostics)) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try client.submitFeedback(AppNorthFeedback(text: "t", diagnosticsJSON: bigDiagnostics))) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        // Measured before parsing: oversize and invalid is still "too large".
+        XCTAssertThrowsError(try AppNorthFeedback.checkDiagnostics(String(repeating: "[", count: AppNorthFeedback.maxDiagnosticsBytes + 1))) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try AppNorthFeedback.checkText(String(repeating: "é", count: AppNorthFeedback.maxTextCharacters + 1))) {
+            guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertNoThrow(try AppNorthFeedback.checkText(String(repeating: "é", count: AppNorthFeedback.maxTextCharacters)))
         XCTAssertEqual(try state()["comments"]?.count, 0)
         XCTAssertEqual(try state()["feedback"]?.count, 0)
     }

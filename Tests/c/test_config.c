@@ -732,6 +732,101 @@ static void test_exit_without_free(const char *self) {
     CHECK(crashes == 0, "%d of 10 exits with a live config failed", crashes);
 }
 
+/* The escape \u0000 is valid JSON and accepted; a raw NUL byte never is
+ * (jansson alone takes one after a number), from the server or a file. */
+static void test_nul_bytes_both_ways(void) {
+    char app[64], *dir = make_temp_dir("config-nul");
+    new_app(app, sizeof app);
+    appnorth_config *config = NULL;
+    appnorth_error err;
+    char *s = NULL;
+    publish(app, "{\"s\":\"a\\u0000b\",\"n\":1}");
+    CHECK_STATUS(open_config(app, dir, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_snapshot(config, &s, &err), APPNORTH_OK, err);
+    CHECK(s && strcmp(s, "{\"s\":\"a\\u0000b\",\"n\":1}") == 0, "snapshot keeps the escape: %s", s ? s : "(null)");
+    appnorth_string_free(s);
+    s = NULL;
+    CHECK_STATUS(appnorth_config_get_json(config, "s", NULL, &s, &err), APPNORTH_OK, err);
+    CHECK(s && strcmp(s, "\"a\\u0000b\"") == 0, "get_json keeps the escape: %s", s ? s : "(null)");
+    appnorth_string_free(s);
+    s = NULL;
+    /* As a C string it would be cut short: refused, not truncated. */
+    CHECK_STATUS(appnorth_config_get_string(config, "s", "d", &s, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK(s == NULL, "no truncated value");
+    CHECK(strstr(err.message, "U+0000") != NULL, "message: %s", err.message);
+
+    /* A raw NUL after a number: refused; the last good config stays. */
+    publish_raw(app, "\"{\\\"n\\\": 2\\u0000, \\\"b\\\": \\\"x\\\"}\"");
+    CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK(strstr(err.message, "NUL") != NULL, "message: %s", err.message);
+    int64_t n = 0;
+    CHECK_STATUS(appnorth_config_get_int(config, "n", 0, &n, &err), APPNORTH_OK, err);
+    CHECK(n == 1, "n %lld", (long long)n);
+    appnorth_config_free(config);
+
+    /* The cached copy survives a reopen whole. */
+    config = NULL;
+    CHECK_STATUS(open_config(app, dir, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
+    CHECK(tier_of(config, NULL) == APPNORTH_CONFIG_TIER_CACHED, "cached tier after reopen");
+    s = NULL;
+    CHECK_STATUS(appnorth_config_snapshot(config, &s, &err), APPNORTH_OK, err);
+    CHECK(s && strcmp(s, "{\"s\":\"a\\u0000b\",\"n\":1}") == 0, "cached snapshot: %s", s ? s : "(null)");
+    appnorth_string_free(s);
+    appnorth_config_free(config);
+
+    /* A bundled file with a raw NUL is refused like invalid JSON. */
+    char *path = malloc(strlen(dir) + 16);
+    sprintf(path, "%s/nul.json", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite("{\"a\": 1\0, \"b\": \"x\"}", 1, 19, f);
+    fclose(f);
+    char other[64];
+    new_app(other, sizeof other);
+    config = NULL;
+    CHECK_STATUS(open_with_bad_bundle(other, NULL, path, &config, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK(strstr(err.message, "NUL") != NULL, "message: %s", err.message);
+    if (config) {
+        CHECK(tier_of(config, NULL) == APPNORTH_CONFIG_TIER_DEFAULT, "the file is not used");
+        appnorth_config_free(config);
+    }
+    free(path);
+    remove_tree(dir);
+}
+
+/* A live stream that sends one endless line: the status says so once the
+ * line passes the limit, instead of OK forever. */
+static void test_stream_line_limit_is_reported(void) {
+    if (getenv("APPNORTH_TEST_SKIP_SLOW")) {
+        printf("skipped test_stream_line_limit_is_reported (APPNORTH_TEST_SKIP_SLOW)\n");
+        return;
+    }
+    char app[64];
+    new_app(app, sizeof app);
+    appnorth_config *config = NULL;
+    appnorth_error err, status;
+    publish(app, "{\"v\":1}");
+    CHECK_STATUS(open_config(app, NULL, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_OK, err);
+    char spec[256];
+    snprintf(spec, sizeof spec, "{\"path_prefix\":\"/v1/apps/%s/config/stream\",\"endless_line\":true}", app);
+    CHECK(admin_request(server, "POST", "/admin/faults", spec, NULL) == 201, "endless_line fault");
+    CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
+    double deadline = now_ms() + 60000;
+    status.code = 0;
+    while (now_ms() < deadline) {
+        CHECK_STATUS(appnorth_config_last_fetch_status(config, &status, NULL, &err), APPNORTH_OK, err);
+        if (status.code != 0) break;
+        sleep_ms(20);
+    }
+    CHECK(status.code == APPNORTH_E_TOO_LARGE, "status %d: %s", status.code, status.message);
+    CHECK(strstr(status.message, "stream") != NULL, "message: %s", status.message);
+    int64_t v = 0;
+    CHECK_STATUS(appnorth_config_get_int(config, "v", 0, &v, &err), APPNORTH_OK, err);
+    CHECK(v == 1, "the last good config stays: %lld", (long long)v);
+    appnorth_config_free(config);
+}
+
 int main(int argc, char **argv) {
     server = test_start("test_config", 120);
     if (!server) return 2;
@@ -747,6 +842,8 @@ int main(int argc, char **argv) {
     test_refresh_delivers_on_the_calling_thread();
     test_ttl_stale_while_revalidate();
     test_live_updates();
+    test_nul_bytes_both_ways();
+    test_stream_line_limit_is_reported();
     test_remove_from_inside_the_callback();
     test_remove_waits_for_a_callback_in_flight();
     test_free_from_inside_a_callback();

@@ -166,7 +166,7 @@ static json_t *lenient_get(const char *path) {
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
     json_t *out = NULL;
-    if (curl_easy_perform(h) == CURLE_OK && buf.data) out = json_loads(buf.data, JSON_DECODE_INT_AS_REAL, NULL);
+    if (curl_easy_perform(h) == CURLE_OK && buf.data) out = json_loads(buf.data, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL);
     CHECK(out != NULL, "GET %s parsed", path);
     free(buf.data);
     curl_easy_cleanup(h);
@@ -523,6 +523,38 @@ static void test_properties_with_huge_numbers_are_sent_verbatim(void) {
     CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
     /* The state holds the parsed properties too, which jansson reads only
      * with integers as reals. */
+    json_t *state = lenient_get("/admin/apps/" APP "/state");
+    json_t *events = json_object_get(state, "events");
+    CHECK(json_array_size(events) == 1 && str_eq(str_of(json_array_get(events, 0), "properties_raw"), props),
+          "arrives verbatim (%zu stored)", json_array_size(events));
+    json_decref(state);
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
+/* \u0000 is valid JSON: accepted and sent as written. Properties over
+ * max_event_bytes are refused before they are parsed, whatever their size. */
+static void test_nul_escape_accepted_and_oversize_properties_refused_at_the_door(void) {
+    reset_server();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
+    appnorth_events *e = open_quiet(c, dir);
+    appnorth_error err;
+    const char *props = "{\"s\":\"a\\u0000b\"}";
+    int32_t q = -1;
+    CHECK_STATUS(appnorth_events_track(e, "nul", props, &q, &err), APPNORTH_OK, err);
+    CHECK(q == 1, "queued: %d", q);
+
+    size_t huge = 50u * 1024 * 1024;
+    char *big = malloc(huge + 1);
+    memset(big, '[', huge); /* not even JSON: measured before parsing */
+    big[huge] = 0;
+    CHECK_STATUS(appnorth_events_track(e, "huge", big, &q, &err), APPNORTH_E_TOO_LARGE, err);
+    CHECK(q == 0, "not queued: %d", q);
+    free(big);
+
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
     json_t *state = lenient_get("/admin/apps/" APP "/state");
     json_t *events = json_object_get(state, "events");
     CHECK(json_array_size(events) == 1 && str_eq(str_of(json_array_get(events, 0), "properties_raw"), props),
@@ -1855,6 +1887,7 @@ int main(void) {
     test_events_survive_a_restart();
     test_event_fields_and_verbatim_properties();
     test_properties_with_huge_numbers_are_sent_verbatim();
+    test_nul_escape_accepted_and_oversize_properties_refused_at_the_door();
     test_defaults_are_the_seeds_numbers();
     test_threshold_flush();
     test_timer_flush();

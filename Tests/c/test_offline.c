@@ -2182,6 +2182,86 @@ static void test_free_null_is_harmless(void) {
     CHECK(appnorth_queue_pending_count(NULL, NULL, NULL) == APPNORTH_E_INVALID_ARGUMENT, "pending NULL");
 }
 
+/* Oversize values are refused by their setters, so nothing oversize can
+ * reach the queue (50 MB of diagnostics queued offline once grew the
+ * database by over 100 MB). */
+static void test_oversize_values_are_refused_at_the_door(void) {
+    reset_server();
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    appnorth_queue *q = memory_queue(0);
+    appnorth_error err;
+
+    appnorth_feedback *fb = appnorth_feedback_new();
+    CHECK_STATUS(appnorth_feedback_set_text(fb, "Kept text", &err), APPNORTH_OK, err);
+    size_t n = APPNORTH_MAX_FEEDBACK_TEXT_CHARS + 1;
+    char *text = malloc(n + 1);
+    memset(text, 'a', n);
+    text[n] = 0;
+    CHECK_STATUS(appnorth_feedback_set_text(fb, text, &err), APPNORTH_E_TOO_LARGE, err);
+    text[n - 1] = 0; /* exactly the limit */
+    CHECK_STATUS(appnorth_feedback_set_text(fb, text, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_feedback_set_text(fb, "Kept text", &err), APPNORTH_OK, err);
+    free(text);
+
+    /* Diagnostics: a valid object one byte over the limit, and 50 MB. */
+    CHECK_STATUS(appnorth_feedback_set_diagnostics(fb, "{\"kept\":true}", &err), APPNORTH_OK, err);
+    size_t huge = 50u * 1024 * 1024;
+    char *diag = malloc(huge + 1);
+    size_t len = APPNORTH_MAX_DIAGNOSTICS_BYTES + 1;
+    memset(diag, 'x', huge);
+    memcpy(diag, "{\"log\":\"", 8);
+    memcpy(diag + len - 2, "\"}", 3);
+    CHECK(strlen(diag) == len, "one byte over");
+    CHECK_STATUS(appnorth_feedback_set_diagnostics(fb, diag, &err), APPNORTH_E_TOO_LARGE, err);
+    CHECK(strstr(err.message, "diagnostics") != NULL, "message names diagnostics: %s", err.message);
+    memcpy(diag + len - 3, "\"}", 3); /* exactly the limit */
+    CHECK_STATUS(appnorth_feedback_set_diagnostics(fb, diag, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_feedback_set_diagnostics(fb, "{\"kept\":true}", &err), APPNORTH_OK, err);
+    memset(diag + len - 3, 'x', 3);
+    memcpy(diag + huge - 2, "\"}", 3);
+    CHECK_STATUS(appnorth_feedback_set_diagnostics(fb, diag, &err), APPNORTH_E_TOO_LARGE, err);
+    free(diag);
+
+    /* A failed read()'s -1 passed as the length. */
+    unsigned char png[16] = {0x89, 'P', 'N', 'G'};
+    CHECK_STATUS(appnorth_feedback_add_screenshot(fb, png, SIZE_MAX, "image/png", &err), APPNORTH_E_TOO_LARGE, err);
+    CHECK_STATUS(appnorth_feedback_add_screenshot(fb, png, (size_t)APPNORTH_MAX_SCREENSHOT_BYTES + 1, "image/png", &err),
+                 APPNORTH_E_TOO_LARGE, err);
+
+    /* Offline, what is queued is what the setters kept: small. */
+    go_offline();
+    int32_t submitted = -1;
+    CHECK_STATUS(appnorth_queue_submit_feedback(q, c, fb, "fb-door", &submitted, &err), APPNORTH_OK, err);
+    go_online();
+    CHECK(submitted == 0 && pending(q) == 1, "queued offline");
+    char *entries = NULL;
+    CHECK_STATUS(appnorth_queue_entries(q, &entries, &err), APPNORTH_OK, err);
+    CHECK(entries && strlen(entries) < 4096, "the queued entry is small: %zu bytes", entries ? strlen(entries) : 0);
+    appnorth_string_free(entries);
+    int32_t sent = -1;
+    CHECK_STATUS(appnorth_queue_flush(q, c, &sent, &err), APPNORTH_OK, err);
+    json_t *state = server_state();
+    json_t *stored = json_array_get(json_object_get(state, "feedback"), 0);
+    CHECK(str_eq(json_string_value(json_object_get(stored, "text")), "Kept text"), "the kept text was sent");
+    CHECK(json_is_true(json_object_get(json_object_get(stored, "diagnostics"), "kept")), "the kept diagnostics were sent");
+    json_decref(state);
+    appnorth_feedback_free(fb);
+    appnorth_queue_free(q);
+    appnorth_client_free(c);
+
+    /* The API URL. */
+    appnorth_client_options *options = appnorth_client_options_new();
+    char *url = malloc(APPNORTH_MAX_URL_BYTES + 2);
+    memset(url, 'p', APPNORTH_MAX_URL_BYTES + 1);
+    memcpy(url, "http://h/", 9);
+    url[APPNORTH_MAX_URL_BYTES + 1] = 0;
+    CHECK_STATUS(appnorth_client_options_set_api_url(options, url, &err), APPNORTH_E_TOO_LARGE, err);
+    url[APPNORTH_MAX_URL_BYTES] = 0;
+    CHECK_STATUS(appnorth_client_options_set_api_url(options, url, &err), APPNORTH_OK, err);
+    free(url);
+    appnorth_client_options_free(options);
+}
+
 int main(void) {
     server = test_start("test_offline", 120);
     if (!server) return 2;
@@ -2196,6 +2276,7 @@ int main(void) {
     test_same_idempotency_key_applies_once();
     test_idempotency_key_rules();
     test_bad_input_queues_and_sends_nothing();
+    test_oversize_values_are_refused_at_the_door();
     /* the seed's Verify list */
     test_verify1_offline_comment_is_queued();
     test_verify2_reconnect_flush_sends_once();

@@ -43,7 +43,14 @@ public struct AppNorthClientConfiguration: Sendable {
 
     // MARK: Validation, shared with the C options setters
 
+    /// The longest API URL accepted: it prefixes every request URL and
+    /// every stored scope.
+    public static let maxURLBytes = 2048
+
     public static func validatedURL(_ url: String) throws(AppNorthError) -> String {
+        guard url.utf8.count <= maxURLBytes else {
+            throw .tooLarge("API URL is \(url.utf8.count) bytes; the limit is \(maxURLBytes)")
+        }
         var url = String(Text.trimmed(url))
         let lower = Text.asciiLowercased(url)
         let schemeLength: Int

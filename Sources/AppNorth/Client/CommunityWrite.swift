@@ -14,6 +14,9 @@ public struct AppNorthFeedback: Sendable, Equatable {
     public static let maxTextCharacters = 20_000
     public static let maxScreenshots = 5
     public static let maxScreenshotBytes = 2 * 1024 * 1024
+    /// Diagnostics are a small JSON object, not a log dump: anything bigger
+    /// would be queued, stored and re-sent whole on every flush.
+    public static let maxDiagnosticsBytes = 256 * 1024
 
     public var text: String
     public var diagnosticsJSON: String?
@@ -25,7 +28,15 @@ public struct AppNorthFeedback: Sendable, Equatable {
         self.screenshots = screenshots
     }
 
+    public static func checkText(_ text: String) throws(AppNorthError) {
+        try limit(text, "feedback text", max: maxTextCharacters)
+    }
+
     public static func checkDiagnostics(_ json: String) throws(AppNorthError) {
+        // Measured before parsing, so an oversize document costs nothing more.
+        guard json.utf8.count <= maxDiagnosticsBytes else {
+            throw .tooLarge("diagnostics are \(json.utf8.count) bytes; the limit is \(maxDiagnosticsBytes)")
+        }
         _ = try JSON.parseObject(json, what: "diagnostics")
     }
 
@@ -129,6 +140,11 @@ func requireText(_ value: String, _ name: String, max: Int) throws(AppNorthError
 }
 
 func limit(_ value: String, _ name: String, max: Int) throws(AppNorthError) {
+    // A scalar is 1 to 4 UTF-8 bytes: most texts pass without counting,
+    // and a huge one is refused without walking it.
+    let bytes = value.utf8.count
+    guard bytes > max else { return }
+    guard bytes / 4 <= max else { throw .tooLarge("\(name) is over \(max) characters (\(bytes) bytes)") }
     let count = value.unicodeScalars.count
     guard count <= max else { throw .tooLarge("\(name) is \(count) characters; the limit is \(max)") }
 }

@@ -539,6 +539,9 @@ final class ConfigEngine: Sendable {
         }
     }
 
+    /// The longest line or event a config stream may send.
+    static let maxStreamEventBytes = 16 << 20
+
     /// Runs one stream connection until it ends.
     private func runStream(_ thread: BackgroundThread, _ cancel: StreamCancellation) -> StreamOutcome {
         // Last-Event-ID only for what this object received from the server,
@@ -546,8 +549,9 @@ final class ConfigEngine: Sendable {
         let lastEventID = state.withLock { s -> String? in
             s.current.tier == .remote ? s.current.version.map { String($0) } : nil
         }
-        var parser = ServerSentEventParser()
+        var parser = ServerSentEventParser(maxEventBytes: Self.maxStreamEventBytes)
         var connected = false
+        var overLimit = false
         let request = endpoint.streamRequest(lastEventID: lastEventID)
         defer { state.withLock { $0.streamConnected = false } }
         do {
@@ -562,6 +566,14 @@ final class ConfigEngine: Sendable {
                     if thread.isStopping { return false }
                     handle(event)
                 }
+                if parser.oversizeEvents > 0 {
+                    // One endless line would otherwise hold the connection
+                    // forever while the status still said OK.
+                    overLimit = true
+                    recordFailure(.tooLarge("config stream sent a line or event over \(Self.maxStreamEventBytes) bytes"),
+                                  "stream")
+                    return false
+                }
                 return !thread.isStopping
             }
             if response.isSuccess { return connected ? .connected : .failed }
@@ -569,7 +581,7 @@ final class ConfigEngine: Sendable {
             recordFailure(error, "stream")
             return .refused
         } catch {
-            if thread.isStopping { return .failed }
+            if thread.isStopping || overLimit { return .failed }
             if connected { return .connected }
             recordFailure(error, "stream")
             return .failed

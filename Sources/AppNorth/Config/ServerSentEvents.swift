@@ -36,6 +36,9 @@ public struct ServerSentEventParser: Sendable {
     public private(set) var retryMilliseconds: Int?
     /// Lines seen so far, comments included: proof that the stream is live.
     public private(set) var linesReceived = 0
+    /// Events that passed `maxEventBytes`, counted the moment the limit is
+    /// passed (a line that never ends counts at once, not when it ends).
+    public private(set) var oversizeEvents = 0
 
     private var line: [UInt8] = []
     private var data: [UInt8] = []
@@ -86,7 +89,7 @@ public struct ServerSentEventParser: Sendable {
             if line.count + data.count < maxEventBytes {
                 line.append(byte)
             } else {
-                oversize = true
+                markOversize()
             }
         }
     }
@@ -117,7 +120,7 @@ public struct ServerSentEventParser: Sendable {
             if hasData { data.append(0x0A) }
             data.append(contentsOf: value)
             hasData = true
-            if data.count > maxEventBytes { oversize = true; data.removeAll() }
+            if data.count > maxEventBytes { markOversize(); data.removeAll() }
         case "id":
             if !value.contains(0) { lastEventID = String(decoding: value, as: UTF8.self) }
         case "retry":
@@ -128,6 +131,11 @@ public struct ServerSentEventParser: Sendable {
         default:
             break
         }
+    }
+
+    private mutating func markOversize() {
+        if !oversize { oversizeEvents &+= 1 }
+        oversize = true
     }
 
     private mutating func dispatch(into events: inout [ServerSentEvent]) {

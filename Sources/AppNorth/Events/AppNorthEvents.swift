@@ -93,7 +93,13 @@ public final class AppNorthEvents: Sendable {
         guard (1...256).contains(name.unicodeScalars.count) else {
             throw .invalidArgument("event name must be 1 to 256 characters")
         }
-        if let propertiesJSON { try JSON.validateObject(propertiesJSON, what: "event properties") }
+        if let propertiesJSON {
+            // Measured before parsing: the event that carries them can only be larger.
+            guard propertiesJSON.utf8.count <= options.maxEventBytes else {
+                throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
+            }
+            try JSON.validateObject(propertiesJSON, what: "event properties")
+        }
         let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
             let allowed = s.consent == .granted || (s.consent == .unknown && !options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }

@@ -40,9 +40,18 @@ public final class JSON: @unchecked Sendable {
 
     /// Parses UTF-8 bytes. Any JSON value is accepted at the top level.
     /// Throws `.invalidJSON` with jansson's message and byte position.
+    ///
+    /// The escape `\u0000` is valid JSON and accepted (JSON_ALLOW_NUL); a
+    /// raw NUL byte is not, yet jansson 2.14 takes one right after a number
+    /// or a literal. Such text would be cut short wherever it later becomes a
+    /// C string, so it is refused here, at the one door all JSON comes in by.
     public static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON",
                              flags extra: size_t = 0) throws(AppNorthError) -> JSON {
-        let flags = size_t(JSON_DECODE_ANY) | extra
+        if let base = bytes.baseAddress, bytes.count > 0, let nul = memchr(base, 0, bytes.count) {
+            let position = base.distance(to: UnsafeRawPointer(nul))
+            throw .invalidJSON("\(what) is not valid JSON: a raw NUL byte at byte \(position)", position: position)
+        }
+        let flags = size_t(JSON_DECODE_ANY) | size_t(JSON_ALLOW_NUL) | extra
         var error = json_error_t()
         let parsed: UnsafeMutablePointer<json_t>?
         if let base = bytes.baseAddress, bytes.count > 0 {

@@ -4,8 +4,17 @@ import Glibc
 public enum Text {
     /// Decodes NUL-terminated C text, refusing invalid UTF-8 instead of
     /// repairing it (a repaired string would silently change host data).
-    public static func decodeC(_ pointer: UnsafePointer<CChar>, what: String) throws(AppNorthError) -> String {
-        let length = strlen(pointer)
+    /// With `maxBytes`, longer text is refused after reading at most
+    /// `maxBytes + 1` bytes: an oversize value costs no copy and no scan.
+    public static func decodeC(_ pointer: UnsafePointer<CChar>, what: String,
+                               maxBytes: Int? = nil) throws(AppNorthError) -> String {
+        let length: Int
+        if let maxBytes {
+            length = strnlen(pointer, maxBytes + 1)
+            guard length <= maxBytes else { throw .tooLarge("\(what) is longer than \(maxBytes) bytes") }
+        } else {
+            length = strlen(pointer)
+        }
         let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
         guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
             throw .invalidUTF8("\(what) is not valid UTF-8")

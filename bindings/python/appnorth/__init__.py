@@ -46,6 +46,7 @@ from ._lib import (
     CONFIG_DEFAULT_BACKOFF_MAX_MS,
     CONFIG_DEFAULT_POLL_INTERVAL_MS,
     CONFIG_DEFAULT_TTL_SECONDS,
+    CONFIG_MAX_STREAM_EVENT_BYTES,
     CONFIG_TIER_BUNDLED,
     CONFIG_TIER_CACHED,
     CONFIG_TIER_DEFAULT,
@@ -58,11 +59,13 @@ from ._lib import (
     LOG_ERROR,
     LOG_INFO,
     LOG_WARNING,
+    MAX_DIAGNOSTICS_BYTES,
     MAX_FEEDBACK_TEXT_CHARS,
     MAX_SCREENSHOT_BYTES,
     MAX_SCREENSHOTS,
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
+    MAX_URL_BYTES,
     NETWORK_CELLULAR,
     NETWORK_EXPENSIVE_CELLULAR,
     NETWORK_UNKNOWN,
@@ -115,7 +118,7 @@ from .events import Events
 from .offline import ManualClock, OfflineQueue, ReadCache, Storage
 
 #: The binding's own version (the library's is :func:`version`).
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def version() -> str:
@@ -162,6 +165,7 @@ __all__ = [
     "CONFIG_DEFAULT_POLL_INTERVAL_MS",
     "CONFIG_DEFAULT_BACKOFF_BASE_MS",
     "CONFIG_DEFAULT_BACKOFF_MAX_MS",
+    "CONFIG_MAX_STREAM_EVENT_BYTES",
     "NETWORK_UNKNOWN",
     "NETWORK_WIFI",
     "NETWORK_CELLULAR",
@@ -181,6 +185,8 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "MAX_TEXT_CHARS",
     "MAX_FEEDBACK_TEXT_CHARS",
+    "MAX_DIAGNOSTICS_BYTES",
+    "MAX_URL_BYTES",
     "MAX_SCREENSHOTS",
     "MAX_SCREENSHOT_BYTES",
     "QUEUE_DEFAULT_LIMIT",

@@ -332,6 +332,34 @@ def test_a_host_can_refuse_to_open_without_its_bundle(client: appnorth.Client, t
         appnorth.Config(client, None, bundled_path=b"\xff.json")
 
 
+def test_nul_escape_is_accepted_and_a_raw_nul_byte_is_refused(
+        open_config: Callable[..., appnorth.Config], admin: Admin, tmp_path: Path) -> None:
+    admin.publish_config(APP, '{"s":"a\\u0000b","n":1}')
+    config = open_config(tmp_path)
+    config.refresh()
+    assert config.snapshot_json() == '{"s":"a\\u0000b","n":1}'
+    assert config.get_json("s") == "a\x00b"
+    with pytest.raises(appnorth.InvalidArgumentError, match="U\\+0000"):
+        config.get_string("s")  # a C string would be cut short
+    admin.publish_raw_config(APP, '{"n": 2\x00, "b": "x"}')
+    with pytest.raises(appnorth.InvalidJSONError, match="NUL"):
+        config.refresh()
+    assert config.snapshot() == {"s": "a\x00b", "n": 1}
+
+
+def test_a_stream_line_over_the_limit_is_reported(
+        open_config: Callable[..., appnorth.Config], admin: Admin) -> None:
+    admin.publish_config(APP, '{"v":1}')
+    config = open_config()
+    config.refresh()
+    assert config.last_fetch_status().error is None
+    admin.add_fault(path_prefix=f"/v1/apps/{APP}/config/stream", endless_line=True)
+    config.start_live()
+    wait_until(lambda: isinstance(config.last_fetch_status().error, appnorth.TooLargeError), timeout=60)
+    assert "stream" in config.last_fetch_status().error.message
+    assert config.get_int("v") == 1
+
+
 def test_an_invalid_remote_payload_keeps_the_last_good_config(
         open_config: Callable[..., appnorth.Config], admin: Admin) -> None:
     admin.publish_config(APP, '{"price":9.99}')

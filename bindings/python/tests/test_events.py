@@ -39,6 +39,15 @@ def test_tracked_events_arrive_with_properties_as_written(events: appnorth.Event
     assert events.stats()["queued"] == 0
 
 
+def test_nul_escapes_in_properties_arrive_as_written(events: appnorth.Events, admin: Admin) -> None:
+    events.track("text", '{"s":"a\\u0000b"}')
+    events.track("dict", {"s": "a\x00b"})
+    events.flush(5000)
+    stored = admin.state(APP)["events"]
+    assert [e["properties"] for e in stored] == [{"s": "a\x00b"}] * 2
+    assert stored[0]["properties_raw"] == '{"s":"a\\u0000b"}'
+
+
 def test_identity_values_live_in_the_python_secure_store(client: appnorth.Client, tmp_path: Path,
                                                          admin: Admin) -> None:
     store: Dict[str, str] = {}
@@ -146,6 +155,7 @@ def test_queued_events_survive_a_restart(client: appnorth.Client, tmp_path: Path
     ("ok", "{broken", appnorth.InvalidJSONError),
     ("ok", b'{"k": "\xff"}', appnorth.InvalidUTF8Error),
     ("ok", {"blob": "x" * 70_000}, appnorth.TooLargeError),
+    ("ok", "[" * (50 * 1024 * 1024), appnorth.TooLargeError),  # measured before parsing
 ])
 def test_bad_events_are_refused(events: appnorth.Events, name: Any, properties: Any, error: type) -> None:
     with pytest.raises(error):

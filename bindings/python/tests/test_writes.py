@@ -116,6 +116,36 @@ def test_bad_feedback_is_refused_before_sending(client: appnorth.Client, admin: 
     admin.assert_nothing_sent()
 
 
+def test_oversize_feedback_values_are_refused_by_their_setters(client: appnorth.Client, admin: Admin) -> None:
+    feedback = appnorth.Feedback("kept", diagnostics={"kept": True})
+    with pytest.raises(appnorth.TooLargeError):
+        feedback.set_text("x" * (appnorth.MAX_FEEDBACK_TEXT_CHARS + 1))
+    limit = appnorth.MAX_DIAGNOSTICS_BYTES
+    with pytest.raises(appnorth.TooLargeError, match="diagnostics"):
+        feedback.set_diagnostics('{"log":"' + "x" * limit + '"}')
+    with pytest.raises(appnorth.TooLargeError):
+        feedback.set_diagnostics("[" * (50 * 1024 * 1024))  # measured before parsing
+    exact = '{"log":"' + "x" * (limit - 10) + '"}'
+    assert len(exact) == limit
+    feedback.set_diagnostics(exact)
+    feedback.set_diagnostics({"kept": True, "nul": "a\x00b"})  # sent as \u0000
+    # Offline, what is queued is what the setters kept.
+    queue = appnorth.OfflineQueue(appnorth.Storage.memory())
+    admin.outage()
+    assert queue.submit_feedback(client, feedback) is False
+    admin.clear_faults()
+    assert queue.flush(client) == 1
+    (stored,) = admin.state(APP)["feedback"]
+    assert stored["text"] == "kept" and stored["diagnostics"] == {"kept": True, "nul": "a\x00b"}
+    feedback.close()
+    queue.close()
+
+
+def test_an_oversize_api_url_is_refused() -> None:
+    with pytest.raises(appnorth.TooLargeError):
+        appnorth.Client("http://h/" + "p" * appnorth.MAX_URL_BYTES, APP)
+
+
 @pytest.mark.parametrize("title,body,error", [
     ("   ", None, appnorth.ValidationError),
     ("x" * (appnorth.MAX_TITLE_CHARS + 1), None, appnorth.TooLargeError),

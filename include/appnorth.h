@@ -960,6 +960,16 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);
 
+/**
+ * appnorth_events_flush() that also tells how many events the server
+ * accepted while it waited: *out_sent (optional) is set on success and on
+ * failure alike (the events delivered before the error or the timeout).
+ * Same statuses as appnorth_events_flush(). Thread-safe; blocks up to
+ * timeout_ms.
+ */
+APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t timeout_ms,
+                                                int64_t *out_sent, appnorth_error *err);
+
 /** Set the network type (APPNORTH_NETWORK_*), which sets the batch size. */
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
                                                       appnorth_error *err);

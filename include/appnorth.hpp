@@ -325,9 +325,22 @@ public:
         return queued != 0;
     }
 
-    /** Uploads what waits, for at most timeout_ms. */
-    void flush(int32_t timeout_ms) {
-        detail::call([&](appnorth_error *e) { return appnorth_events_flush(get(), timeout_ms, e); });
+    /** Uploads what waits, for at most timeout_ms; returns how many events
+     *  the server accepted meanwhile. */
+    int64_t flush(int32_t timeout_ms) {
+        int64_t sent = 0;
+        detail::call([&](appnorth_error *e) { return appnorth_events_flush_sent(get(), timeout_ms, &sent, e); });
+        return sent;
+    }
+
+    /** The app came to the foreground: uploads resume and a flush starts. */
+    void foreground() {
+        detail::call([&](appnorth_error *e) { return appnorth_events_foreground(get(), e); });
+    }
+
+    /** A new app session: new session id; uploads resume if paused. */
+    void start_session() {
+        detail::call([&](appnorth_error *e) { return appnorth_events_start_session(get(), e); });
     }
 
     void set_network_type(appnorth_network_type type) {

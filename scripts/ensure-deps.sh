@@ -5,8 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check.
-packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind cmake bindgen libclang1-14)
+# cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check;
+# g++ and golang-go: the C++ and Go examples; cargo only where no Rust
+# toolchain (rustup's, for instance) is already on PATH.
+packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind cmake bindgen libclang1-14
+          g++ golang-go)
+command -v cargo >/dev/null || packages+=(cargo)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

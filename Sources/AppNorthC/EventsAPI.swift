@@ -191,6 +191,19 @@ public func appnorth_events_flush(_ events: OpaquePointer?, _ timeoutMs: Int32, 
 }
 
 @c @implementation
+public func appnorth_events_flush_sent(_ events: OpaquePointer?, _ timeoutMs: Int32, _ outSent: UnsafeMutablePointer<Int64>?,
+                                       _ err: ErrorOut?) -> Int32 {
+    outSent?.pointee = 0
+    return withEvents(events, err) { events in
+        guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
+        let before = events.deliveredCount
+        // On failure too: the host learns what went out before it.
+        defer { outSent?.pointee = Int64(max(0, events.deliveredCount &- before)) }
+        try events.flush(timeoutMilliseconds: Int(timeoutMs))
+    }
+}
+
+@c @implementation
 public func appnorth_events_set_network_type(_ events: OpaquePointer?, _ type: Int32, _ err: ErrorOut?) -> Int32 {
     withEvents(events, err) { events in
         guard let network = NetworkType(rawValue: type) else {

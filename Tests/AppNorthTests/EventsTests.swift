@@ -80,6 +80,27 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(events.queuedCount, 0)
     }
 
+    func testFlushReturnsHowManyEventsTheServerAccepted() throws {
+        let events = try open(quiet())
+        XCTAssertEqual(try events.flush(timeoutMilliseconds: 5000), 0)
+        for i in 0..<5 { try events.track("e\(i)") }
+        XCTAssertEqual(try events.flush(timeoutMilliseconds: 5000), 5)
+        XCTAssertEqual(events.deliveredCount, 5)
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testEventsLeftByAnEarlierRunAreSentSoonAfterOpen() throws {
+        let first = try open(quiet())
+        try first.track("left over")
+        first.close(timeoutMilliseconds: 0)
+        XCTAssertEqual(try serverEvents().count, 0)
+        // One-hour timer, threshold 10,000, no flush call: only the start-up upload.
+        let second = try open(quiet())
+        XCTAssertTrue(try eventually { try serverEvents().count == 1 })
+        XCTAssertTrue(eventually { second.deliveredCount == 1 }, "the server answered before the count moved")
+        second.close(timeoutMilliseconds: 0)
+    }
+
     func testHugeIntegersInPropertiesArriveAsWritten() throws {
         let events = try open(quiet())
         let props = #"{"id":123456789012345678901234567890,"n":-0.0}"#

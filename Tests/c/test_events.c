@@ -423,10 +423,12 @@ static void test_events_survive_a_restart(void) {
     CHECK(disk_rows(dir) == 3, "3 rows after the handle is gone: %d", disk_rows(dir));
     CHECK(server_event_count() == 0, "nothing sent by free");
 
+    /* A quiet queue (1 h timer, threshold 10,000) sends what an earlier
+     * run left as soon as it opens: no flush call, no timer. */
     e = open_quiet(c, dir);
-    CHECK(queued(e) == 3, "reopened queue holds 3: %ld", queued(e));
     char *anon = anonymous_id(e);
     CHECK(str_eq(anon, first_anon), "anonymous id stable across reopening: %s vs %s", anon, first_anon);
+    CHECK(eventually_server_holds(3), "the left-over events arrive soon after open: %zu", server_event_count());
     appnorth_error err;
     CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
     json_t *events = server_events();
@@ -604,6 +606,38 @@ static void test_defaults_are_the_seeds_numbers(void) {
     CHECK(eventually_server_holds(20), "20 events: flushed at once (%zu stored)", server_event_count());
     CHECK(event_post_count() == 1, "in one batch of 20: %zu POSTs", event_post_count());
 
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
+/* appnorth_events_flush_sent reports what the server accepted, also when
+ * the flush fails, and checks its arguments. */
+static void test_flush_sent_counts_delivered_events(void) {
+    reset_server();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
+    appnorth_events *e = open_quiet(c, dir);
+    appnorth_error err;
+    int64_t sent = -1;
+    CHECK_STATUS(appnorth_events_flush_sent(e, 5000, &sent, &err), APPNORTH_OK, err);
+    CHECK(sent == 0, "empty queue: sent %lld", (long long)sent);
+    for (int i = 0; i < 4; i++) track_ok(e, "counted", NULL);
+    CHECK_STATUS(appnorth_events_flush_sent(e, 5000, &sent, &err), APPNORTH_OK, err);
+    CHECK(sent == 4 && server_event_count() == 4, "sent %lld, server holds %zu", (long long)sent,
+          server_event_count());
+    CHECK_STATUS(appnorth_events_flush_sent(e, 5000, NULL, &err), APPNORTH_OK, err);
+
+    add_fault("{\"status\":503,\"count\":100}");
+    track_ok(e, "refused", NULL);
+    sent = -1;
+    CHECK(appnorth_events_flush_sent(e, 5000, &sent, &err) == APPNORTH_E_SERVER && sent == 0,
+          "a failed flush reports 0 sent: %d %lld", err.code, (long long)sent);
+    clear_faults();
+
+    CHECK(appnorth_events_flush_sent(e, -1, &sent, &err) == APPNORTH_E_INVALID_ARGUMENT, "negative timeout");
+    CHECK(appnorth_events_flush_sent(NULL, 10, &sent, &err) == APPNORTH_E_INVALID_ARGUMENT && sent == 0,
+          "NULL events");
     appnorth_events_free(e);
     appnorth_client_free(c);
     remove_tree(dir);
@@ -1885,6 +1919,7 @@ int main(void) {
     /* Event Queue */
     test_track_is_on_disk_before_it_returns();
     test_events_survive_a_restart();
+    test_flush_sent_counts_delivered_events();
     test_event_fields_and_verbatim_properties();
     test_properties_with_huge_numbers_are_sent_verbatim();
     test_nul_escape_accepted_and_oversize_properties_refused_at_the_door();

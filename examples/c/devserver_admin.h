@@ -20,7 +20,7 @@
 /* Sends one JSON request to the dev server's /admin API and returns the
  * HTTP status, or -1 when the server could not be reached. Loopback
  * http://HOST:PORT URLs only, which is all the dev server serves. */
-static int dev_admin(const char *api_url, const char *method, const char *path, const char *body) {
+static inline int dev_admin(const char *api_url, const char *method, const char *path, const char *body) {
     char host[256], port[16] = "80";
     const char *p = strncmp(api_url, "http://", 7) == 0 ? api_url + 7 : NULL;
     if (!p) return -1;
@@ -38,7 +38,8 @@ static int dev_admin(const char *api_url, const char *method, const char *path, 
         host[strcspn(host, "]")] = 0;
     }
 
-    struct addrinfo hints = {0}, *addrs = NULL;
+    struct addrinfo hints, *addrs = NULL;
+    memset(&hints, 0, sizeof hints); /* not {0}: C++ warns about the other fields */
     hints.ai_socktype = SOCK_STREAM;
     if (getaddrinfo(host, port, &hints, &addrs) != 0) return -1;
     int fd = -1;
@@ -67,13 +68,13 @@ static int dev_admin(const char *api_url, const char *method, const char *path, 
     return status;
 }
 
-static void lose_connectivity(const char *api_url) {
+static inline void lose_connectivity(const char *api_url) {
     if (dev_admin(api_url, "POST", "/admin/faults", "{\"drop\":true,\"count\":1000}") != 201)
         fprintf(stderr, "   (could not reach the dev server's /admin API)\n");
     printf("   [dev server] dropping every API connection\n");
 }
 
-static void reconnect(const char *api_url) {
+static inline void reconnect(const char *api_url) {
     dev_admin(api_url, "DELETE", "/admin/faults", NULL);
     printf("   [dev server] connections work again\n");
 }

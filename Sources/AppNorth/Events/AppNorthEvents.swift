@@ -42,6 +42,8 @@ public final class AppNorthEvents: Sendable {
         var cycleError: AppNorthError?
         var lastFlushMs: Int64?
         var lastAttemptMs: Int64?
+        /// Events the server has accepted since open (flush reports its share).
+        var delivered = 0
         /// The uploader waits for this before its next request (Retry-After).
         var notBeforeMono: UInt64 = 0
     }
@@ -64,6 +66,13 @@ public final class AppNorthEvents: Sendable {
         let consent = try Self.loadConsent(db)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
+        // Events an earlier run left on disk go out as soon as the thread
+        // starts, not after the first 30 s timer or the 20th new event.
+        let leftover = store.count
+        if leftover > 0 {
+            state.withLock { $0.flushRequested = 1 }
+            self.logger.log(.debug, "events: \(leftover) event(s) left by an earlier run; uploading them now")
+        }
         // The thread holds the queue only while it works, never while it
         // sleeps, so dropping the last reference (deinit) can stop it.
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
@@ -131,23 +140,27 @@ public final class AppNorthEvents: Sendable {
     // MARK: Flushing
 
     /// Asks the upload thread to upload everything now and waits up to
-    /// `timeoutMilliseconds` for it. Throws the cycle's error (network,
-    /// server...), `.wrongState` while uploads are paused by the circuit
-    /// breaker, or `.timeout`.
-    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) {
-        let target = state.withLock { s -> UInt64? in
+    /// `timeoutMilliseconds` for it. Returns how many events the server
+    /// accepted meanwhile. Throws the cycle's error (network, server...),
+    /// `.wrongState` while uploads are paused by the circuit breaker, or
+    /// `.timeout` (`deliveredCount` tells what went out before a failure).
+    @discardableResult
+    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
+        let start = state.withLock { s -> (target: UInt64, delivered: Int)? in
             guard !s.closed else { return nil }
             s.flushRequested += 1
-            return s.flushRequested
+            return (s.flushRequested, s.delivered)
         }
-        guard let target else { throw .wrongState("the event queue is closed") }
+        guard let start else { throw .wrongState("the event queue is closed") }
         wakeUploader()
-        guard flushDone.wait(for: target, milliseconds: timeoutMilliseconds) else {
+        let finished = flushDone.wait(for: start.target, milliseconds: timeoutMilliseconds)
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
+        guard finished else {
             throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
         }
-        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError) }
         if outcome.0 { throw Self.pausedError }
         if let error = outcome.1 { throw error }
+        return max(0, outcome.2)
     }
 
     static let pausedError = AppNorthError.wrongState(
@@ -157,7 +170,7 @@ public final class AppNorthEvents: Sendable {
     /// upload thread. Queued events stay on disk. Later calls fail with
     /// `.wrongState`. Idempotent.
     public func close(timeoutMilliseconds: Int) {
-        if timeoutMilliseconds > 0 { try? flush(timeoutMilliseconds: timeoutMilliseconds) }
+        if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         state.withLock { $0.closed = true }
         shutdown.cancel()
         worker.withLock { $0 }?.stop()
@@ -286,6 +299,9 @@ public final class AppNorthEvents: Sendable {
 
     public var queuedCount: Int { store.count }
 
+    /// Events the server has accepted since this queue was opened.
+    public var deliveredCount: Int { state.withLock { $0.delivered } }
+
     // MARK: - The upload thread
 
     private func wakeUploader() {
@@ -362,6 +378,7 @@ public final class AppNorthEvents: Sendable {
             case .delivered:
                 _ = try? store.remove(batch)
                 state.withLock {
+                    $0.delivered &+= batch.count
                     $0.breaker.recordSuccess()
                     $0.lastFlushMs = clock.wallMilliseconds()
                 }

@@ -15,7 +15,7 @@ public struct DataDirectory: Sendable {
         self.path = trimmed
         try Self.makeDirectories(trimmed)
         if chmod(trimmed, 0o700) != 0 {
-            throw .storage("cannot set permissions on data directory: \(String(cString: strerror(errno)))")
+            throw .storage("cannot set permissions on data directory \(trimmed): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -28,7 +28,7 @@ public struct DataDirectory: Sendable {
     public func ensurePrivateFile(_ name: String) throws(AppNorthError) -> String {
         let full = file(name)
         let fd = open(full, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot create \(name): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .storage("cannot create \(full): \(String(cString: strerror(errno)))") }
         fchmod(fd, 0o600)
         close(fd)
         return full
@@ -39,12 +39,12 @@ public struct DataDirectory: Sendable {
         for part in path.split(separator: "/") {
             built += "/" + part
             if mkdir(built, 0o700) != 0 && errno != EEXIST {
-                throw .storage("cannot create data directory: \(String(cString: strerror(errno)))")
+                throw .storage("cannot create data directory \(built): \(String(cString: strerror(errno)))")
             }
         }
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw .storage("data directory path is not a directory")
+            throw .storage("data directory \(path) is not a directory")
         }
     }
 }

@@ -56,7 +56,7 @@ public final class SQLiteStore: Sendable {
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(db)
-            throw .storage("cannot open database: \(message)")
+            throw .storage("cannot open database \(path): \(message)")
         }
         let conn = Connection(db)
         do throws(AppNorthError) {

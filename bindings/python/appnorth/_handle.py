@@ -24,9 +24,13 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, TypeVar
 
 from . import _lib, errors
+
+
+#: ``with X(...) as x`` gives ``x`` the type X (typing.Self needs 3.11).
+_H = TypeVar("_H", bound="Handle")
 
 
 def report_callback_error(where: str) -> None:
@@ -110,7 +114,7 @@ class Handle:
         self._keep = []
         _lib.unregister_live(self)
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _H) -> _H:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

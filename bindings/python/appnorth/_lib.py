@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import enum
 import logging  # noqa: F401  (before our atexit hook; see the end of the file)
 import os
 import sys
@@ -53,12 +54,56 @@ LIBRARY_ENV = "APPNORTH_LIBRARY"
 
 # Mirrors of the header's macros and enums (tests compare them to the header).
 ERROR_MESSAGE_SIZE = 256
-LOG_DEBUG = 0
-LOG_INFO = 1
-LOG_WARNING = 2
-LOG_ERROR = 3
-SOURCE_CACHE = 1
-SOURCE_NETWORK = 2
+
+
+class LogLevel(enum.IntEnum):
+    """``APPNORTH_LOG_*``."""
+
+    DEBUG = 0
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+
+class Source(enum.IntEnum):
+    """Where a cached-then-fresh read's data came from (``APPNORTH_SOURCE_*``)."""
+
+    CACHE = 1
+    NETWORK = 2
+
+
+class NetworkType(enum.IntEnum):
+    """``APPNORTH_NETWORK_*``: sets the event batch size."""
+
+    UNKNOWN = 0
+    WIFI = 1
+    CELLULAR = 2
+    EXPENSIVE_CELLULAR = 3
+
+
+class Consent(enum.IntEnum):
+    """``APPNORTH_CONSENT_*``: the analytics consent state."""
+
+    UNKNOWN = -1
+    REVOKED = 0
+    GRANTED = 1
+
+
+class ConfigTier(enum.IntEnum):
+    """``APPNORTH_CONFIG_TIER_*``: where the effective config comes from."""
+
+    DEFAULT = 0
+    BUNDLED = 1
+    CACHED = 2
+    REMOTE = 3
+
+
+LOG_DEBUG = LogLevel.DEBUG
+LOG_INFO = LogLevel.INFO
+LOG_WARNING = LogLevel.WARNING
+LOG_ERROR = LogLevel.ERROR
+SOURCE_CACHE = Source.CACHE
+SOURCE_NETWORK = Source.NETWORK
 MAX_TITLE_CHARS = 200
 MAX_TEXT_CHARS = 10000
 MAX_FEEDBACK_TEXT_CHARS = 20000
@@ -67,18 +112,18 @@ MAX_URL_BYTES = 2048
 MAX_SCREENSHOTS = 5
 MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
 QUEUE_DEFAULT_LIMIT = 50
-NETWORK_UNKNOWN = 0
-NETWORK_WIFI = 1
-NETWORK_CELLULAR = 2
-NETWORK_EXPENSIVE_CELLULAR = 3
-CONSENT_UNKNOWN = -1
-CONSENT_REVOKED = 0
-CONSENT_GRANTED = 1
+NETWORK_UNKNOWN = NetworkType.UNKNOWN
+NETWORK_WIFI = NetworkType.WIFI
+NETWORK_CELLULAR = NetworkType.CELLULAR
+NETWORK_EXPENSIVE_CELLULAR = NetworkType.EXPENSIVE_CELLULAR
+CONSENT_UNKNOWN = Consent.UNKNOWN
+CONSENT_REVOKED = Consent.REVOKED
+CONSENT_GRANTED = Consent.GRANTED
 CACHE_DEFAULT_TTL_SECONDS = 300
-CONFIG_TIER_DEFAULT = 0
-CONFIG_TIER_BUNDLED = 1
-CONFIG_TIER_CACHED = 2
-CONFIG_TIER_REMOTE = 3
+CONFIG_TIER_DEFAULT = ConfigTier.DEFAULT
+CONFIG_TIER_BUNDLED = ConfigTier.BUNDLED
+CONFIG_TIER_CACHED = ConfigTier.CACHED
+CONFIG_TIER_REMOTE = ConfigTier.REMOTE
 CONFIG_DEFAULT_TTL_SECONDS = 3600
 CONFIG_DEFAULT_POLL_INTERVAL_MS = 60000
 CONFIG_DEFAULT_BACKOFF_BASE_MS = 1000
@@ -387,6 +432,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_close", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_track", [EventsPtr, c_char_p, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_flush", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_flush_sent", [EventsPtr, c_int32, Int64Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_set_network_type", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_start_session", [EventsPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_foreground", [EventsPtr, ErrorPtr], c_int32, _S),
@@ -446,20 +492,53 @@ DECLARED_NAMES = frozenset(d.name for d in DECLARATIONS)
 # os.path rather than pathlib: pathlib's imports alone cost about 10 ms,
 # a fifth of the import-time budget.
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
-#: bindings/python/appnorth/_lib.py -> the repository root (meaningful only
-#: for an in-tree or editable install; the paths are just skipped otherwise).
+#: bindings/python/appnorth/_lib.py -> the repository root, when the package
+#: is imported from a checkout (see :func:`checkout_root`).
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_PACKAGE_DIR)))
+#: The name the system's dynamic loader is asked for (the SONAME).
+SYSTEM_NAME = f"libappnorth.so.{EXPECTED_MAJOR}"
+
+
+def checkout_root() -> Optional[str]:
+    """The repository root when this package is the one inside a libappnorth
+    checkout (bindings/python/appnorth), else None: an installed package
+    never looks into folders that merely happen to sit three levels up."""
+    marker = os.path.join(REPO_ROOT, "include", "appnorth.h")
+    inside = os.path.join(REPO_ROOT, "bindings", "python", "appnorth")
+    if os.path.isfile(marker) and os.path.realpath(inside) == _PACKAGE_DIR:
+        return REPO_ROOT
+    return None
+
+
+def _library_files(folder: str) -> List[str]:
+    """libappnorth.so* files in ``folder``, the unversioned name first."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = sorted((n for n in names if n.startswith("libappnorth.so")), key=lambda n: (n != "libappnorth.so", n))
+    return [os.path.join(folder, n) for n in found]
 
 
 def candidate_paths() -> List[str]:
-    """Where the library is looked for, in order (APPNORTH_LIBRARY aside)."""
-    packaged = sorted((name for name in os.listdir(_PACKAGE_DIR) if name.startswith("libappnorth.so")),
-                      key=lambda name: (name != "libappnorth.so", name))
-    return [os.path.join(_PACKAGE_DIR, name) for name in packaged] + [
-        os.path.join(REPO_ROOT, "dist", "lib", "libappnorth.so"),
-        os.path.join(REPO_ROOT, ".build", "release", "libappnorth.so"),
-        os.path.join(REPO_ROOT, ".build", "debug", "libappnorth.so"),
-    ]
+    """Where the library is looked for when ``APPNORTH_LIBRARY`` is unset,
+    in order: the package folder, the system search path (by SONAME), then
+    the repository's build folders when imported from a checkout."""
+    paths = _library_files(_PACKAGE_DIR) + [SYSTEM_NAME]
+    root = checkout_root()
+    if root is not None:
+        paths += [os.path.join(root, "dist", "lib", "libappnorth.so"),
+                  os.path.join(root, ".build", "release", "libappnorth.so"),
+                  os.path.join(root, ".build", "debug", "libappnorth.so")]
+    return paths
+
+
+def _explicit_paths(value: str) -> List[str]:
+    """``APPNORTH_LIBRARY``: a library file, or a folder holding one."""
+    path = os.path.expanduser(value)
+    if os.path.isdir(path):
+        return _library_files(path) or [os.path.join(path, "libappnorth.so")]
+    return [path]
 
 
 def _fail(tried: List[Tuple[str, str]]) -> ImportError:
@@ -467,34 +546,50 @@ def _fail(tried: List[Tuple[str, str]]) -> ImportError:
     return ImportError(
         "appnorth: cannot load libappnorth.so. Tried:\n"
         f"{lines}\n"
-        "Build it with `make dist` in the libappnorth repository (or "
-        "`swift build`), or set APPNORTH_LIBRARY to the path of "
-        "libappnorth.so.")
+        "Install the wheel that carries it (`make wheel`, then `pip install "
+        "dist/appnorth-*.whl`), install the library (`make install`), or set "
+        "APPNORTH_LIBRARY to libappnorth.so or its folder (built by `make dist` "
+        "in the libappnorth repository).")
 
 
 def load() -> Tuple[ctypes.CDLL, str]:
     """Find and load the library; returns it and the path loaded.
 
-    When ``APPNORTH_LIBRARY`` is set, only that path is tried: an explicit
-    choice that fails must not silently fall back to another build.
+    When ``APPNORTH_LIBRARY`` is set, only it is tried: an explicit choice
+    that fails must not silently fall back to another build.
     """
     tried: List[Tuple[str, str]] = []
     explicit = os.environ.get(LIBRARY_ENV)
-    if explicit:
-        paths = [os.path.expanduser(explicit)]
-    else:
-        paths = candidate_paths()
+    paths = _explicit_paths(explicit) if explicit else candidate_paths()
+    if not explicit and not _library_files(_PACKAGE_DIR):
+        tried.append((os.path.join(_PACKAGE_DIR, "libappnorth.so*"), "none there (a wheel puts it there)"))
     for path in paths:
-        if not os.path.isfile(path):
-            tried.append((str(path), "not found"))
+        by_name = os.sep not in path
+        if not by_name and not os.path.isfile(path):
+            tried.append((path, "not found"))
             continue
         try:
-            return ctypes.CDLL(str(path)), str(path)
+            dll = ctypes.CDLL(path)
         except OSError as exc:
-            tried.append((str(path), f"failed to load: {exc}"))
+            place = f"{path} (the system search path: LD_LIBRARY_PATH, ld.so.cache)" if by_name else path
+            tried.append((place, f"failed to load: {exc}"))
+            continue
+        return dll, _loaded_path(dll, path) if by_name else path
     if explicit:
-        tried[-1] = (tried[-1][0], tried[-1][1] + f" (from {LIBRARY_ENV})")
+        tried[-1] = (tried[-1][0], tried[-1][1] + f" (from {LIBRARY_ENV}={explicit})")
     raise _fail(tried)
+
+
+def _loaded_path(dll: ctypes.CDLL, name: str) -> str:
+    """The file the dynamic loader picked for ``name`` (from /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                if line.rstrip().endswith(name) or f"/{name}" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return name
 
 
 #: Declared functions the loaded library does not export (an older minor

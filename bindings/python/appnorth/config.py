@@ -42,6 +42,16 @@ from ._lib import C, PathArg, TextArg, appnorth_error
 from .client import LOGGER_NAME, Client, LoggerArg, _make_log_callback, _min_library_level
 from .offline import ManualClock
 
+
+def _tier(value: int) -> "_lib.ConfigTier":
+    """A tier from the library as the enum (a value this binding does not
+    know, from a newer library, is kept as a plain int)."""
+    try:
+        return _lib.ConfigTier(value)
+    except ValueError:
+        return value  # type: ignore[return-value]
+
+
 __all__ = ["Config", "ConfigListener", "ConfigSource", "FetchStatus", "BundledConfigWarning"]
 
 #: A listener: ``fn(config, changed_keys, tier)``. ``config`` is the new
@@ -54,7 +64,7 @@ class ConfigSource(NamedTuple):
     """Where the effective config came from."""
 
     #: CONFIG_TIER_REMOTE, _CACHED, _BUNDLED or _DEFAULT.
-    tier: int
+    tier: _lib.ConfigTier
     #: When it was last fetched or confirmed by the server, wall milliseconds
     #: since the epoch; 0 for the bundled and default tiers.
     fetched_ms: int
@@ -172,7 +182,7 @@ class _Listeners:
             self._local.in_callback = getattr(self._local, "in_callback", 0) + 1
             try:
                 with _lib.in_callback():
-                    listener(_loads(config_json, {}), _loads(changed_json, []), tier)
+                    listener(_loads(config_json, {}), _loads(changed_json, []), _tier(tier))
             finally:
                 self._local.in_callback -= 1
         except Exception:  # noqa: BLE001 - reported, never propagated into C
@@ -292,7 +302,7 @@ class Config(Handle):
                 C.appnorth_config_options_set_logger(
                     options, log_callback, _min_library_level(py_logger), None, err)
             handle = _lib.ConfigPtr()
-            with _lib.callback_errors():
+            with _lib.callback_errors(), errors.naming_path(data_dir):
                 C.appnorth_config_new(options, handle, err)
         finally:
             C.appnorth_config_options_free(options)
@@ -397,7 +407,7 @@ class Config(Handle):
         it may start a background fetch of a stale config."""
         tier, fetched = ctypes.c_int32(-1), ctypes.c_int64(0)
         self._call(C.appnorth_config_source, tier, fetched)
-        return ConfigSource(tier.value, fetched.value)
+        return ConfigSource(_tier(tier.value), fetched.value)
 
     def last_fetch_status(self) -> FetchStatus:
         """The outcome of the latest refresh, background fetch, poll, stream

@@ -14,28 +14,56 @@ keep working.
 from __future__ import annotations
 
 import builtins
-from typing import Dict, Optional, Type
+import enum
+import os
+from contextlib import contextmanager
+from typing import Dict, Iterator, Optional, Type
 
-# Status codes, mirroring the enum in include/appnorth.h (a test checks it).
-OK = 0
-E_INVALID_ARGUMENT = 1
-E_INVALID_JSON = 2
-E_INVALID_UTF8 = 3
-E_TOO_LARGE = 4
-E_NETWORK = 5
-E_VALIDATION = 6
-E_AUTHENTICATION = 7
-E_NOT_FOUND = 8
-E_CONFLICT = 9
-E_SERVER = 10
-E_HTTP = 11
-E_STORAGE = 12
-E_QUEUE_FULL = 13
-E_WRONG_STATE = 14
-E_INTERNAL = 15
-E_TIMEOUT = 16
+
+
+class Status(enum.IntEnum):
+    """The library's status codes (``APPNORTH_OK``, ``APPNORTH_E_*``)."""
+
+    OK = 0
+    E_INVALID_ARGUMENT = 1
+    E_INVALID_JSON = 2
+    E_INVALID_UTF8 = 3
+    E_TOO_LARGE = 4
+    E_NETWORK = 5
+    E_VALIDATION = 6
+    E_AUTHENTICATION = 7
+    E_NOT_FOUND = 8
+    E_CONFLICT = 9
+    E_SERVER = 10
+    E_HTTP = 11
+    E_STORAGE = 12
+    E_QUEUE_FULL = 13
+    E_WRONG_STATE = 14
+    E_INTERNAL = 15
+    E_TIMEOUT = 16
+
+
+# Module-level names, mirroring the enum in include/appnorth.h (a test checks it).
+OK = Status.OK
+E_INVALID_ARGUMENT = Status.E_INVALID_ARGUMENT
+E_INVALID_JSON = Status.E_INVALID_JSON
+E_INVALID_UTF8 = Status.E_INVALID_UTF8
+E_TOO_LARGE = Status.E_TOO_LARGE
+E_NETWORK = Status.E_NETWORK
+E_VALIDATION = Status.E_VALIDATION
+E_AUTHENTICATION = Status.E_AUTHENTICATION
+E_NOT_FOUND = Status.E_NOT_FOUND
+E_CONFLICT = Status.E_CONFLICT
+E_SERVER = Status.E_SERVER
+E_HTTP = Status.E_HTTP
+E_STORAGE = Status.E_STORAGE
+E_QUEUE_FULL = Status.E_QUEUE_FULL
+E_WRONG_STATE = Status.E_WRONG_STATE
+E_INTERNAL = Status.E_INTERNAL
+E_TIMEOUT = Status.E_TIMEOUT
 
 __all__ = [
+    "Status",
     "AppNorthError",
     "InvalidArgumentError",
     "InvalidJSONError",
@@ -52,7 +80,7 @@ __all__ = [
     "QueueFullError",
     "WrongStateError",
     "InternalError",
-    "TimeoutError",
+    "AppNorthTimeoutError",
     "error_class",
     "make_error",
 ]
@@ -77,7 +105,8 @@ class AppNorthError(Exception):
 
     def __init__(self, message: str, code: Optional[int] = None, http_status: int = 0) -> None:
         super().__init__(message)
-        self.code: int = self.status_code if code is None else code
+        raw = self.status_code if code is None else code
+        self.code: int = Status(raw) if raw in Status._value2member_map_ else raw
         self.http_status: int = http_status
         self.message: str = message
         #: Set by OfflineQueue.flush: the id of the entry whose error this
@@ -86,9 +115,10 @@ class AppNorthError(Exception):
         self.sent: int = 0
 
     def __str__(self) -> str:
-        if self.http_status:
-            return f"{self.message} (HTTP {self.http_status})" if self.message else f"HTTP {self.http_status}"
-        return self.message
+        # The status once: library messages often name it already.
+        if not self.http_status or f"HTTP {self.http_status}" in self.message:
+            return self.message
+        return f"{self.message} (HTTP {self.http_status})" if self.message else f"HTTP {self.http_status}"
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(message={self.message!r}, code={self.code}, "
@@ -119,8 +149,10 @@ class TooLargeError(AppNorthError, ValueError):
     status_code = E_TOO_LARGE
 
 
-class NetworkError(AppNorthError):
-    """No HTTP response: connection refused or dropped, DNS, TLS, timeout."""
+class NetworkError(AppNorthError, ConnectionError):
+    """No HTTP response: connection refused or dropped, DNS, TLS, timeout.
+    Also a built-in :class:`ConnectionError`, so generic network handlers
+    catch it."""
 
     status_code = E_NETWORK
 
@@ -162,9 +194,12 @@ class HTTPError(AppNorthError):
 
 
 class StorageError(AppNorthError):
-    """The local store (SQLite, files, host storage callbacks) failed."""
+    """The local store (SQLite, files, host storage callbacks) failed.
+    ``path`` is the file or folder involved, when one is (also in the
+    message)."""
 
     status_code = E_STORAGE
+    path: Optional[str] = None
 
 
 class QueueFullError(AppNorthError):
@@ -185,11 +220,17 @@ class InternalError(AppNorthError):
     status_code = E_INTERNAL
 
 
-class TimeoutError(AppNorthError, builtins.TimeoutError):  # noqa: A001 - like concurrent.futures.TimeoutError
+class AppNorthTimeoutError(AppNorthError, builtins.TimeoutError):
     """The operation did not finish within the time the caller allowed.
-    Also a built-in :class:`TimeoutError`."""
+    Also a built-in :class:`TimeoutError`, so ``except TimeoutError``
+    catches it. ``appnorth.TimeoutError`` is the same class, left out of
+    ``__all__`` so that ``from appnorth import *`` keeps the built-in."""
 
     status_code = E_TIMEOUT
+
+
+#: The old name (``appnorth.TimeoutError``), kept for existing code.
+TimeoutError = AppNorthTimeoutError  # noqa: A001
 
 
 _BY_CODE: Dict[int, Type[AppNorthError]] = {
@@ -198,7 +239,7 @@ _BY_CODE: Dict[int, Type[AppNorthError]] = {
         InvalidArgumentError, InvalidJSONError, InvalidUTF8Error, TooLargeError,
         NetworkError, ValidationError, AuthenticationError, NotFoundError,
         ConflictError, ServerError, HTTPError, StorageError, QueueFullError,
-        WrongStateError, InternalError, TimeoutError,
+        WrongStateError, InternalError, AppNorthTimeoutError,
     )
 }
 
@@ -211,3 +252,25 @@ def error_class(code: int) -> Type[AppNorthError]:
 def make_error(code: int, message: str, http_status: int = 0) -> AppNorthError:
     """An exception instance of the right class for ``code``."""
     return error_class(code)(message, code=code, http_status=http_status)
+
+
+@contextmanager
+def naming_path(path: object) -> Iterator[None]:
+    """Around a call that opens ``path``: its StorageError names it."""
+    try:
+        yield
+    except StorageError as error:
+        name_path(error, path)
+        raise
+
+
+def name_path(error: BaseException, path: object) -> None:
+    """Make a StorageError name ``path``: in ``.path`` and, unless the
+    library's message already shows it, at the end of the message."""
+    if not isinstance(error, StorageError) or path is None or error.path is not None:
+        return
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    error.path = text
+    if text not in error.message:
+        error.message = f"{error.message} ({text})"
+        error.args = (error.message,)

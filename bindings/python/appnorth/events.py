@@ -20,6 +20,7 @@ import os
 from typing import Any, Dict, MutableMapping, Optional, Union
 
 from . import _lib
+from . import errors as appnorth_errors
 from ._handle import Handle
 from ._lib import C, TextArg, appnorth_error
 from .client import Client, JSONArg, json_text
@@ -37,6 +38,9 @@ DEFAULT_RETRY_BASE_DELAY_MS = 1000
 DEFAULT_RETRIES = 3
 DEFAULT_RETRY_AFTER_CAP_MS = 120000
 DEFAULT_BREAKER_THRESHOLD = 5
+#: How long close(), ``with`` exit and the interpreter-exit hook upload what
+#: is queued before stopping, unless ``close_timeout_ms`` says otherwise.
+DEFAULT_CLOSE_TIMEOUT_MS = 2000
 
 
 def _pick(value: Optional[int], default: int, name: str) -> int:
@@ -89,9 +93,12 @@ class Events(Handle):
         secure_store: a ``MutableMapping[str, str]`` for identity values
             (keys "anonymous_id", "user_id", "push_token"), instead of the
             0600 file.
+        close_timeout_ms: how long ``close()``, leaving a ``with`` block and
+            the interpreter-exit hook upload what is queued before the
+            upload thread stops (default 2000; 0: no upload at close).
 
-    Calls are thread-safe. ``close()`` stops the upload thread (queued
-    events stay on disk); ``close(flush_timeout_ms=...)`` flushes first.
+    Calls are thread-safe. Events that were not sent by close stay on disk
+    and are uploaded soon after the next open of the same data directory.
     """
 
     _kind = "events"
@@ -112,8 +119,12 @@ class Events(Handle):
         breaker_threshold: Optional[int] = None,
         require_consent: bool = False,
         secure_store: Optional[MutableMapping[str, str]] = None,
+        close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
     ) -> None:
         self._init_state()
+        self._close_timeout_ms = _lib.to_int32(close_timeout_ms, "close_timeout_ms")
+        if self._close_timeout_ms < 0:
+            raise appnorth_errors.InvalidArgumentError("close_timeout_ms must be 0 or more")
         if not isinstance(client, Client):
             raise TypeError(f"client must be a Client, not {type(client).__name__}")
         path = data_dir if data_dir is None or isinstance(data_dir, (str, bytes)) else os.fspath(data_dir)
@@ -154,7 +165,7 @@ class Events(Handle):
                     _lib.unpin(key)
                     raise
             handle = _lib.EventsPtr()
-            with _lib.callback_errors():
+            with _lib.callback_errors(), appnorth_errors.naming_path(path):
                 C.appnorth_events_new(options, handle, err)
         finally:
             C.appnorth_events_options_free(options)
@@ -165,22 +176,34 @@ class Events(Handle):
     def _free(self, ptr: Any) -> None:
         C.appnorth_events_free(ptr)
 
-    def close(self, flush_timeout_ms: int = 0) -> None:
-        """Stop the upload thread and free the handle. Idempotent.
+    def close(self, flush_timeout_ms: Optional[int] = None) -> None:
+        """Upload what is queued, stop the upload thread and free the handle.
+        Idempotent.
 
-        ``flush_timeout_ms`` > 0 uploads what is queued first, waiting up to
-        that long; an error that ended that flush is raised after the handle
-        is freed. Queued events that were not sent stay on disk.
+        The upload waits at most ``flush_timeout_ms`` (default: the
+        ``close_timeout_ms`` given at creation, 2000; 0 skips it). Its
+        failure is not raised: events that were not sent stay on disk for
+        the next open, and the library logs why.
         """
-        if flush_timeout_ms and not self._closed:
-            timeout = _lib.to_int32(flush_timeout_ms, "flush_timeout_ms")
+        if flush_timeout_ms is None:
+            flush_timeout_ms = getattr(self, "_close_timeout_ms", 0)
+        timeout = _lib.to_int32(flush_timeout_ms, "flush_timeout_ms")
+        if timeout < 0:
+            raise appnorth_errors.InvalidArgumentError("flush_timeout_ms must be 0 or more")
+        # The base close() refuses (WrongStateError) inside a call or a
+        # callback and in a forked child; only flush where it would free.
+        can_flush = (timeout > 0 and not self._closed and self._pid == os.getpid()
+                     and not getattr(self._local, "depth", 0) and not _lib.inside_callback())
+        if can_flush:
             try:
                 with self._use() as events, _lib.callback_errors():
                     C.appnorth_events_close(events, timeout, appnorth_error())
+            except appnorth_errors.WrongStateError:
+                pass  # closed meanwhile by another thread
             finally:
                 super().close()
         else:
-            super().close()
+            super().close()  # raises WrongStateError inside a call or callback
 
     def _call(self, func: Any, *args: Any) -> None:
         with self._use() as events, _lib.callback_errors():
@@ -194,11 +217,19 @@ class Events(Handle):
         self._call(C.appnorth_events_track, c_name, c_props, queued)
         return bool(queued.value)
 
-    def flush(self, timeout_ms: int = 10000) -> None:
-        """Upload everything now, waiting up to ``timeout_ms``. Raises the
-        error that ended the upload, WrongStateError while the circuit
-        breaker pauses uploads, or TimeoutError."""
-        self._call(C.appnorth_events_flush, _lib.to_int32(timeout_ms, "timeout_ms"))
+    def flush(self, timeout_ms: int = 10000) -> int:
+        """Upload everything now, waiting up to ``timeout_ms``; returns how
+        many events the server accepted. Raises the error that ended the
+        upload, WrongStateError while the circuit breaker pauses uploads,
+        or TimeoutError; the exception's ``sent`` attribute holds the events
+        accepted before it."""
+        sent = ctypes.c_int64(0)
+        try:
+            self._call(C.appnorth_events_flush_sent, _lib.to_int32(timeout_ms, "timeout_ms"), sent)
+        except appnorth_errors.AppNorthError as error:
+            error.sent = sent.value  # type: ignore[attr-defined]
+            raise
+        return sent.value
 
     def set_network_type(self, network_type: int) -> None:
         """NETWORK_UNKNOWN, _WIFI, _CELLULAR or _EXPENSIVE_CELLULAR: sets the batch size."""
@@ -217,11 +248,11 @@ class Events(Handle):
         self._call(C.appnorth_events_set_consent, 1 if granted else 0)
 
     @property
-    def consent(self) -> int:
-        """CONSENT_UNKNOWN, CONSENT_REVOKED or CONSENT_GRANTED."""
+    def consent(self) -> _lib.Consent:
+        """CONSENT_UNKNOWN, CONSENT_REVOKED or CONSENT_GRANTED (a :class:`Consent`)."""
         state = ctypes.c_int32(0)
         self._call(C.appnorth_events_consent, state)
-        return state.value
+        return _lib.Consent(state.value)
 
     def identify(self, user_id: TextArg) -> None:
         """Set the user id (kept in the secure store)."""

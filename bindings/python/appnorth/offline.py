@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from . import _lib
+from . import _lib, errors
 from ._handle import Handle
 from ._lib import C, TextArg, appnorth_error
 from .errors import AppNorthError
@@ -81,8 +81,9 @@ class Storage(Handle):
         database file is 0600). ``name`` (1 to 64 of ``A-Z a-z 0-9 . _ -``)
         separates storages in one folder, e.g. "queue" and "cache"."""
         path = data_dir if data_dir is None or isinstance(data_dir, (str, bytes)) else os.fspath(data_dir)
-        return cls._make(C.appnorth_storage_new_sqlite, _lib.to_c_string(path, "data_dir"),
-                         _lib.to_c_string(name, "name"))
+        with errors.naming_path(path):
+            return cls._make(C.appnorth_storage_new_sqlite, _lib.to_c_string(path, "data_dir"),
+                             _lib.to_c_string(name, "name"))
 
     @classmethod
     def memory(cls) -> "Storage":
@@ -391,10 +392,10 @@ class ReadCache(Handle):
         def on_read(source: int, text: Optional[bytes], user_data: Optional[int]) -> None:
             try:
                 data: List[Any] = json.loads(text.decode("utf-8")) if text else []
-                deliveries.append((source, data))
+                deliveries.append((_lib.Source(source), data))
                 if callback is not None:
                     with _lib.in_callback():
-                        callback(source, data)
+                        callback(_lib.Source(source), data)
             except BaseException as exc:  # noqa: BLE001 - re-raised after the call returns
                 _lib.stash_callback_error(exc, "a read callback")
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -138,13 +139,69 @@ def test_close_with_flush_sends_the_queue(client: appnorth.Client, tmp_path: Pat
 
 
 def test_queued_events_survive_a_restart(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
-    with appnorth.Events(client, tmp_path, **FAST_RETRY) as ev:
+    with appnorth.Events(client, tmp_path, close_timeout_ms=0, **FAST_RETRY) as ev:
         ev.track("persisted")
     assert admin.state(APP)["events"] == []
     with appnorth.Events(client, tmp_path, **FAST_RETRY) as ev:
-        assert ev.stats()["queued"] == 1
         ev.flush(5000)
     assert [e["name"] for e in admin.state(APP)["events"]] == ["persisted"]
+
+
+def wait_for_events(admin: Admin, count: int, timeout: float = 20.0) -> List[Dict[str, Any]]:
+    """The events the server holds once there are ``count`` (or the deadline passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        events: List[Dict[str, Any]] = admin.state(APP)["events"]
+        if len(events) >= count or time.monotonic() > deadline:
+            return events
+        time.sleep(0.05)
+
+
+def test_events_left_by_an_earlier_run_go_out_soon_after_open(client: appnorth.Client, tmp_path: Path,
+                                                               admin: Admin) -> None:
+    with appnorth.Events(client, tmp_path, close_timeout_ms=0, **FAST_RETRY) as ev:
+        ev.track("left over 1")
+        ev.track("left over 2")
+    assert admin.state(APP)["events"] == []
+    # A 10-minute timer and a threshold of 1000: only the start-up upload sends them.
+    with appnorth.Events(client, tmp_path, close_timeout_ms=0, **FAST_RETRY):
+        names = [e["name"] for e in wait_for_events(admin, 2)]
+    assert names == ["left over 1", "left over 2"]
+
+
+def test_leaving_with_uploads_the_queue(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
+    with appnorth.Events(client, tmp_path, **FAST_RETRY) as ev:
+        ev.track("tracked just before leaving")
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["tracked just before leaving"]
+
+
+def test_close_during_an_outage_is_bounded_and_keeps_the_events(client: appnorth.Client, tmp_path: Path,
+                                                                 admin: Admin) -> None:
+    ev = appnorth.Events(client, tmp_path, close_timeout_ms=300, **FAST_RETRY)
+    admin.outage()
+    ev.track("kept")
+    ev.close()  # an offline app must be able to quit: nothing raised
+    admin.clear_faults()
+    with appnorth.Events(client, tmp_path, close_timeout_ms=0, **FAST_RETRY):
+        assert [e["name"] for e in wait_for_events(admin, 1)] == ["kept"]
+
+
+def test_close_timeout_must_not_be_negative(client: appnorth.Client, tmp_path: Path) -> None:
+    with pytest.raises(appnorth.InvalidArgumentError):
+        appnorth.Events(client, tmp_path, close_timeout_ms=-1)
+
+
+def test_flush_returns_what_it_sent(events: appnorth.Events, admin: Admin) -> None:
+    assert events.flush(5000) == 0
+    for i in range(3):
+        events.track(f"e{i}")
+    assert events.flush(5000) == 3
+    assert len(admin.state(APP)["events"]) == 3
+    admin.add_fault(status=503, count=50)
+    events.track("refused")
+    with pytest.raises(appnorth.ServerError) as info:
+        events.flush(5000)
+    assert info.value.sent == 0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name,properties,error", [
@@ -238,3 +295,16 @@ def test_interpreter_exit_while_upload_threads_log(server_url: str, admin: Admin
         assert "exiting while upload threads log" in result.stdout
         assert "closed at exit: True" in result.stdout
         assert "Traceback" not in result.stderr
+
+
+def test_storage_errors_name_the_path(client: appnorth.Client, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    target = blocker / "data"
+    for open_it in (lambda: appnorth.Events(client, target),
+                    lambda: appnorth.Storage.sqlite(target, "queue"),
+                    lambda: appnorth.Config(client, target)):
+        with pytest.raises(appnorth.StorageError) as info:
+            open_it()
+        assert info.value.path == str(target)
+        assert str(blocker) in str(info.value), str(info.value)

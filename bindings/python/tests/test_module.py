@@ -111,10 +111,39 @@ def test_argument_errors_are_value_errors() -> None:
     assert issubclass(appnorth.TimeoutError, TimeoutError) and appnorth.TimeoutError is not TimeoutError
 
 
-def test_error_text_shows_http_status() -> None:
+def test_error_text_states_the_http_status_once() -> None:
     error = appnorth.errors.make_error(appnorth.E_SERVER, "HTTP 503 injected", 503)
-    assert str(error) == "HTTP 503 injected (HTTP 503)"
+    assert str(error) == "HTTP 503 injected"
     assert "http_status=503" in repr(error)
+    plain = appnorth.errors.make_error(appnorth.E_SERVER, "the server failed", 503)
+    assert str(plain) == "the server failed (HTTP 503)"
+
+
+def test_network_errors_are_connection_errors() -> None:
+    assert issubclass(appnorth.NetworkError, ConnectionError)
+    assert issubclass(appnorth.NetworkError, OSError)
+
+
+def test_star_import_keeps_the_builtin_timeout_error() -> None:
+    scope: dict = {}
+    exec("from appnorth import *", scope)
+    assert "TimeoutError" not in scope and scope["AppNorthTimeoutError"] is appnorth.TimeoutError
+    assert issubclass(appnorth.AppNorthTimeoutError, TimeoutError)
+    try:
+        raise appnorth.errors.make_error(appnorth.E_TIMEOUT, "slow", 0)
+    except TimeoutError as caught:
+        assert isinstance(caught, appnorth.AppNorthError)
+
+
+def test_enum_like_values_are_int_enums() -> None:
+    import enum
+    for cls in (appnorth.Status, appnorth.LogLevel, appnorth.Source, appnorth.NetworkType,
+                appnorth.Consent, appnorth.ConfigTier):
+        assert issubclass(cls, enum.IntEnum)
+    assert appnorth.E_NETWORK is appnorth.Status.E_NETWORK and appnorth.E_NETWORK == 5
+    assert appnorth.CONSENT_UNKNOWN is appnorth.Consent.UNKNOWN
+    assert appnorth.errors.make_error(5, "x").code is appnorth.Status.E_NETWORK
+    assert appnorth.errors.make_error(77, "x").code == 77
 
 
 # -- loading --------------------------------------------------------------------
@@ -135,18 +164,55 @@ def test_library_env_var_pointing_nowhere_fails_with_instructions(tmp_path: Path
     assert result.returncode != 0
     assert "ImportError" in result.stderr
     assert str(missing) in result.stderr
-    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+    assert "make wheel" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
 
 
-def test_no_library_anywhere_lists_every_path_tried(tmp_path: Path) -> None:
-    package = _copy_package(tmp_path)
-    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": None,
+def test_no_library_anywhere_lists_only_the_places_tried(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)  # not a checkout: no include/appnorth.h above it
+    (tmp_path / "dist" / "lib").mkdir(parents=True)
+    shutil.copy(appnorth.LIBRARY_PATH, tmp_path / "dist" / "lib" / "libappnorth.so")
+    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": None,
                                              "PYTHONPATH": str(package.parent)}, tmp_path)
     assert result.returncode != 0
-    for relative in ("dist/lib/libappnorth.so", ".build/release/libappnorth.so",
-                     ".build/debug/libappnorth.so"):
-        assert str(tmp_path / relative) in result.stderr
-    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+    assert str(package / "libappnorth.so*") in result.stderr
+    assert "libappnorth.so.0 (the system search path" in result.stderr
+    assert str(tmp_path / "dist") not in result.stderr, "an installed package never looks into build folders"
+    assert "make wheel" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+
+
+def test_a_checkout_uses_its_build_folders(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "appnorth.h").write_text("/* marker */\n")
+    (tmp_path / "dist" / "lib").mkdir(parents=True)
+    shutil.copy(appnorth.LIBRARY_PATH, tmp_path / "dist" / "lib" / "libappnorth.so")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": None,
+                          "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(tmp_path / "dist" / "lib" / "libappnorth.so")
+
+
+def test_the_system_search_path_is_tried_by_soname(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    libdir = tmp_path / "system-lib"
+    libdir.mkdir()
+    shutil.copy(appnorth.LIBRARY_PATH, libdir / "libappnorth.so.0")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": str(libdir),
+                          "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(libdir / "libappnorth.so.0")
+
+
+def test_library_env_var_may_name_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "custom"
+    folder.mkdir()
+    shutil.copy(appnorth.LIBRARY_PATH, folder / "libappnorth.so.0")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": str(folder)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(folder / "libappnorth.so.0")
 
 
 def test_library_in_the_package_folder_is_found(tmp_path: Path) -> None:

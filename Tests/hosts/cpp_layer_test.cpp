@@ -1,0 +1,197 @@
+// appnorth.hpp under ASan and UBSan, against the real library and the local
+// dev server: the destruction orders and re-entrancy the C API warns about
+// are safe through the C++ layer, and errors carry status and HTTP code.
+//
+//   cpp_layer_test API_URL     (scripts/run-host-examples.sh runs it)
+#include <appnorth.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "../../examples/c/devserver_admin.h"
+
+namespace {
+
+int passed = 0, failed = 0;
+
+void expect(bool ok, const char *what) {
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        std::printf("FAIL: %s\n", what);
+    }
+}
+
+/** Counts listener calls; waits on them with a generous deadline. */
+struct Counter {
+    std::mutex mutex;
+    std::condition_variable changed;
+    int calls = 0;
+
+    void bump() {
+        std::lock_guard<std::mutex> lock(mutex);
+        calls++;
+        changed.notify_all();
+    }
+    bool wait_for(int count) {
+        std::unique_lock<std::mutex> lock(mutex);
+        return changed.wait_for(lock, std::chrono::seconds(30), [&] { return calls >= count; });
+    }
+    int now() {
+        std::lock_guard<std::mutex> lock(mutex);
+        return calls;
+    }
+};
+
+std::string api_url;
+int app_number = 0;
+
+void publish(const std::string &app, const char *config_json) {
+    std::string path = "/admin/apps/" + app + "/config", body = std::string("{\"config\":") + config_json + "}";
+    if (dev_admin(api_url.c_str(), "POST", path.c_str(), body.c_str()) != 201)
+        std::printf("note: publishing to %s did not answer 201\n", path.c_str());
+}
+
+/** A fresh app on the dev server with a published config. */
+std::string new_app(const char *config_json) {
+    std::string app = "cpp-layer-" + std::to_string(std::rand()) + "-" + std::to_string(++app_number);
+    publish(app, config_json);
+    return app;
+}
+
+void test_errors_carry_status_and_http_code(const appnorth::Client &client) {
+    try {
+        client.list_comments("no-such-idea");
+        expect(false, "listing comments of a missing idea throws");
+    } catch (const appnorth::Error &e) {
+        expect(e.status() == APPNORTH_E_NOT_FOUND, "the error's status is APPNORTH_E_NOT_FOUND");
+        expect(e.http_status() == 404, "the error's HTTP status is 404");
+        expect(std::string(e.what()).size() > 0, "the error has a message");
+    }
+    try {
+        appnorth::Client bad("ftp://nowhere", "x");
+        expect(false, "a bad URL throws");
+    } catch (const appnorth::Error &e) {
+        expect(e.status() == APPNORTH_E_INVALID_ARGUMENT && e.http_status() == 0, "a bad URL is INVALID_ARGUMENT, no HTTP");
+    }
+}
+
+void test_strings_come_back_as_std_string(const appnorth::Client &client) {
+    std::string boards = client.list_boards();
+    expect(boards.rfind("{\"boards\":[", 0) == 0, "list_boards returns the JSON text");
+}
+
+void test_config_destroyed_before_its_listener(const appnorth::Client &client) {
+    std::string app = new_app("{\"v\":1}");
+    appnorth::Client own(api_url, app);
+    Counter counter;
+    appnorth::Config::Listener listener;
+    {
+        appnorth::Config config(own);
+        listener = config.listen([&](const appnorth::ConfigChange &) { counter.bump(); });
+        config.refresh();
+        expect(counter.wait_for(1), "the listener hears the first remote config");
+    }  // the Config goes first: the C config is freed, the Listener still exists
+    expect(listener.token() != 0, "the listener still holds its token");
+    listener.reset();  // finds the Config gone: nothing to do, nothing touched
+    expect(listener.token() == 0, "reset after the Config went is harmless");
+    (void)client;
+}
+
+void test_listener_removes_itself_from_inside(const appnorth::Client &) {
+    std::string app = new_app("{\"v\":1}");
+    appnorth::Client own(api_url, app);
+    appnorth::Config config(own);
+    Counter counter;
+    appnorth::Config::Listener self;
+    self = config.listen([&](const appnorth::ConfigChange &) {
+        counter.bump();
+        self.reset();  // from inside its own call: the function stays alive until it returns
+    });
+    Counter other;
+    appnorth::Config::Listener keep = config.listen([&](const appnorth::ConfigChange &) { other.bump(); });
+    config.start_live();
+    expect(counter.wait_for(1) && other.wait_for(1), "both listeners hear the first config");
+    publish(app, "{\"v\":2}");
+    expect(other.wait_for(2), "the remaining listener hears the next version");
+    expect(counter.now() == 1, "the self-removed listener is not called again");
+}
+
+void test_a_throwing_listener_does_not_cross_the_library(const appnorth::Client &) {
+    std::string app = new_app("{\"v\":1}");
+    appnorth::Client own(api_url, app);
+    appnorth::Config config(own);
+    Counter counter;
+    appnorth::Config::Listener listener = config.listen([&](const appnorth::ConfigChange &change) {
+        counter.bump();
+        throw std::runtime_error("thrown by a listener: " + change.changed_keys_json);
+    });
+    config.start_live();
+    expect(counter.wait_for(1), "the throwing listener is called");
+    publish(app, "{\"v\":2}");
+    expect(counter.wait_for(2), "and called again: its exception stopped at the trampoline");
+}
+
+void test_moved_config_keeps_its_listeners(const appnorth::Client &) {
+    std::string app = new_app("{\"v\":1}");
+    appnorth::Client own(api_url, app);
+    Counter counter;
+    appnorth::Config first(own);
+    appnorth::Config::Listener listener = first.listen([&](const appnorth::ConfigChange &) { counter.bump(); });
+    appnorth::Config moved(std::move(first));
+    moved.refresh();
+    expect(counter.wait_for(1), "a moved Config still calls its listener");
+    expect(moved.get_int("v") == 1, "and reads its values");
+}
+
+void test_listener_destroyed_while_callbacks_run(const appnorth::Client &) {
+    // Many listeners removed on this thread while the config thread calls
+    // them: every removal waits for a call in flight, so ASan sees no
+    // use-after-free.
+    std::string app = new_app("{\"v\":0}");
+    appnorth::Client own(api_url, app);
+    appnorth::Config config(own);
+    std::atomic<int> calls{0};
+    config.start_live();
+    for (int round = 1; round <= 20; round++) {
+        appnorth::Config::Listener listener = config.listen([&](const appnorth::ConfigChange &) { calls++; });
+        publish(app, round % 2 ? "{\"v\":1}" : "{\"v\":2}");
+    }  // each Listener is destroyed at the end of its round, maybe mid-call
+    Counter last;
+    appnorth::Config::Listener listener = config.listen([&](const appnorth::ConfigChange &) { last.bump(); });
+    publish(app, "{\"v\":3}");
+    expect(last.wait_for(1), "after 20 listeners came and went mid-update, a new one still hears the next version");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s API_URL\n", argv[0]);
+        return 2;
+    }
+    api_url = argv[1];
+    std::srand(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    try {
+        appnorth::Client client(api_url, "demo");
+        test_errors_carry_status_and_http_code(client);
+        test_strings_come_back_as_std_string(client);
+        test_config_destroyed_before_its_listener(client);
+        test_listener_removes_itself_from_inside(client);
+        test_a_throwing_listener_does_not_cross_the_library(client);
+        test_moved_config_keeps_its_listeners(client);
+        test_listener_destroyed_while_callbacks_run(client);
+    } catch (const appnorth::Error &e) {
+        std::printf("FAIL: unexpected appnorth::Error %s (HTTP %d): %s\n", e.status_name(), e.http_status(), e.what());
+        failed++;
+    }
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

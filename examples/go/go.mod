@@ -1,0 +1,3 @@
+module appnorth.example/walkthrough
+
+go 1.19

@@ -8,15 +8,15 @@ public protocol AppNorthSecureStore: AnyObject, Sendable {
     func read(_ key: String) throws -> String?
     /// `nil` deletes the value.
     func write(_ key: String, _ value: String?) throws
-    /// The stored value, or `make()` stored and returned when there is
-    /// none. The default reads then writes; a store shared by several
+    /// The stored value if `accept` takes it, else `make()` stored and
+    /// returned. The default reads then writes; a store shared by several
     /// processes makes it one step, so that they all keep the same value.
-    func readOrCreate(_ key: String, _ make: () -> String) throws -> String
+    func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String
 }
 
 extension AppNorthSecureStore {
-    public func readOrCreate(_ key: String, _ make: () -> String) throws -> String {
-        if let value = try read(key), !value.isEmpty { return value }
+    public func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
+        if let value = try read(key), accept(value) { return value }
         let made = make()
         try write(key, made)
         return made
@@ -31,32 +31,35 @@ extension AppNorthSecureStore {
 public final class FileSecureStore: AppNorthSecureStore {
     private let path: String
     private let lockPath: String
+    /// True when the file existed but held something other than a JSON
+    /// object of strings when opened; the unreadable values were dropped.
+    public let wasDamaged: Bool
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         path = directory.file(file)
         lockPath = try directory.ensurePrivateFile(file + ".lock")
-        _ = try Self.read(path)
+        wasDamaged = try Self.read(path).damaged
     }
 
     public func read(_ key: String) throws -> String? {
-        try Self.read(path)[key]
+        try Self.read(path).values[key]
     }
 
     public func write(_ key: String, _ value: String?) throws {
         try locked { () throws(AppNorthError) in
-            var values = try Self.read(path)
+            var values = try Self.read(path).values
             values[key] = value
             try Self.save(values, to: path)
         }
     }
 
-    public func readOrCreate(_ key: String, _ make: () -> String) throws -> String {
+    public func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
         // Made before locking: nothing that takes another library lock
         // (the random pool) runs under the identity lock.
         let made = make()
         return try locked { () throws(AppNorthError) -> String in
-            var values = try Self.read(path)
-            if let value = values[key], !value.isEmpty { return value }
+            var values = try Self.read(path).values
+            if let value = values[key], accept(value) { return value }
             values[key] = made
             try Self.save(values, to: path)
             return made
@@ -83,10 +86,10 @@ public final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
-    private static func read(_ path: String) throws(AppNorthError) -> [String: String] {
+    private static func read(_ path: String) throws(AppNorthError) -> (values: [String: String], damaged: Bool) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
-            if errno == ENOENT { return [:] }
+            if errno == ENOENT { return ([:], false) }
             throw .storage("cannot read the identity file: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
@@ -99,12 +102,13 @@ public final class FileSecureStore: AppNorthSecureStore {
             bytes += chunk[0..<n]
         }
         // A damaged file loses identity values, not the SDK: start afresh.
-        guard let root = try? JSON.parse(bytes), root.kind == .object else { return [:] }
+        guard let root = try? JSON.parse(bytes), root.kind == .object else { return ([:], true) }
         var out: [String: String] = [:]
+        var damaged = false
         for (key, value) in root.objectMembers {
-            if let text = value.stringValue { out[key] = text }
+            if let text = value.stringValue { out[key] = text } else { damaged = true }
         }
-        return out
+        return (out, damaged)
     }
 
     private static func save(_ values: [String: String], to path: String) throws(AppNorthError) {

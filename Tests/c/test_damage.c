@@ -136,6 +136,8 @@ static void test_damaged_config_rows_are_dropped(void) {
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":\"soon\",\"config\":\"{\\\"a\\\":1}\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":-9223372036854775808,\"fetched_ms\":1,\"config\":\"[1]\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":1.5e300,\"config\":\"{\\\"a\\\":1}\"}'",
+        "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":\"\\\"1\\\"\\r\\nX-Injected: 1\",\"config_version\":1,"
+        "\"fetched_ms\":1,\"config\":\"{\\\"a\\\":1}\"}'",
         "'garbage'",
         "x'00ff00ff'",
         "x''",
@@ -194,9 +196,10 @@ static void test_damaged_cache_entries_are_dropped(void) {
              "{\"kind\":\"boards\",\"scope\":\"text\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":\"x\"},"
              "{\"kind\":\"boards\",\"scope\":\"real\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":1e300},"
              "{\"kind\":\"nonsense\",\"scope\":\"kind\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":1},"
+             "{\"kind\":\"boards\",\"scope\":\"value\",\"query\":\"\",\"value\":\"[1\",\"stored_ms\":%lld},"
              "{\"kind\":\"boards\",\"scope\":\"good\",\"query\":\"\",\"value\":\"[2]\",\"stored_ms\":%lld}]}'",
-             (long long)wall_now());
-    static const char *scopes[] = {"min", "max", "neg", "text", "real", "kind"};
+             (long long)wall_now(), (long long)wall_now());
+    static const char *scopes[] = {"min", "max", "neg", "text", "real", "kind", "value"};
     static const char *updated[] = {"-9223372036854775808", "9223372036854775807", "0"};
     for (int round = 0; round < 3; round++) {
         put_row(dir, "blob", "cache", blob, updated[round]);

@@ -2,6 +2,8 @@
 /// One stored event: its place in the queue and its upload JSON.
 struct StoredEvent: Sendable {
     let seq: Int64
+    /// The event id the server deduplicates on and names rejected events by.
+    let id: String
     let payload: [UInt8]
 }
 
@@ -148,8 +150,8 @@ final class EventStore: Sendable {
     /// cannot make the server refuse the good events in its batch.
     func oldest(_ limit: Int) throws(AppNorthError) -> [StoredEvent] {
         let (events, damaged) = try db.withConnection { conn throws(AppNorthError) in
-            let rows = try conn.query("SELECT seq, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
-                StoredEvent(seq: $0.int64(0), payload: $0.blob(1))
+            let rows = try conn.query("SELECT seq, id, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
+                StoredEvent(seq: $0.int64(0), id: $0.text(1), payload: $0.blob(2))
             }
             let damaged = rows.filter { !Self.isObject($0.payload) }
             for row in damaged {
@@ -179,6 +181,28 @@ final class EventStore: Sendable {
                                       [.int(first), .int(last)]) { $0.int(0) }
             totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
             return gone.count
+        }
+    }
+
+    /// Removes the events with these ids (a server rejected them), in one
+    /// transaction. Returns how many rows went.
+    @discardableResult
+    func remove(ids: [String]) throws(AppNorthError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try db.withConnection { conn throws(AppNorthError) in
+            var sizes: [Int] = []
+            try conn.exec("BEGIN IMMEDIATE")
+            do throws(AppNorthError) {
+                for id in ids {
+                    sizes += try conn.query("DELETE FROM events WHERE id = ? RETURNING bytes", [.text(id)]) { $0.int(0) }
+                }
+                try conn.exec("COMMIT")
+            } catch {
+                try? conn.exec("ROLLBACK")
+                throw error
+            }
+            totals.withLock { $0.count -= sizes.count; $0.bytes -= sizes.reduce(0, +) }
+            return sizes.count
         }
     }
 

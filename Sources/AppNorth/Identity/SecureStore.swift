@@ -133,20 +133,12 @@ public final class FileSecureStore: AppNorthSecureStore {
 }
 
 /// The process-wide turn for identity file changes (every FileSecureStore
-/// of the process, whatever its folder: changes are rare and short).
-/// fork() waits for a change in progress, so a child never starts with
-/// this lock held by a thread it does not have.
-final class IdentityWriters: @unchecked Sendable {
-    // @unchecked: `lock` is a Lock, and the fork handlers only take and
-    // release it.
+/// of the process, whatever its folder: changes are rare and short). Like
+/// every `Lock`, it is held across fork() by ForkGuard, so a child never
+/// starts with it held by a thread it does not have.
+final class IdentityWriters: Sendable {
     static let shared = IdentityWriters()
     let lock = Lock<Void>(())
-
-    private init() {
-        pthread_atfork({ IdentityWriters.shared.lock.acquire() },
-                       { IdentityWriters.shared.lock.release() },
-                       { IdentityWriters.shared.lock.release() })
-    }
 }
 
 /// Secure storage in memory only (tests, and hosts that keep no identity).

@@ -162,6 +162,9 @@ public final class HTTPTransport: Sendable {
         // The multi handle lives as long as the easy handle, so its
         // connection cache (keep-alive) survives between transfers.
         guard let cancel = context.cancel, let multi = easy.multiHandle() else { return curl_easy_perform(h) }
+        // Cancelled before it started: send nothing (the first multi_perform
+        // below may already write the request).
+        if cancel.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else {
             return curl_easy_perform(h)
         }

@@ -93,7 +93,8 @@ examples: $(EXAMPLES)
 
 demo: examples
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh \
-	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST)'
+	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST) \
+	           && APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python examples/python/run.sh'
 
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))

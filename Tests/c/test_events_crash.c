@@ -310,7 +310,7 @@ static int parent_main(void) {
     CHECK(missing == 0, "every printed event arrived: %zu of %zu missing (first: crash-%ld)", missing, printed.len,
           first_missing);
     CHECK(strangers == 0, "no unexpected events: %zu", strangers);
-    CHECK(total >= printed.len && total - printed.len <= kill_rounds,
+    CHECK(total >= printed.len && total - printed.len <= (size_t)kill_rounds,
           "at most one unprinted event per round: %zu stored, %zu printed", total, printed.len);
     printf("crash test: %d rounds, %zu events printed, %zu uploaded by the children, %zu stored in all, %lld ms\n",
            kill_rounds, printed.len, by_children, total, (long long)(mono_ms() - start));

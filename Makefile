@@ -4,6 +4,7 @@
 #   make test      every suite: swift test, the C tests, pytest (server started here)
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
 #                  packages, and a cffi cdef, in dist/ (relocatable: copy it anywhere)
+#   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
 #   make install   PREFIX=/usr/local by default
 
 VERSION      := 0.3.0
@@ -27,7 +28,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python test-hosts check-dist bench clean
+        test-python test-hosts test-wheel wheel check-dist bench clean
 
 all: dist
 
@@ -61,6 +62,11 @@ $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	@echo "dist: $@ is $$(stat -c %s $@) bytes"
 
 dist: $(DIST_LIB)
+
+# The Python wheel with libappnorth.so inside, its non-manylinux
+# dependencies bundled by auditwheel: dist/appnorth-VERSION-py3-none-manylinux_*.whl
+wheel: $(DIST_LIB)
+	@scripts/make-wheel.sh $(DIST_LIB) $(DIST)
 
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
@@ -107,9 +113,16 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-valgrind
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-hosts
+	$(MAKE) --no-print-directory test-wheel
 
 test-swift:
 	scripts/with-devserver.sh $(SWIFT) test
+
+# A fresh venv from the wheel imports appnorth from any folder with no
+# environment variable (system jansson/curl/sqlite hidden when root) and runs
+# the README's Python quickstart against the seeded server.
+test-wheel: wheel
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-wheel.sh
 
 # Runs every C test program through the real .so; one summary line.
 test-c: $(C_TESTS)
@@ -162,6 +175,12 @@ $(BUILD)/tests/cpp_layer_test: Tests/hosts/cpp_layer_test.cpp include/appnorth.h
 test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@for f in examples/c/*.c; do $(CC) $(STRICT_CFLAGS) $(DIST_CFLAGS) -fsyntax-only $$f || exit 1; done
 	@echo "hosts: every C example compiles with $(STRICT_CFLAGS)"
+	@for std in c89 c99 c11; do echo '#include <appnorth.h>' | $(CC) -std=$$std -pedantic -Wall -Wextra -Werror \
+	    $(DIST_CFLAGS) -x c -fsyntax-only - || exit 1; done
+	@for std in c++11 c++17; do echo '#include <appnorth.h>' | $(CXX) -std=$$std -pedantic -Wall -Wextra -Werror \
+	    $(DIST_CFLAGS) -x c++ -fsyntax-only - || exit 1; done
+	@echo '#include <appnorth.hpp>' | $(CXX) -std=c++17 -pedantic -Wall -Wextra -Werror $(DIST_CFLAGS) -x c++ -fsyntax-only -
+	@echo "hosts: appnorth.h compiles as -pedantic C89, C99, C11, C++11 and C++17; appnorth.hpp as C++17"
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

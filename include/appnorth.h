@@ -102,6 +102,13 @@ APPNORTH_API int32_t appnorth_version_number(void);
 
 /* ------------------------------------------------------------------------
  * Status codes and errors
+ *
+ * Numeric arguments: every integer, size and clock argument states its
+ * valid range where it is declared. Any value of the argument's type may
+ * be passed: one outside the range returns APPNORTH_E_INVALID_ARGUMENT (a
+ * size over its limit, including (size_t)-1, APPNORTH_E_TOO_LARGE) and
+ * changes nothing. No value, and no value read back from a server, a data
+ * directory or a clock, makes the library crash.
  * --------------------------------------------------------------------- */
 
 /*
@@ -156,7 +163,7 @@ enum {
 };
 
 /**
- * The name of a status code, for instance "network error".
+ * The name of a status code, for instance "network error". code: any value.
  * Returns a static string for every value, including unknown ones: it never
  * allocates and never returns NULL. Thread-safe.
  */
@@ -275,8 +282,9 @@ APPNORTH_API int32_t appnorth_client_options_set_timeouts(appnorth_client_option
                                                           appnorth_error *err);
 
 /**
- * Route the client's log lines to `fn` for levels >= `min_level`. NULL `fn`
- * turns logging off (the default). `user_data` is passed back unchanged.
+ * Route the client's log lines to `fn` for levels >= `min_level`
+ * (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR, checked when `fn` is not
+ * NULL). NULL `fn` turns logging off (the default). `user_data` is passed back unchanged.
  * Handles made with the client (an events queue, a remote config) keep
  * using this logger after appnorth_client_free(): keep `fn` and
  * `user_data` valid until the client and every handle made with it are
@@ -473,8 +481,14 @@ typedef struct appnorth_storage appnorth_storage;
 /** A byte buffer the library owns, filled by a host load callback. */
 typedef struct appnorth_buffer appnorth_buffer;
 
+/** The largest blob a load callback may hand over: 1 GiB. */
+#define APPNORTH_MAX_BUFFER_BYTES 1073741824
+
 /** Copy `length` bytes into a buffer the library passed to a load
- *  callback. Only valid inside that callback. */
+ *  callback. Only valid inside that callback. length: 0 (an empty blob) to
+ *  APPNORTH_MAX_BUFFER_BYTES; more, including a (size_t)-1 from a failed
+ *  read(), gives APPNORTH_E_TOO_LARGE and copies nothing. `bytes` must hold
+ *  `length` readable bytes (may be NULL when length is 0). */
 APPNORTH_API int32_t appnorth_buffer_set(appnorth_buffer *buffer, const void *bytes, size_t length,
                                          appnorth_error *err);
 
@@ -562,7 +576,9 @@ typedef struct appnorth_queue appnorth_queue;
  * default (50), else 1 to 10000. The queue keeps a reference to the
  * storage. Returns APPNORTH_E_STORAGE if the stored blob cannot be read
  * (nothing is overwritten), APPNORTH_E_WRONG_STATE if the storage is used
- * by a cache.
+ * by a cache. In a blob it can read, a damaged entry (a missing field, a
+ * body that is not a JSON object, a path outside the API) is dropped, as it
+ * could never be sent; a damaged creation time is clamped.
  */
 APPNORTH_API int32_t appnorth_queue_new(appnorth_storage *storage, int32_t max_entries,
                                         appnorth_queue **out_queue, appnorth_error *err);
@@ -627,7 +643,9 @@ APPNORTH_API int32_t appnorth_queue_discard(appnorth_queue *queue, const char *s
  *  drive time themselves. Thread-safe. */
 typedef struct appnorth_clock appnorth_clock;
 
-/** A manual clock starting at `wall_ms` milliseconds since the epoch. */
+/** A manual clock starting at `wall_ms` milliseconds since the epoch (any
+ *  value). Stored rows stamped outside 0 to 253402300799999 (the year
+ *  9999) read back as damaged and are dropped. */
 APPNORTH_API int32_t appnorth_clock_new_manual(int64_t wall_ms, appnorth_clock **out_clock,
                                                appnorth_error *err);
 
@@ -635,12 +653,13 @@ APPNORTH_API int32_t appnorth_clock_new_manual(int64_t wall_ms, appnorth_clock *
  *  no-op. */
 APPNORTH_API void appnorth_clock_free(appnorth_clock *clock);
 
-/** Move the clock forward by `ms` (0 or more): both monotonic and wall
- *  time. */
+/** Move the clock forward by `ms` (0 to INT64_MAX; negative:
+ *  APPNORTH_E_INVALID_ARGUMENT): both monotonic and wall time. Each stops
+ *  at its largest value instead of wrapping; entries then read as expired. */
 APPNORTH_API int32_t appnorth_clock_advance(appnorth_clock *clock, int64_t ms, appnorth_error *err);
 
-/** Set the wall time only, as a user changing the system clock would.
- *  Monotonic time, which TTLs use within a process, does not move. */
+/** Set the wall time only (any value), as a user changing the system clock
+ *  would. Monotonic time, which TTLs use within a process, does not move. */
 APPNORTH_API int32_t appnorth_clock_set_wall(appnorth_clock *clock, int64_t wall_ms,
                                              appnorth_error *err);
 
@@ -840,16 +859,19 @@ APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options 
                                                         int32_t max_events, int64_t max_bytes,
                                                         int32_t max_event_bytes, appnorth_error *err);
 
-/** Retry policy: base_delay_ms (default 1000: retries after 1, 2 and 4 s),
- *  retries (default 3), retry_after_cap_ms (default 120000),
- *  breaker_threshold (default 5). Tests shorten the delays with it. */
+/** Retry policy: base_delay_ms (default 1000: retries after 1, 2 and 4 s;
+ *  1 to 600000), retries (default 3; 0 to 10), retry_after_cap_ms, the
+ *  longest wait a server's Retry-After may impose (default 120000; 0 to
+ *  INT32_MAX: any larger or malformed header waits this long at most),
+ *  breaker_threshold (default 5; 1 to 100). Tests shorten the delays with
+ *  it. */
 APPNORTH_API int32_t appnorth_events_options_set_retry(appnorth_events_options *options,
                                                        int32_t base_delay_ms, int32_t retries,
                                                        int32_t retry_after_cap_ms,
                                                        int32_t breaker_threshold, appnorth_error *err);
 
 /** 1: store nothing until consent is granted. 0 (default): queue events
- *  until consent is revoked. */
+ *  until consent is revoked. Any other value: APPNORTH_E_INVALID_ARGUMENT. */
 APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events_options *options,
                                                                  int32_t require, appnorth_error *err);
 
@@ -874,7 +896,8 @@ APPNORTH_API int32_t appnorth_events_new(const appnorth_events_options *options,
 APPNORTH_API void appnorth_events_free(appnorth_events *events);
 
 /**
- * Flush for up to timeout_ms (0: no flush), then stop the upload thread.
+ * Flush for up to timeout_ms (0: no flush; 0 to INT32_MAX), then stop the
+ * upload thread.
  * Later calls on the handle return APPNORTH_E_WRONG_STATE; free it with
  * appnorth_events_free().
  */
@@ -899,7 +922,8 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
                                            appnorth_error *err);
 
 /**
- * Upload everything now and wait up to timeout_ms. Returns the error that
+ * Upload everything now and wait up to timeout_ms (0 to INT32_MAX; 0 only
+ * asks, and returns APPNORTH_E_TIMEOUT unless it was already done). Returns the error that
  * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
  * while the circuit breaker pauses uploads, or APPNORTH_E_TIMEOUT.
  */
@@ -910,13 +934,14 @@ APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t time
  * appnorth_events_flush() that also tells how many events the server
  * accepted while it waited: *out_sent (optional) is set on success and on
  * failure alike (the events delivered before the error or the timeout).
- * Same statuses as appnorth_events_flush(). Thread-safe; blocks up to
- * timeout_ms.
+ * timeout_ms: 0 to INT32_MAX, as for appnorth_events_flush(), with the same
+ * statuses. Thread-safe; blocks up to timeout_ms.
  */
 APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t timeout_ms,
                                                 int64_t *out_sent, appnorth_error *err);
 
-/** Set the network type (APPNORTH_NETWORK_*), which sets the batch size. */
+/** Set the network type (APPNORTH_NETWORK_UNKNOWN to
+ *  APPNORTH_NETWORK_EXPENSIVE_CELLULAR), which sets the batch size. */
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
                                                       appnorth_error *err);
 
@@ -927,7 +952,9 @@ APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appn
 APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);
 
 /** Grant (1) or revoke (0) analytics consent; persisted. Revoking purges
- *  the queue. */
+ *  the queue. Any other value (a stray 7 is a host bug, not a grant):
+ *  APPNORTH_E_INVALID_ARGUMENT, and consent is unchanged. A stored consent
+ *  row that is neither is dropped (logged) and consent is unknown again. */
 APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
                                                  appnorth_error *err);
 
@@ -1016,8 +1043,9 @@ APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_j
  * and then left out: the config falls back to the cached tier or the
  * getters' defaults. An invalid remote payload keeps the
  * last good config; its error is available from
- * appnorth_config_last_fetch_status(). An unreadable cached copy is
- * deleted and the config resolves without it.
+ * appnorth_config_last_fetch_status(). An unreadable cached copy (not
+ * JSON, another format, a fetch time outside 0 to 253402300799999) is
+ * deleted, logged, and the config resolves without it.
  *
  * The cache is one row per App ID in the data directory's database: use
  * one data directory per API environment. One config per data directory
@@ -1127,7 +1155,8 @@ APPNORTH_API int32_t appnorth_config_options_set_reconnect_backoff_ms(appnorth_c
                                                                       int32_t max_ms,
                                                                       appnorth_error *err);
 
-/** Route the config's log lines to `fn` for levels >= `min_level`, as
+/** Route the config's log lines to `fn` for levels >= `min_level`
+ *  (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR), as
  *  appnorth_client_options_set_logger() does. By default the config logs
  *  through its client's logger. NULL `fn` turns its logging off. */
 APPNORTH_API int32_t appnorth_config_options_set_logger(appnorth_config_options *options,
@@ -1183,8 +1212,9 @@ APPNORTH_API int32_t appnorth_config_get_string(appnorth_config *config, const c
 /**
  * Read an integer value: a JSON number without fraction or exponent.
  * *out_value receives it, or default_value when the key is missing or its
- * value is not an integer (3.0 is not). On failure (bad arguments)
- * *out_value is also set to default_value. Never blocks on I/O.
+ * value is not an integer (3.0 is not). default_value: any value. On
+ * failure (bad arguments) *out_value is also set to default_value. Never
+ * blocks on I/O.
  */
 APPNORTH_API int32_t appnorth_config_get_int(appnorth_config *config, const char *key,
                                              int64_t default_value, int64_t *out_value,
@@ -1196,7 +1226,8 @@ APPNORTH_API int32_t appnorth_config_get_double(appnorth_config *config, const c
                                                 appnorth_error *err);
 
 /** Read a boolean: *out_value is 1 for true, 0 for false, or default_value
- *  (unchanged) when the key is missing or not a JSON boolean. */
+ *  (any value, passed back unchanged) when the key is missing or not a JSON
+ *  boolean. */
 APPNORTH_API int32_t appnorth_config_get_bool(appnorth_config *config, const char *key,
                                               int32_t default_value, int32_t *out_value,
                                               appnorth_error *err);
@@ -1308,8 +1339,8 @@ APPNORTH_API int32_t appnorth_config_add_listener(appnorth_config *config,
  * Unregister a listener; it is never called after this returns. If its
  * callback is running on another thread, waits for it to return; called
  * from inside that callback, returns at once.
- * Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or already removed
- * token.
+ * token: any value. Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or
+ * already removed token.
  */
 APPNORTH_API int32_t appnorth_config_remove_listener(appnorth_config *config, int64_t token,
                                                      appnorth_error *err);

@@ -123,7 +123,12 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 @c @implementation
 public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
                                                         _ err: ErrorOut?) -> Int32 {
-    withOptions(options, err) { $0.options.requireConsent = require != 0 }
+    withOptions(options, err) { box in
+        guard require == 0 || require == 1 else {
+            throw AppNorthError.invalidArgument("require must be 0 or 1, not \(require)")
+        }
+        box.options.requireConsent = require == 1
+    }
 }
 
 @c @implementation
@@ -225,7 +230,13 @@ public func appnorth_events_foreground(_ events: OpaquePointer?, _ err: ErrorOut
 
 @c @implementation
 public func appnorth_events_set_consent(_ events: OpaquePointer?, _ granted: Int32, _ err: ErrorOut?) -> Int32 {
-    withEvents(events, err) { try $0.setConsent(analytics: granted != 0) }
+    withEvents(events, err) { events in
+        // Only the two documented values: a stray 7 is a host bug, not a grant.
+        guard granted == 0 || granted == 1 else {
+            throw AppNorthError.invalidArgument("granted must be 0 (revoke) or 1 (grant), not \(granted)")
+        }
+        try events.setConsent(analytics: granted == 1)
+    }
 }
 
 @c @implementation

@@ -74,7 +74,7 @@ public func appnorth_queue_pending_count(_ queue: OpaquePointer?, _ outCount: Un
     guarded(err) {
         let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
         let out = try required(outCount, "out_count")
-        out.pointee = Int32(try queue.pendingCount())
+        out.pointee = Int32(clamping: try queue.pendingCount())
     }
 }
 

@@ -11,6 +11,10 @@ final class StorageBox {
     init(_ storage: any SDKStorage) { self.storage = storage }
 }
 
+/// The largest blob a host load callback may hand over (the header's
+/// APPNORTH_MAX_BUFFER_BYTES).
+private let maxBufferBytes = Int(APPNORTH_MAX_BUFFER_BYTES)
+
 /// The buffer a host load callback fills.
 final class LoadBuffer {
     var bytes: [UInt8]?
@@ -60,7 +64,10 @@ public func appnorth_buffer_set(_ buffer: OpaquePointer?, _ bytes: UnsafeRawPoin
                                 _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let box = try Handle.get(buffer, as: LoadBuffer.self, "buffer")
-        guard length >= 0 else { throw AppNorthError.invalidArgument("length is negative") }
+        // size_t arrives as Int: above Int.max it is negative here.
+        guard length >= 0, length <= maxBufferBytes else {
+            throw AppNorthError.tooLarge("length is \(UInt(bitPattern: length)) bytes; the limit is \(maxBufferBytes)")
+        }
         if length == 0 {
             box.bytes = []
         } else {

@@ -155,6 +155,32 @@ final class ConfigPolicyTests: XCTestCase {
                                                         nowMonotonic: 5), "stored in the future: expired")
     }
 
+    func testBackoffWithExtremeSettingsNeverTraps() {
+        let backoff = Backoff(baseMilliseconds: .max, maxMilliseconds: .max, jitter: .nan)
+        for attempt in [Int.min, 0, 1, 2, 62, 63, 64, Int.max] {
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: 0), 0)
+            XCTAssertGreaterThan(backoff.delay(attempt: attempt, random: .nan), 0)
+        }
+    }
+
+    func testExtremeStoredAndClockTimesAreExpiredNotATrap() {
+        for (stored, now) in [(Int64.min, Int64.max), (Int64.max, Int64.min), (Int64.min + 1, 0), (0, Int64.max)] {
+            XCTAssertNil(ConfigFreshness.monotonicFetchTime(storedWallMilliseconds: stored, nowWallMilliseconds: now,
+                                                            nowMonotonic: .max))
+        }
+        let rule = ConfigFreshness(ttlSeconds: 3600)
+        XCTAssertFalse(rule.isFresh(fetchedMonotonic: .min, nowMonotonic: .max))
+        XCTAssertFalse(rule.isFresh(fetchedMonotonic: .max, nowMonotonic: 0))
+    }
+
+    func testCacheRowWithAnImpossibleFetchTimeIsRefused() {
+        for fetched in [Int64.min, -1, Int64.max] {
+            let row = #"{"format":"appnorth.config-cache","version":1,"etag":null,"config_version":null,"#
+                + #""fetched_ms":\#(fetched),"config":"{}"}"#
+            XCTAssertThrowsError(try ConfigCache.decode(Array(row.utf8)), "fetched_ms \(fetched)")
+        }
+    }
+
     // MARK: Cache rows
 
     func testCacheRowRoundTripsTheExactText() throws {

@@ -66,6 +66,32 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.milliseconds(nil, nowWallMs: now, capMs: 60_000))
     }
 
+    /// A server's Retry-After is outside input: no value it sends may trap.
+    func testRetryAfterExtremeValuesStayWithinTheCap() {
+        let now: Int64 = 1_764_480_000_000
+        for header in ["9223372036854776", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                       "99999999999999999999999", "-1", "0"] {
+            let wait = RetryAfter.milliseconds(header, nowWallMs: now, capMs: 120_000)
+            XCTAssertTrue(wait == nil || (0...120_000).contains(wait!), "\(header) gave \(String(describing: wait))")
+        }
+        XCTAssertEqual(RetryAfter.milliseconds("9223372036854776", nowWallMs: now, capMs: 120_000), 120_000)
+        for now in [Int64.min, Int64.max, 0] {
+            let wait = RetryAfter.milliseconds("Fri, 31 Dec 9999 23:59:59 GMT", nowWallMs: now, capMs: 60_000)
+            XCTAssertTrue((0...60_000).contains(wait ?? 0))
+            XCTAssertTrue((0...60_000).contains(RetryAfter.milliseconds("Sun, 06 Nov 2147483647 08:49:37 GMT",
+                                                                      nowWallMs: now, capMs: 60_000) ?? 0))
+        }
+        XCTAssertEqual(RetryAfter.milliseconds("5", nowWallMs: now, capMs: -1), 0, "a negative cap waits not at all")
+    }
+
+    func testRetryScheduleNeverTrapsOnHostValues() {
+        let schedule = RetrySchedule(baseMilliseconds: .max, retries: 64, jitterFraction: .nan)
+        for n in [1, 2, 32, 33, 64] {
+            if let delay = schedule.delay(retry: n, unit: 0.5) { XCTAssertGreaterThanOrEqual(delay, 0) }
+        }
+        XCTAssertEqual(RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: .infinity).delay(retry: 2, unit: 0.9), 2000)
+    }
+
     func testPayloadIntegersAndEscapes() throws {
         for value: Int64 in [0, 7, -42, 1_764_480_000_123, .max, .min] {
             var out: [UInt8] = []

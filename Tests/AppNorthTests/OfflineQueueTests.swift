@@ -18,6 +18,22 @@ final class OfflineQueueTests: XCTestCase {
         try TestServer.get("/admin/apps/swift/state")["comments"]?.arrayElements ?? []
     }
 
+    /// A damaged entry is dropped, the rest kept; a damaged creation time
+    /// is clamped into the stored range.
+    func testDamagedEntriesAreDroppedOnLoad() throws {
+        func entry(_ id: String, path: String = "/feedback", body: String = #""{}""#, created: String = "1") -> String {
+            #"{"id":"\#(id)","scope":"s","kind":"feedback","path":"\#(path)","body":\#(body),"idempotency_key":"k\#(id)","created_ms":\#(created)}"#
+        }
+        let entries = [entry("good"), entry("min", created: "-9223372036854775808"), entry("max", created: "9223372036854775807"),
+                       entry("body", body: #""not json""#), entry("number", body: "5"), entry("url", path: "http://x/y"),
+                       entry("slashes", path: "//x/y"), entry("created", created: #""soon""#), "7", "null"]
+        let blob = #"{"format":"appnorth.offline-queue","version":1,"entries":["# + entries.joined(separator: ",") + "]}"
+        let decoded = try QueueCodec.decode(Array(blob.utf8))
+        XCTAssertEqual(decoded.map(\.id), ["good", "min", "max"])
+        XCTAssertEqual(decoded.map(\.createdMs), [1, StoredWallTime.range.lowerBound, StoredWallTime.range.upperBound])
+        XCTAssertThrowsError(try QueueCodec.decode(Array("garbage".utf8)), "a blob it cannot read is still refused")
+    }
+
     func testVerify1_OfflineSubmitReturnsFalseAndQueuesOne() throws {
         let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
         let submitted = try TestServer.offline {

@@ -79,6 +79,34 @@ final class ReadCacheTests: XCTestCase {
         XCTAssertNil(reopened.boards(scope: scope), "a stored time in the future counts as expired")
     }
 
+    /// A clock at either end of its range, and stored times at either end
+    /// of theirs: reads answer (expired), nothing traps.
+    func testExtremeClocksAndStoredTimesReadAsExpired() throws {
+        let storage = MemoryStorage()
+        let clock = ManualClock()
+        do {
+            let cache = try AppNorthReadCache(storage: storage, clock: clock)
+            try cache.storeBoards("[1]", scope: scope)
+        }
+        for wall in [Int64.min, Int64.min + 1, -1, Int64.max] {
+            clock.setWall(milliseconds: wall)
+            let reopened = try AppNorthReadCache(storage: storage, clock: clock)
+            XCTAssertNil(reopened.boards(scope: scope), "wall \(wall)")
+            try reopened.storeIdeas("[2]", scope: scope)
+            XCTAssertEqual(reopened.ideas(scope: scope), "[2]", "stored by this process: aged on the monotonic clock")
+        }
+        clock.advance(milliseconds: .max)
+        XCTAssertNil(try AppNorthReadCache(storage: storage, clock: clock).boards(scope: scope))
+        // Rows whose stored time is damaged are dropped at load.
+        for stored in [Int64.min, -1, Int64.max] {
+            let row = #"{"format":"appnorth.read-cache","version":1,"entries":[{"kind":"boards","scope":"s","query":"","#
+                + #""value":"[1]","stored_ms":\#(stored)}]}"#
+            try storage.save(Array(row.utf8))
+            let cache = try AppNorthReadCache(storage: storage, clock: ManualClock())
+            XCTAssertNil(cache.boards(scope: "s"))
+        }
+    }
+
     func testCachedThenFreshRead() throws {
         try TestServer.reset()
         _ = try TestServer.board("swift", "Features")

@@ -2,6 +2,57 @@ import XCTest
 @testable import AppNorth
 
 final class SupportTests: XCTestCase {
+    func testSaturatingArithmetic() {
+        XCTAssertEqual(Int64.max.addingSaturating(1), .max)
+        XCTAssertEqual(Int64.min.addingSaturating(-1), .min)
+        XCTAssertEqual(Int64.min.subtractingSaturating(1), .min)
+        XCTAssertEqual(Int64.max.subtractingSaturating(-1), .max)
+        XCTAssertEqual(Int64(0).subtractingSaturating(.min), .max)
+        XCTAssertEqual(Int64(9_223_372_036_854_776).multipliedSaturating(by: 1000), .max)
+        XCTAssertEqual(Int64(-9_223_372_036_854_776).multipliedSaturating(by: 1000), .min)
+        XCTAssertEqual(UInt64.max.addingSaturating(1), .max)
+        XCTAssertEqual(UInt64(0).subtractingSaturating(1), 0)
+        XCTAssertEqual(Int64(6).multipliedSaturating(by: 7), 42)
+    }
+
+    func testManualClockSaturatesInsteadOfTrapping() {
+        let clock = ManualClock()
+        clock.advance(milliseconds: -5)
+        XCTAssertEqual(clock.wallMilliseconds(), 1_700_000_000_000, "a clock never moves back")
+        clock.advance(milliseconds: .max)
+        XCTAssertEqual(clock.wallMilliseconds(), .max)
+        XCTAssertEqual(clock.monotonicNanoseconds(), .max)
+        clock.advance(milliseconds: .max)
+        XCTAssertEqual(clock.monotonicNanoseconds(), .max)
+        clock.setWall(milliseconds: .min)
+        clock.advance(milliseconds: 1)
+        XCTAssertEqual(clock.wallMilliseconds(), .min + 1)
+    }
+
+    func testDamagedIdentityValuesAreReplacedAndLogged() throws {
+        let lines = Lock<[String]>([])
+        let logger = Logger(minimum: .debug) { _, message in lines.withLock { $0.append(message) } }
+        for (anonymous, user) in [("", ""), (String(repeating: "x", count: 257), ""), ("a\u{0}b", "a\u{0}b"),
+                                  ("line\nbreak", String(repeating: "y", count: 300))] {
+            let store = MemorySecureStore()
+            try store.write(Identity.anonymousKey, anonymous)
+            try store.write(Identity.userKey, user)
+            lines.withLock { $0 = [] }
+            let identity = try Identity(store: store, clock: ManualClock(), logger: logger)
+            XCTAssertEqual(identity.anonymousID.count, 36, "a fresh UUID replaces \(anonymous.debugDescription)")
+            XCTAssertEqual(try store.read(Identity.anonymousKey), identity.anonymousID)
+            XCTAssertNil(identity.userID)
+            XCTAssertTrue(lines.withLock { $0.contains { $0.contains("damaged anonymous id") } })
+            XCTAssertTrue(lines.withLock { $0.contains { $0.contains("damaged user id") } })
+        }
+        let sound = MemorySecureStore()
+        try sound.write(Identity.anonymousKey, "kept")
+        try sound.write(Identity.userKey, "user-1")
+        let identity = try Identity(store: sound, clock: ManualClock(), logger: logger)
+        XCTAssertEqual(identity.anonymousID, "kept")
+        XCTAssertEqual(identity.userID, "user-1")
+    }
+
     func testPercentEncoding() {
         XCTAssertEqual(Text.percentEncoded("a b&c=d/é~"), "a%20b%26c%3Dd%2F%C3%A9~")
     }

@@ -36,10 +36,11 @@ for prefix in "$work/installed" "$work/copied-dist"; do
         && cmake --build "$work/$name-cmake" >>"$work/cmake.log" 2>&1 \
         || { cat "$work/cmake.log"; echo "packaging: $name: the CMake consumer did not build"; exit 1; }
     "$work/$name-cmake/consumer" >/dev/null
+    "$work/$name-cmake/consumer_cpp" >/dev/null
     # The version file refuses another major version.
     if cmake -S "$root/Tests/hosts/cmake_consumer" -B "$work/$name-cmake-v1" \
         -DCMAKE_PREFIX_PATH="$prefix" -DAPPNORTH_MIN_VERSION=1.0 >"$work/cmake.log" 2>&1; then
         echo "packaging: $name: find_package(appnorth 1.0) accepted a 0.x package"; exit 1
     fi
 done
-echo "packaging: make install and a copied dist/ both work through pkg-config and find_package(appnorth 0.2)"
+echo "packaging: make install and a copied dist/ both work through pkg-config and find_package(appnorth 0.2) (C and C++)"

@@ -84,7 +84,8 @@ public final class AppNorthReadCache: Sendable {
         if let storedMono = entry.storedMono {
             return now.mono >= storedMono && Int64((now.mono - storedMono) / 1_000_000) < ttlMs
         }
-        let age = now.wall - entry.storedWallMs
+        // Either time may be extreme (a damaged row, a host-set clock).
+        let age = now.wall.subtractingSaturating(entry.storedWallMs)
         return age >= 0 && age < ttlMs
     }
 
@@ -164,7 +165,8 @@ enum CacheCodec {
         return (root["entries"]?.arrayElements ?? []).compactMap { item in
             guard let kind = item["kind"]?.stringValue.flatMap(CacheEntry.Kind.init(rawValue:)),
                   let scope = item["scope"]?.stringValue, let query = item["query"]?.stringValue,
-                  let value = item["value"]?.stringValue, let stored = item["stored_ms"]?.intValue else { return nil }
+                  let value = item["value"]?.stringValue, let stored = item["stored_ms"]?.intValue,
+                  StoredWallTime.range.contains(stored) else { return nil }
             return CacheEntry(kind: kind, scope: scope, query: query, value: value, storedWallMs: stored, storedMono: nil)
         }
     }

@@ -15,7 +15,7 @@ public struct Backoff: Sendable, Equatable {
     public init(baseMilliseconds: Int = 1000, maxMilliseconds: Int = 60_000, jitter: Double = 0.5) {
         self.baseMilliseconds = max(1, baseMilliseconds)
         self.maxMilliseconds = max(self.baseMilliseconds, maxMilliseconds)
-        self.jitter = min(1, max(0, jitter))
+        self.jitter = jitter.isFinite ? min(1, max(0, jitter)) : 0
     }
 
     public static let `default` = Backoff()
@@ -37,6 +37,7 @@ public struct Backoff: Sendable, Equatable {
     public func delay(attempt: Int, random: Double) -> Int {
         let ceiling = Double(ceiling(attempt: attempt))
         let r = min(max(random, 0), 1)
-        return Int((ceiling * (1 - jitter * r)).rounded())
+        // Int(Double) traps past Int.max, and a Swift host may set any maximum.
+        return Int(exactly: (ceiling * (1 - jitter * r)).rounded()) ?? maxMilliseconds
     }
 }

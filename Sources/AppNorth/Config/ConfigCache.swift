@@ -99,6 +99,9 @@ final class ConfigCache: Sendable {
         guard let fetched = root["fetched_ms"]?.intValue, let text = root["config"]?.stringValue else {
             throw .storage("the cached config row lacks its fetch time or config")
         }
+        guard StoredWallTime.range.contains(fetched) else {
+            throw .storage("the cached config row has an impossible fetch time (\(fetched))")
+        }
         let etag = root["etag"]?.stringValue
         let version = root["config_version"]?.intValue
         let document = try ConfigDocument(text: text, what: "cached config")

@@ -59,7 +59,7 @@ public struct ConfigFreshness: Sendable, Equatable {
     public let ttlMilliseconds: Int64
 
     public init(ttlSeconds: Int) {
-        ttlMilliseconds = Int64(ttlSeconds) * 1000
+        ttlMilliseconds = Int64(ttlSeconds).multipliedSaturating(by: 1000)
     }
 
     /// The monotonic time a cached copy was fetched at, in this process's
@@ -67,8 +67,10 @@ public struct ConfigFreshness: Sendable, Equatable {
     /// negative.
     public static func monotonicFetchTime(storedWallMilliseconds: Int64, nowWallMilliseconds: Int64,
                                           nowMonotonic: UInt64) -> Int64? {
-        let age = nowWallMilliseconds - storedWallMilliseconds
-        guard age >= 0 else { return nil }
+        // The stored time is a row on disk and the wall clock may be set
+        // anywhere: an age too large to represent is simply expired.
+        let (age, ageOverflow) = nowWallMilliseconds.subtractingReportingOverflow(storedWallMilliseconds)
+        guard !ageOverflow, age >= 0 else { return nil }
         let (ageNanoseconds, overflow) = age.multipliedReportingOverflow(by: 1_000_000)
         if overflow { return nil }
         return Int64(clamping: nowMonotonic) - ageNanoseconds
@@ -77,7 +79,7 @@ public struct ConfigFreshness: Sendable, Equatable {
     /// True while less than the TTL has passed since `fetchedMonotonic`.
     public func isFresh(fetchedMonotonic: Int64?, nowMonotonic: UInt64) -> Bool {
         guard let fetched = fetchedMonotonic else { return false }
-        let age = Int64(clamping: nowMonotonic) - fetched
+        let age = Int64(clamping: nowMonotonic).subtractingSaturating(fetched)
         return age >= 0 && age / 1_000_000 < ttlMilliseconds
     }
 }

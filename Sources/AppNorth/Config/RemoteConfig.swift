@@ -418,7 +418,7 @@ final class ConfigEngine: Sendable {
             if failed {
                 s.failures += 1
                 let delay = backoff.delay(attempt: s.failures, random: Random.unit())
-                s.retryNotBefore = now + UInt64(delay) * 1_000_000
+                s.retryNotBefore = now.addingSaturating(UInt64(clamping: delay).multipliedSaturating(by: 1_000_000))
             }
         }
     }
@@ -604,9 +604,9 @@ final class ConfigEngine: Sendable {
     private func waitBeforeReconnect(_ thread: BackgroundThread, _ cancel: StreamCancellation,
                                      delayMilliseconds: Int, pollNow: Bool) -> Bool {
         let start = timer.monotonicNanoseconds()
-        let deadline = start + UInt64(delayMilliseconds) * 1_000_000
-        let interval = UInt64(pollIntervalMilliseconds) * 1_000_000
-        var nextPoll = pollNow ? start : start + interval
+        let deadline = start.addingSaturating(UInt64(clamping: delayMilliseconds).multipliedSaturating(by: 1_000_000))
+        let interval = UInt64(clamping: pollIntervalMilliseconds).multipliedSaturating(by: 1_000_000)
+        var nextPoll = pollNow ? start : start.addingSaturating(interval)
         while !thread.isStopping {
             let (live, asked) = control.withLock { c -> (Bool, Bool) in
                 let asked = c.fetchWanted
@@ -620,13 +620,13 @@ final class ConfigEngine: Sendable {
                 let ok = backgroundFetch(thread, cancel, what: "poll")
                 if asked { finishRevalidation(failed: !ok) }
                 now = timer.monotonicNanoseconds()
-                nextPoll = now + interval
+                nextPoll = now.addingSaturating(interval)
             } else if asked {
                 finishRevalidation(failed: false)
             }
             if now >= deadline { return !thread.isStopping }
             let wake = min(deadline, nextPoll)
-            let ms = Int((wake > now ? wake - now : 0) / 1_000_000) + 1
+            let ms = Int(clamping: (wake > now ? wake - now : 0) / 1_000_000).addingSaturating(1)
             if !thread.sleep(milliseconds: ms) { return false }
         }
         return false

@@ -59,11 +59,11 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        store = try EventStore(db: db)
+        store = try EventStore(db: db, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        identity = try Identity(store: secrets, clock: clock)
-        let consent = try Self.loadConsent(db)
+        identity = try Identity(store: secrets, clock: clock, logger: self.logger)
+        let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
         // Events an earlier run left on disk go out as soon as the thread
@@ -228,12 +228,17 @@ public final class AppNorthEvents: Sendable {
         }
     }
 
-    private static func loadConsent(_ db: SQLiteStore) throws(AppNorthError) -> ConsentState {
+    /// The stored choice. A damaged row is deleted and logged, and the
+    /// choice is unknown again: the host asks the user anew.
+    private static func loadConsent(_ db: SQLiteStore, logger: Logger) throws(AppNorthError) -> ConsentState {
         guard let row = try db.kvGet(namespace: "consent", key: "analytics") else { return .unknown }
-        switch String(decoding: row.value, as: UTF8.self) {
-        case "granted": return .granted
-        case "revoked": return .revoked
-        default: return .unknown
+        switch row.value {
+        case Array("granted".utf8): return .granted
+        case Array("revoked".utf8): return .revoked
+        default:
+            try db.kvDelete(namespace: "consent", key: "analytics")
+            logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
+            return .unknown
         }
     }
 
@@ -389,7 +394,7 @@ public final class AppNorthEvents: Sendable {
                     $0.dropped["client_error", default: 0] += gone
                     $0.breaker.recordFailure()
                 }
-                record(error!)
+                record(error ?? .fromHTTP(status: status ?? 0, message: ""))
                 logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
                 return false
             case .split:
@@ -407,11 +412,11 @@ public final class AppNorthEvents: Sendable {
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = Self.ticks() + UInt64(wait) * 1_000_000
+                        s.notBeforeMono = Self.ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
                     }
                     return s.breaker.isOpen
                 }
-                record(error!)
+                record(error ?? .network("no response"))
                 retry += 1
                 guard !open, let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return false }
                 if !pause(milliseconds: delay, thread) { return false }
@@ -457,7 +462,7 @@ public final class AppNorthEvents: Sendable {
     /// Sleeps a retry delay. Wake-ups from `track` do not cut it short; only
     /// stopping does. Returns false when the thread is stopping.
     private func pause(milliseconds: Int, _ thread: BackgroundThread) -> Bool {
-        let deadline = Self.ticks() + UInt64(max(0, milliseconds)) * 1_000_000
+        let deadline = Self.ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
         while !thread.isStopping {
             let now = Self.ticks()
             if now >= deadline { return true }

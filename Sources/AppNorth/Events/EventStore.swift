@@ -30,12 +30,36 @@ final class EventStore: Sendable {
         var failures: [UInt64: AppNorthError] = [:]
     }
 
-    init(db: SQLiteStore) throws(AppNorthError) {
+    /// Sequence numbers above this are damage, not history: at one event per
+    /// nanosecond the queue would need 146 years to reach it.
+    static let maxPlausibleSeq: Int64 = 1 << 62
+
+    private let logger: Logger
+
+    init(db: SQLiteStore, logger: Logger = .silent) throws(AppNorthError) {
         self.db = db
-        let row = try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events") { ($0.int(0), $0.int(1)) }.first
+        self.logger = logger
+        let (row, dropped) = try db.withConnection { conn throws(AppNorthError) in
+            let dropped = try Self.dropImplausibleSequences(conn)
+            // Sizes come from the payloads themselves, never from the stored
+            // `bytes` column, which a damaged row could set to anything.
+            let row = try conn.query("SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM events") {
+                ($0.int(0), $0.int(1))
+            }.first
+            return (row, dropped)
         }
+        if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
         totals = Lock(row ?? (0, 0))
+    }
+
+    /// A sequence number near the top of the range would stop every later
+    /// insert (AUTOINCREMENT never reuses numbers): drop such rows and
+    /// bring the counter back to the largest remaining one.
+    private static func dropImplausibleSequences(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> Int {
+        let dropped = try conn.run("DELETE FROM events WHERE seq > ?", [.int(maxPlausibleSeq)])
+        try conn.run("UPDATE sqlite_sequence SET seq = (SELECT COALESCE(MAX(seq), 0) FROM events) "
+                     + "WHERE name = 'events' AND seq > ?", [.int(maxPlausibleSeq)])
+        return dropped
     }
 
     var count: Int { totals.withLock { $0.count } }
@@ -108,7 +132,7 @@ final class EventStore: Sendable {
         return try db.withConnection { conn throws(AppNorthError) in
             var dropped = 0
             while totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) {
-                let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING bytes") {
+                let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING length(payload)") {
                     $0.int(0)
                 }
                 guard let size = removed.first else { break }
@@ -119,13 +143,30 @@ final class EventStore: Sendable {
         }
     }
 
-    /// The oldest `limit` events.
+    /// The oldest `limit` events. A row whose payload is not a JSON object
+    /// (a damaged file) is deleted and logged instead of being sent, so it
+    /// cannot make the server refuse the good events in its batch.
     func oldest(_ limit: Int) throws(AppNorthError) -> [StoredEvent] {
-        try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT seq, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
+        let (events, damaged) = try db.withConnection { conn throws(AppNorthError) in
+            let rows = try conn.query("SELECT seq, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
                 StoredEvent(seq: $0.int64(0), payload: $0.blob(1))
             }
+            let damaged = rows.filter { !Self.isObject($0.payload) }
+            for row in damaged {
+                let gone = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(row.seq)]) {
+                    $0.int(0)
+                }
+                totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+            }
+            return (damaged.isEmpty ? rows : rows.filter { Self.isObject($0.payload) }, damaged.count)
         }
+        if damaged > 0 { logger.log(.warning, "event queue: dropped \(damaged) damaged event row(s) that were not JSON objects") }
+        return events
+    }
+
+    private static func isObject(_ payload: [UInt8]) -> Bool {
+        guard let text = String(validating: payload, as: UTF8.self) else { return false }
+        return (try? JSON.validateObject(text, what: "stored event")) != nil
     }
 
     /// Removes a batch (rows already dropped for the limits are skipped).
@@ -134,7 +175,7 @@ final class EventStore: Sendable {
     func remove(_ batch: [StoredEvent]) throws(AppNorthError) -> Int {
         guard let first = batch.first?.seq, let last = batch.last?.seq else { return 0 }
         return try db.withConnection { conn throws(AppNorthError) in
-            let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING bytes",
+            let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING length(payload)",
                                       [.int(first), .int(last)]) { $0.int(0) }
             totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
             return gone.count

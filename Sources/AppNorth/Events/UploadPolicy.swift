@@ -68,15 +68,18 @@ public struct RetrySchedule: Sendable, Equatable {
 
     /// The nominal delay before retry `n` (1-based): base × 2^(n-1).
     public func nominalDelay(retry n: Int) -> Int? {
-        guard n >= 1, n <= retries else { return nil }
-        return baseMilliseconds << (n - 1)
+        guard n >= 1, n <= retries, n <= 32 else { return nil }
+        return max(0, baseMilliseconds).multipliedSaturating(by: 1 << (n - 1))
     }
 
     /// The delay with jitter; `unit` is a random number in [0, 1).
     public func delay(retry n: Int, unit: Double) -> Int? {
         guard let nominal = nominalDelay(retry: n) else { return nil }
-        let spread = Double(nominal) * jitterFraction
-        return max(0, Int((Double(nominal) - spread + 2 * spread * unit).rounded()))
+        // Fractions come from the host: a NaN or huge one must not reach Int().
+        let fraction = jitterFraction.isFinite ? min(max(jitterFraction, 0), 1) : 0
+        let spread = Double(nominal) * fraction
+        let delay = (Double(nominal) - spread + 2 * spread * min(max(unit, 0), 1)).rounded()
+        return Int(exactly: delay) ?? nominal
     }
 }
 
@@ -99,16 +102,19 @@ public struct CircuitBreaker: Sendable, Equatable {
 }
 
 /// Reads a Retry-After header: delay-seconds or an HTTP date, capped.
+/// The header is the server's: any number or date it sends, however
+/// large, gives a wait within [0, capMs] (saturating arithmetic).
 public enum RetryAfter {
     public static func milliseconds(_ header: String?, nowWallMs: Int64, capMs: Int) -> Int? {
         guard let header = header.map({ String(Text.trimmed($0)) }), !header.isEmpty else { return nil }
+        let cap = max(0, capMs)
         if let seconds = Int(header) {
-            return min(max(0, seconds) * 1000, capMs)
+            return min(max(0, seconds).multipliedSaturating(by: 1000), cap)
         }
         var parts = tm()
         let parsed = header.withCString { strptime($0, "%a, %d %b %Y %H:%M:%S GMT", &parts) }
         guard parsed != nil else { return nil }
-        let when = Int64(timegm(&parts)) * 1000
-        return Int(min(Int64(capMs), max(0, when - nowWallMs)))
+        let when = Int64(timegm(&parts)).multipliedSaturating(by: 1000)
+        return Int(min(Int64(cap), max(0, when.subtractingSaturating(nowWallMs))))
     }
 }

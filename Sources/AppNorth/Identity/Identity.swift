@@ -10,16 +10,42 @@ final class Identity: Sendable {
     private let store: any AppNorthSecureStore
     private let cached: Lock<(anonymousID: String, userID: String?)>
 
-    init(store: any AppNorthSecureStore, clock: any AppNorthClock) throws(AppNorthError) {
+    /// Damaged stored values (never logged: they are identity values) are
+    /// replaced: a new anonymous id, no user id.
+    init(store: any AppNorthSecureStore, clock: any AppNorthClock, logger: Logger = .silent) throws(AppNorthError) {
         self.store = store
-        var anonymous = try storageCall("reading the anonymous id") { try store.read(Self.anonymousKey) }
-        if anonymous?.isEmpty ?? true {
-            let made = Random.uuidV7(unixMilliseconds: clock.wallMilliseconds())
-            try storageCall("storing the anonymous id") { try store.write(Self.anonymousKey, made) }
-            anonymous = made
+        if (store as? FileSecureStore)?.wasDamaged == true {
+            logger.log(.warning, "identity: the identity file was damaged; its unreadable values were dropped")
         }
-        let user = try storageCall("reading the user id") { try store.read(Self.userKey) }
-        cached = Lock((anonymous!, user))
+        var anonymous = try storageCall("reading the anonymous id") { try store.read(Self.anonymousKey) }
+        if let stored = anonymous, !Self.isSoundAnonymousID(stored) {
+            logger.log(.warning, "identity: dropped a damaged anonymous id; a new one is made")
+            anonymous = nil
+        }
+        let anonymousID: String
+        if let anonymous {
+            anonymousID = anonymous
+        } else {
+            anonymousID = Random.uuidV7(unixMilliseconds: clock.wallMilliseconds())
+            try storageCall("storing the anonymous id") { try store.write(Self.anonymousKey, anonymousID) }
+        }
+        var user = try storageCall("reading the user id") { try store.read(Self.userKey) }
+        if let stored = user, !Self.isSoundUserID(stored) {
+            logger.log(.warning, "identity: dropped a damaged user id")
+            try storageCall("removing the damaged user id") { try store.write(Self.userKey, nil) }
+            user = nil
+        }
+        cached = Lock((anonymousID, user))
+    }
+
+    /// 1 to 256 bytes without control characters: it goes into every event.
+    static func isSoundAnonymousID(_ value: String) -> Bool {
+        (1...256).contains(value.utf8.count) && !value.utf8.contains { $0 < 0x20 || $0 == 0x7F }
+    }
+
+    /// What `identify` accepts: 1 to 256 bytes, no NUL.
+    static func isSoundUserID(_ value: String) -> Bool {
+        (1...256).contains(value.utf8.count) && !value.utf8.contains(0)
     }
 
     var anonymousID: String { cached.withLock { $0.anonymousID } }

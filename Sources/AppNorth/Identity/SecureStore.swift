@@ -15,10 +15,15 @@ public protocol AppNorthSecureStore: AnyObject, Sendable {
 public final class FileSecureStore: AppNorthSecureStore {
     private let path: String
     private let values: Lock<[String: String]>
+    /// True when the file existed but held something other than a JSON
+    /// object of strings; the unreadable values were dropped.
+    public let wasDamaged: Bool
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         path = directory.file(file)
-        values = Lock(try Self.read(path))
+        let loaded = try Self.read(path)
+        values = Lock(loaded.values)
+        wasDamaged = loaded.damaged
     }
 
     public func read(_ key: String) throws -> String? {
@@ -34,10 +39,10 @@ public final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
-    private static func read(_ path: String) throws(AppNorthError) -> [String: String] {
+    private static func read(_ path: String) throws(AppNorthError) -> (values: [String: String], damaged: Bool) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
-            if errno == ENOENT { return [:] }
+            if errno == ENOENT { return ([:], false) }
             throw .storage("cannot read the identity file: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
@@ -50,12 +55,13 @@ public final class FileSecureStore: AppNorthSecureStore {
             bytes += chunk[0..<n]
         }
         // A damaged file loses identity values, not the SDK: start afresh.
-        guard let root = try? JSON.parse(bytes), root.kind == .object else { return [:] }
+        guard let root = try? JSON.parse(bytes), root.kind == .object else { return ([:], true) }
         var out: [String: String] = [:]
+        var damaged = false
         for (key, value) in root.objectMembers {
-            if let text = value.stringValue { out[key] = text }
+            if let text = value.stringValue { out[key] = text } else { damaged = true }
         }
-        return out
+        return (out, damaged)
     }
 
     private static func save(_ values: [String: String], to path: String) throws(AppNorthError) {

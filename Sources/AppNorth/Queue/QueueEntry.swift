@@ -38,9 +38,9 @@ enum QueueCodec {
         return Array(root.serialized().utf8)
     }
 
-    /// Refuses anything it does not fully understand rather than dropping
-    /// entries: a newer format or a cache's blob is an error, not an empty
-    /// queue.
+    /// Refuses a blob it does not understand rather than dropping entries:
+    /// a newer format or a cache's blob is an error, not an empty queue.
+    /// Within a blob it reads, a damaged entry is dropped.
     static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [QueueEntry] {
         let root: JSON
         do {
@@ -54,17 +54,22 @@ enum QueueCodec {
         guard let version = root["version"]?.intValue, version <= Self.version else {
             throw .storage("the stored offline queue has a newer format version than this library reads")
         }
-        var entries: [QueueEntry] = []
-        for item in root["entries"]?.arrayElements ?? [] {
-            guard let id = item["id"]?.stringValue, let scope = item["scope"]?.stringValue,
-                  let kind = item["kind"]?.stringValue, let path = item["path"]?.stringValue,
-                  let body = item["body"]?.stringValue, let key = item["idempotency_key"]?.stringValue,
-                  let created = item["created_ms"]?.intValue else {
-                throw .storage("a stored offline queue entry is incomplete")
-            }
-            entries.append(QueueEntry(id: id, scope: scope, kind: kind, path: path, body: Array(body.utf8),
-                                      idempotencyKey: key, createdMs: created))
-        }
-        return entries
+        return (root["entries"]?.arrayElements ?? []).compactMap(entry)
+    }
+
+    /// One entry, or nil when it is damaged: a missing field, a path that
+    /// is not under the API, a body that is not a JSON object. Such an entry
+    /// could never be sent, and would block the ones behind it. A damaged
+    /// creation time (only shown, never used) is clamped instead.
+    private static func entry(_ item: JSON) -> QueueEntry? {
+        guard let id = item["id"]?.stringValue, !id.isEmpty, let scope = item["scope"]?.stringValue,
+              let kind = item["kind"]?.stringValue, let path = item["path"]?.stringValue,
+              path.hasPrefix("/"), !path.hasPrefix("//"),
+              let body = item["body"]?.stringValue, (try? JSON.validateObject(body, what: "queued body")) != nil,
+              let key = item["idempotency_key"]?.stringValue, !key.isEmpty,
+              let created = item["created_ms"]?.intValue else { return nil }
+        let range = StoredWallTime.range
+        return QueueEntry(id: id, scope: scope, kind: kind, path: path, body: Array(body.utf8), idempotencyKey: key,
+                          createdMs: min(max(created, range.lowerBound), range.upperBound))
     }
 }

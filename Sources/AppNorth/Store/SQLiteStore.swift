@@ -101,6 +101,8 @@ public final class SQLiteStore: Sendable {
 
     private static func migrate(_ conn: Connection) throws(AppNorthError) {
         let current = try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
+        // A damaged header can hold any 32-bit value; only 0...count are ours.
+        guard current >= 0 else { throw .storage("database schema version \(current) is not valid: the file is damaged") }
         guard current <= migrations.count else {
             throw .storage("database schema version \(current) is newer than this library (\(migrations.count))")
         }
@@ -221,8 +223,8 @@ public final class SQLiteStore: Sendable {
                 case .text(let v): rc = sqlite3_bind_text(statement, position, v, -1, cshim_sqlite_transient())
                 case .blob(let v):
                     rc = v.withUnsafeBytes {
-                        sqlite3_bind_blob(statement, position, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
-                                          Int32($0.count), cshim_sqlite_transient())
+                        sqlite3_bind_blob64(statement, position, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                            sqlite3_uint64($0.count), cshim_sqlite_transient())
                     }
                 case .null: rc = sqlite3_bind_null(statement, position)
                 }

@@ -18,13 +18,13 @@ public struct SystemClock: AppNorthClock {
     public func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+        return UInt64(clamping: ts.tv_sec).multipliedSaturating(by: 1_000_000_000).addingSaturating(UInt64(clamping: ts.tv_nsec))
     }
 
     public func wallMilliseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        return Int64(ts.tv_sec).multipliedSaturating(by: 1000).addingSaturating(Int64(ts.tv_nsec) / 1_000_000)
     }
 }
 
@@ -40,12 +40,14 @@ public final class ManualClock: AppNorthClock {
     public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }
     public func wallMilliseconds() -> Int64 { state.withLock { $0.wall } }
 
-    /// Moves both clocks forward.
+    /// Moves both clocks forward. A monotonic clock cannot go back, so a
+    /// negative step does nothing; each clock stops at its largest value
+    /// rather than wrapping.
     public func advance(milliseconds: Int64) {
-        precondition(milliseconds >= 0, "a monotonic clock cannot go back")
+        guard milliseconds > 0 else { return }
         state.withLock {
-            $0.mono += UInt64(milliseconds) * 1_000_000
-            $0.wall += milliseconds
+            $0.mono = $0.mono.addingSaturating(UInt64(milliseconds).multipliedSaturating(by: 1_000_000))
+            $0.wall = $0.wall.addingSaturating(milliseconds)
         }
     }
 
@@ -53,6 +55,13 @@ public final class ManualClock: AppNorthClock {
     public func setWall(milliseconds: Int64) {
         state.withLock { $0.wall = milliseconds }
     }
+}
+
+/// The wall times a stored row may hold: the Unix epoch to the end of
+/// year 9999. A stored time outside them is damage, and the row holding
+/// it is dropped when read.
+public enum StoredWallTime {
+    public static let range: ClosedRange<Int64> = 0...253_402_300_799_999
 }
 
 /// Sleeps the calling thread.

@@ -31,7 +31,8 @@ enum Random {
                 }
                 let n = min(buffer.count - offset, p.bytes.count - p.used)
                 p.bytes.withUnsafeBytes { source in
-                    (buffer.baseAddress! + offset).copyMemory(from: source.baseAddress! + p.used, byteCount: n)
+                    guard let to = buffer.baseAddress, let from = source.baseAddress else { return }
+                    (to + offset).copyMemory(from: from + p.used, byteCount: n)
                 }
                 p.used += n
                 offset += n
@@ -39,11 +40,48 @@ enum Random {
         }
     }
 
+    /// getrandom, then /dev/urandom; if both fail (a kernel without
+    /// getrandom in a sandbox without /dev) a clock-seeded generator, which
+    /// keeps ids unique if not secret. Never a trap: this runs in the host.
     private static func kernelRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress else { return }
         var filled = 0
         while filled < buffer.count {
-            let n = getrandom(buffer.baseAddress! + filled, buffer.count - filled, 0)
-            if n > 0 { filled += n } else if errno != EINTR { fatalError("getrandom failed: \(errno)") }
+            let n = getrandom(base + filled, buffer.count - filled, 0)
+            if n > 0 { filled += n } else if errno != EINTR { break }
+        }
+        if filled < buffer.count { filled += deviceRandom(base + filled, buffer.count - filled) }
+        if filled < buffer.count { fallbackRandom(UnsafeMutableRawBufferPointer(start: base + filled, count: buffer.count - filled)) }
+    }
+
+    private static func deviceRandom(_ start: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var filled = 0
+        while filled < count {
+            let n = read(fd, start + filled, count - filled)
+            if n > 0 { filled += n } else if n < 0 && errno == EINTR { continue } else { break }
+        }
+        return filled
+    }
+
+    /// splitmix64 over the clocks, the pid and a counter.
+    private static let fallbackState = Lock<UInt64>(0)
+    private static func fallbackRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let seed = UInt64(truncatingIfNeeded: ts.tv_nsec) ^ UInt64(truncatingIfNeeded: ts.tv_sec) << 20
+            ^ UInt64(truncatingIfNeeded: getpid()) << 40 ^ SystemClock().monotonicNanoseconds()
+        fallbackState.withLock { (state: inout UInt64) in
+            state ^= seed
+            for i in 0..<buffer.count {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                buffer[i] = UInt8(truncatingIfNeeded: z ^ (z >> 31))
+            }
         }
     }
 

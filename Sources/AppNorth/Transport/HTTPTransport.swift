@@ -171,7 +171,7 @@ public final class HTTPTransport: Sendable {
             cancel?.detach()
             curl_multi_remove_handle(multi, h)
         }
-        let idleNs = UInt64(max(0, idleTimeoutMs)) * 1_000_000
+        let idleNs = UInt64(clamping: idleTimeoutMs).multipliedSaturating(by: 1_000_000)
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
         var mcode = curl_multi_perform(multi, &running)

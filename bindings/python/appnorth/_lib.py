@@ -111,6 +111,7 @@ MAX_DIAGNOSTICS_BYTES = 256 * 1024
 MAX_URL_BYTES = 2048
 MAX_SCREENSHOTS = 5
 MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
+MAX_BUFFER_BYTES = 1024 * 1024 * 1024
 QUEUE_DEFAULT_LIMIT = 50
 NETWORK_UNKNOWN = NetworkType.UNKNOWN
 NETWORK_WIFI = NetworkType.WIFI
@@ -490,20 +491,53 @@ DECLARED_NAMES = frozenset(d.name for d in DECLARATIONS)
 # os.path rather than pathlib: pathlib's imports alone cost about 10 ms,
 # a fifth of the import-time budget.
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
-#: bindings/python/appnorth/_lib.py -> the repository root (meaningful only
-#: for an in-tree or editable install; the paths are just skipped otherwise).
+#: bindings/python/appnorth/_lib.py -> the repository root, when the package
+#: is imported from a checkout (see :func:`checkout_root`).
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_PACKAGE_DIR)))
+#: The name the system's dynamic loader is asked for (the SONAME).
+SYSTEM_NAME = f"libappnorth.so.{EXPECTED_MAJOR}"
+
+
+def checkout_root() -> Optional[str]:
+    """The repository root when this package is the one inside a libappnorth
+    checkout (bindings/python/appnorth), else None: an installed package
+    never looks into folders that merely happen to sit three levels up."""
+    marker = os.path.join(REPO_ROOT, "include", "appnorth.h")
+    inside = os.path.join(REPO_ROOT, "bindings", "python", "appnorth")
+    if os.path.isfile(marker) and os.path.realpath(inside) == _PACKAGE_DIR:
+        return REPO_ROOT
+    return None
+
+
+def _library_files(folder: str) -> List[str]:
+    """libappnorth.so* files in ``folder``, the unversioned name first."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = sorted((n for n in names if n.startswith("libappnorth.so")), key=lambda n: (n != "libappnorth.so", n))
+    return [os.path.join(folder, n) for n in found]
 
 
 def candidate_paths() -> List[str]:
-    """Where the library is looked for, in order (APPNORTH_LIBRARY aside)."""
-    packaged = sorted((name for name in os.listdir(_PACKAGE_DIR) if name.startswith("libappnorth.so")),
-                      key=lambda name: (name != "libappnorth.so", name))
-    return [os.path.join(_PACKAGE_DIR, name) for name in packaged] + [
-        os.path.join(REPO_ROOT, "dist", "lib", "libappnorth.so"),
-        os.path.join(REPO_ROOT, ".build", "release", "libappnorth.so"),
-        os.path.join(REPO_ROOT, ".build", "debug", "libappnorth.so"),
-    ]
+    """Where the library is looked for when ``APPNORTH_LIBRARY`` is unset,
+    in order: the package folder, the system search path (by SONAME), then
+    the repository's build folders when imported from a checkout."""
+    paths = _library_files(_PACKAGE_DIR) + [SYSTEM_NAME]
+    root = checkout_root()
+    if root is not None:
+        paths += [os.path.join(root, "dist", "lib", "libappnorth.so"),
+                  os.path.join(root, ".build", "release", "libappnorth.so"),
+                  os.path.join(root, ".build", "debug", "libappnorth.so")]
+    return paths
+
+
+def _explicit_paths(value: str) -> List[str]:
+    """``APPNORTH_LIBRARY``: a library file, or a folder holding one."""
+    path = os.path.expanduser(value)
+    if os.path.isdir(path):
+        return _library_files(path) or [os.path.join(path, "libappnorth.so")]
+    return [path]
 
 
 def _fail(tried: List[Tuple[str, str]]) -> ImportError:
@@ -511,34 +545,50 @@ def _fail(tried: List[Tuple[str, str]]) -> ImportError:
     return ImportError(
         "appnorth: cannot load libappnorth.so. Tried:\n"
         f"{lines}\n"
-        "Build it with `make dist` in the libappnorth repository (or "
-        "`swift build`), or set APPNORTH_LIBRARY to the path of "
-        "libappnorth.so.")
+        "Install the wheel that carries it (`make wheel`, then `pip install "
+        "dist/appnorth-*.whl`), install the library (`make install`), or set "
+        "APPNORTH_LIBRARY to libappnorth.so or its folder (built by `make dist` "
+        "in the libappnorth repository).")
 
 
 def load() -> Tuple[ctypes.CDLL, str]:
     """Find and load the library; returns it and the path loaded.
 
-    When ``APPNORTH_LIBRARY`` is set, only that path is tried: an explicit
-    choice that fails must not silently fall back to another build.
+    When ``APPNORTH_LIBRARY`` is set, only it is tried: an explicit choice
+    that fails must not silently fall back to another build.
     """
     tried: List[Tuple[str, str]] = []
     explicit = os.environ.get(LIBRARY_ENV)
-    if explicit:
-        paths = [os.path.expanduser(explicit)]
-    else:
-        paths = candidate_paths()
+    paths = _explicit_paths(explicit) if explicit else candidate_paths()
+    if not explicit and not _library_files(_PACKAGE_DIR):
+        tried.append((os.path.join(_PACKAGE_DIR, "libappnorth.so*"), "none there (a wheel puts it there)"))
     for path in paths:
-        if not os.path.isfile(path):
-            tried.append((str(path), "not found"))
+        by_name = os.sep not in path
+        if not by_name and not os.path.isfile(path):
+            tried.append((path, "not found"))
             continue
         try:
-            return ctypes.CDLL(str(path)), str(path)
+            dll = ctypes.CDLL(path)
         except OSError as exc:
-            tried.append((str(path), f"failed to load: {exc}"))
+            place = f"{path} (the system search path: LD_LIBRARY_PATH, ld.so.cache)" if by_name else path
+            tried.append((place, f"failed to load: {exc}"))
+            continue
+        return dll, _loaded_path(dll, path) if by_name else path
     if explicit:
-        tried[-1] = (tried[-1][0], tried[-1][1] + f" (from {LIBRARY_ENV})")
+        tried[-1] = (tried[-1][0], tried[-1][1] + f" (from {LIBRARY_ENV}={explicit})")
     raise _fail(tried)
+
+
+def _loaded_path(dll: ctypes.CDLL, name: str) -> str:
+    """The file the dynamic loader picked for ``name`` (from /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                if line.rstrip().endswith(name) or f"/{name}" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return name
 
 
 #: Declared functions the loaded library does not export (an older minor

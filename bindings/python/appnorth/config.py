@@ -43,7 +43,6 @@ from .client import LOGGER_NAME, Client, LoggerArg, _make_log_callback, _min_lib
 from .offline import ManualClock
 
 
-
 def _tier(value: int) -> "_lib.ConfigTier":
     """A tier from the library as the enum (a value this binding does not
     know, from a newer library, is kept as a plain int)."""
@@ -51,6 +50,7 @@ def _tier(value: int) -> "_lib.ConfigTier":
         return _lib.ConfigTier(value)
     except ValueError:
         return value  # type: ignore[return-value]
+
 
 __all__ = ["Config", "ConfigListener", "ConfigSource", "FetchStatus", "BundledConfigWarning"]
 

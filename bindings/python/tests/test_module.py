@@ -164,18 +164,55 @@ def test_library_env_var_pointing_nowhere_fails_with_instructions(tmp_path: Path
     assert result.returncode != 0
     assert "ImportError" in result.stderr
     assert str(missing) in result.stderr
-    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+    assert "make wheel" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
 
 
-def test_no_library_anywhere_lists_every_path_tried(tmp_path: Path) -> None:
-    package = _copy_package(tmp_path)
-    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": None,
+def test_no_library_anywhere_lists_only_the_places_tried(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)  # not a checkout: no include/appnorth.h above it
+    (tmp_path / "dist" / "lib").mkdir(parents=True)
+    shutil.copy(appnorth.LIBRARY_PATH, tmp_path / "dist" / "lib" / "libappnorth.so")
+    result = _run_python("import appnorth", {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": None,
                                              "PYTHONPATH": str(package.parent)}, tmp_path)
     assert result.returncode != 0
-    for relative in ("dist/lib/libappnorth.so", ".build/release/libappnorth.so",
-                     ".build/debug/libappnorth.so"):
-        assert str(tmp_path / relative) in result.stderr
-    assert "make dist" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+    assert str(package / "libappnorth.so*") in result.stderr
+    assert "libappnorth.so.0 (the system search path" in result.stderr
+    assert str(tmp_path / "dist") not in result.stderr, "an installed package never looks into build folders"
+    assert "make wheel" in result.stderr and "APPNORTH_LIBRARY" in result.stderr
+
+
+def test_a_checkout_uses_its_build_folders(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "appnorth.h").write_text("/* marker */\n")
+    (tmp_path / "dist" / "lib").mkdir(parents=True)
+    shutil.copy(appnorth.LIBRARY_PATH, tmp_path / "dist" / "lib" / "libappnorth.so")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": None,
+                          "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(tmp_path / "dist" / "lib" / "libappnorth.so")
+
+
+def test_the_system_search_path_is_tried_by_soname(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    libdir = tmp_path / "system-lib"
+    libdir.mkdir()
+    shutil.copy(appnorth.LIBRARY_PATH, libdir / "libappnorth.so.0")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": None, "LD_LIBRARY_PATH": str(libdir),
+                          "PYTHONPATH": str(package.parent)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(libdir / "libappnorth.so.0")
+
+
+def test_library_env_var_may_name_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "custom"
+    folder.mkdir()
+    shutil.copy(appnorth.LIBRARY_PATH, folder / "libappnorth.so.0")
+    result = _run_python("import appnorth; print(appnorth.LIBRARY_PATH)",
+                         {"APPNORTH_LIBRARY": str(folder)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(folder / "libappnorth.so.0")
 
 
 def test_library_in_the_package_folder_is_found(tmp_path: Path) -> None:

@@ -691,7 +691,7 @@ class IdempotencyGuard:
 @dataclasses.dataclass
 class Fault:
     id: str
-    kind: str                 # "status" | "drop" | "delay"
+    kind: str                 # "status" | "drop" | "delay" | "endless_line" | "raw_response"
     path_prefix: str | None
     method: str | None
     remaining: int
@@ -713,6 +713,8 @@ class Fault:
             out["drop"] = True
         elif self.kind == "endless_line":
             out["endless_line"] = True
+        elif self.kind == "raw_response":
+            out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
         else:
             out["delay_ms"] = self.delay_ms
         return out
@@ -763,9 +765,10 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop", "delay_ms", "endless_line") if spec.get(k) is not None]
+        kinds = [k for k in ("status", "drop", "delay_ms", "endless_line", "raw_response")
+                 if spec.get(k) is not None]
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop', 'delay_ms' or 'endless_line'")
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
         if kinds[0] == "status":
             status = spec["status"]
@@ -792,6 +795,15 @@ class FaultQueue:
             if spec["endless_line"] is not True:
                 raise validation("'endless_line' must be true")
             fault.kind = "endless_line"
+        elif kinds[0] == "raw_response":
+            raw = spec["raw_response"]
+            try:
+                fault.body = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+            except binascii.Error:
+                fault.body = None
+            if not fault.body:
+                raise validation("'raw_response' must be non-empty base64 (the bytes sent as the whole response)")
+            fault.kind = "raw_response"
         else:
             delay = spec["delay_ms"]
             if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:
@@ -1457,12 +1469,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fault = dev.faults.take(self.command, path)
                 if fault is not None:
                     log["fault"] = fault.kind
-                    if fault.kind in ("drop", "endless_line"):
+                    if fault.kind in ("drop", "endless_line", "raw_response"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
                         self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
-                    if response is not None or fault.kind in ("drop", "endless_line"):
+                    if response is not None or fault.kind in ("drop", "endless_line", "raw_response"):
                         return response
             func, params = dev.router.resolve(self.command, path)
             params_query = dict(parse_qsl(query, keep_blank_values=True))
@@ -1594,6 +1606,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if fault.kind == "endless_line":
             self._send_endless_line()
+            return None
+        if fault.kind == "raw_response":
+            # A broken or hostile server: these bytes are the whole answer.
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(fault.body or b"")
+                self.connection.shutdown(socket.SHUT_WR)
             return None
         headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
         return Response(fault.status, fault.body or b"", headers)

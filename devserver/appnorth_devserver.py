@@ -98,13 +98,15 @@ class ApiError(Exception):
     """An error that becomes a JSON error response."""
 
     def __init__(self, status: int, code: str, message: str,
-                 headers: list[tuple[str, str]] | None = None, close: bool = False):
+                 headers: list[tuple[str, str]] | None = None, close: bool = False,
+                 extra: dict | None = None):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers or []
         self.close = close  # close the connection after answering
+        self.extra = extra or {}  # more members of the error object (e.g. "rejected")
 
 
 def validation(message: str) -> ApiError:
@@ -115,8 +117,8 @@ def not_found(message: str) -> ApiError:
     return ApiError(404, "not_found", message)
 
 
-def error_body(code: str, message: str) -> bytes:
-    return json_bytes({"error": {"code": code, "message": message}})
+def error_body(code: str, message: str, extra: dict | None = None) -> bytes:
+    return json_bytes({"error": {"code": code, "message": message, **(extra or {})}})
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -715,7 +717,7 @@ class Fault:
             out["endless_line"] = True
         elif self.kind == "raw_response":
             out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
-        else:
+        if self.delay_ms or self.kind == "delay":
             out["delay_ms"] = self.delay_ms
         return out
 
@@ -765,11 +767,19 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop", "delay_ms", "endless_line", "raw_response")
-                 if spec.get(k) is not None]
+        kinds = [k for k in ("status", "drop", "endless_line", "raw_response") if spec.get(k) is not None] or (
+            ["delay_ms"] if spec.get("delay_ms") is not None else [])
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'")
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'"
+                             " (a delay may precede status or drop)")
+        if kinds[0] in ("endless_line", "raw_response") and spec.get("delay_ms") is not None:
+            raise validation("'delay_ms' may precede 'status' or 'drop' only")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
+        delay = spec.get("delay_ms")
+        if delay is not None:
+            if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:
+                raise validation("'delay_ms' must be a number 0-600000")
+            fault.delay_ms = delay
         if kinds[0] == "status":
             status = spec["status"]
             if not _is_int(status) or not 100 <= status <= 599:
@@ -805,10 +815,7 @@ class FaultQueue:
                 raise validation("'raw_response' must be non-empty base64 (the bytes sent as the whole response)")
             fault.kind = "raw_response"
         else:
-            delay = spec["delay_ms"]
-            if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:
-                raise validation("'delay_ms' must be a number 0-600000")
-            fault.kind, fault.delay_ms = "delay", delay
+            fault.kind = "delay"
         return fault
 
 
@@ -925,9 +932,11 @@ def sse_event(version: int, document: str) -> bytes:
 class Settings:
     events_max_body: int = DEFAULT_EVENTS_MAX_BODY
     sse_keepalive: float = DEFAULT_SSE_KEEPALIVE
+    # Event names the app's schema refuses (422 listing those events' ids).
+    rejected_event_names: list[str] = dataclasses.field(default_factory=list)
 
     def update(self, spec: dict) -> None:
-        unknown = set(spec) - {"events_max_body", "sse_keepalive"}
+        unknown = set(spec) - {"events_max_body", "sse_keepalive", "rejected_event_names"}
         if unknown:
             raise validation(f"unknown setting(s): {', '.join(sorted(unknown))}")
         if "events_max_body" in spec:
@@ -938,6 +947,12 @@ class Settings:
             value = spec["sse_keepalive"]
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.01 <= value <= 3600:
                 raise validation("'sse_keepalive' must be a number of seconds 0.01-3600")
+        if "rejected_event_names" in spec:
+            names = spec["rejected_event_names"]
+            if (not isinstance(names, list) or len(names) > 100
+                    or not all(isinstance(n, str) and 1 <= len(n) <= 256 for n in names)):
+                raise validation("'rejected_event_names' must be a list of at most 100 names of 1-256 characters")
+            self.rejected_event_names = list(names)
         if "events_max_body" in spec:
             self.events_max_body = spec["events_max_body"]
         if "sse_keepalive" in spec:
@@ -953,6 +968,7 @@ class Settings:
 
 class ApiEndpoints:
     def __init__(self, server: "DevServer"):
+        self.server = server
         self.store = server.store
         self.idempotency = IdempotencyGuard(server.store)
         self.hub = server.hub
@@ -1103,7 +1119,7 @@ class ApiEndpoints:
             raise validation("field 'events' must be an array")
         if not 1 <= len(events) <= MAX_EVENTS_PER_BATCH:
             raise validation(f"a batch holds 1-{MAX_EVENTS_PER_BATCH} events")
-        rows = [validate_event(e, i) for i, e in enumerate(events)]
+        rows = self._checked_events(events)
         # Keep each properties value exactly as the client spelled it.
         top = member_spans(text)
         start, _ = top["events"]
@@ -1113,6 +1129,35 @@ class ApiEndpoints:
                 row["properties_raw"] = text[ps:pe]
         accepted, duplicates = self.store.insert_events(req.app, identity, rows)
         return json_response(200, {"accepted": accepted, "duplicates": duplicates})
+
+    def _checked_events(self, events: list) -> list[dict]:
+        """Validates a batch; nothing is stored unless every event passes.
+
+        An invalid event whose id is readable is listed in the error's
+        `rejected` array (400), as is a valid event whose name the app's
+        schema refuses (`rejected_event_names`, 422), so the client can drop
+        just those and resend the rest. An invalid event without a readable
+        id fails the batch with no list."""
+        rows, rejected, invalid = [], [], False
+        refused = set(self.server.settings.rejected_event_names)
+        for i, event in enumerate(events):
+            try:
+                row = validate_event(event, i)
+            except ApiError as exc:
+                event_id = event.get("id") if isinstance(event, dict) else None
+                if not isinstance(event_id, str) or not 1 <= len(event_id) <= 64:
+                    raise
+                rejected.append({"id": event_id, "message": exc.message})
+                invalid = True
+                continue
+            if row["name"] in refused:
+                rejected.append({"id": row["id"], "message": f"event name '{row['name']}' is refused by the app's schema"})
+            rows.append(row)
+        if rejected:
+            status = 400 if invalid else 422
+            raise ApiError(status, "validation", f"{len(rejected)} of {len(events)} events rejected; nothing stored",
+                           extra={"rejected": rejected})
+        return rows
 
     # -- config -----------------------------------------------------------
 
@@ -1469,6 +1514,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fault = dev.faults.take(self.command, path)
                 if fault is not None:
                     log["fault"] = fault.kind
+                    if fault.delay_ms:  # a slow server, then its answer (or none)
+                        dev.stopped.wait(fault.delay_ms / 1000)
                     if fault.kind in ("drop", "endless_line", "raw_response"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
@@ -1486,7 +1533,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ApiError as exc:
             if exc.close:
                 self.close_connection = True
-            return Response(exc.status, error_body(exc.code, exc.message), exc.headers)
+            return Response(exc.status, error_body(exc.code, exc.message, exc.extra), exc.headers)
         except OSError:
             raise
         except Exception:  # noqa: BLE001 - a bug must never reach the client as a traceback
@@ -1601,8 +1648,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return None
-        if fault.kind == "delay":
-            self.server.dev.stopped.wait(fault.delay_ms / 1000)
+        if fault.kind == "delay":  # waited in _respond; now handled normally
             return None
         if fault.kind == "endless_line":
             self._send_endless_line()
@@ -1780,7 +1826,8 @@ class DevServer:
         self.requested_port = port
         self.seed_demo = seed_demo
         self.verbose = verbose
-        self._initial_settings = {"events_max_body": events_max_body, "sse_keepalive": sse_keepalive}
+        self._initial_settings = {"events_max_body": events_max_body, "sse_keepalive": sse_keepalive,
+                                  "rejected_event_names": []}
         self.settings = Settings()
         self.settings.update(dict(self._initial_settings))
         self.store = Storage(db_path)

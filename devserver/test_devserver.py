@@ -827,6 +827,39 @@ def test_events_invalid_batch_stores_nothing(c, events):
     assert state(c)["events"] == []
 
 
+def test_events_invalid_events_with_ids_are_listed(c):
+    r = c.post(f"{API}/events", {"events": [ev(1), {**ev(2), "timestamp": 1.5}, ev(3), {**ev(4), "name": ""}]})
+    assert r.status == 400 and r.error_code == "validation"
+    rejected = r.json["error"]["rejected"]
+    assert [x["id"] for x in rejected] == ["e2", "e4"]
+    assert "timestamp" in rejected[0]["message"] and "name" in rejected[1]["message"]
+    assert state(c)["events"] == []  # all or nothing: the client resends the rest
+    assert c.post(f"{API}/events", {"events": [ev(1), ev(3)]}).json == {"accepted": 2, "duplicates": 0}
+
+
+def test_events_invalid_event_without_readable_id_fails_the_batch_unlisted(c):
+    r = c.post(f"{API}/events", {"events": [ev(1), {**ev(2), "id": 7}, {**ev(3), "timestamp": "x"}]})
+    assert r.status == 400 and "rejected" not in r.json["error"]
+    assert state(c)["events"] == []
+
+
+def test_events_names_refused_by_schema_are_listed_with_422(c):
+    r = c.post("/admin/settings", {"rejected_event_names": ["legacy_tap"]})
+    assert r.json["settings"]["rejected_event_names"] == ["legacy_tap"]
+    r = c.post(f"{API}/events", {"events": [ev(1), {**ev(2), "name": "legacy_tap"}, ev(3)]})
+    assert r.status == 422 and r.error_code == "validation"
+    assert r.json["error"]["rejected"] == [{"id": "e2", "message": "event name 'legacy_tap' is refused by the app's schema"}]
+    assert state(c)["events"] == []
+    c.post("/admin/reset")
+    assert c.get("/admin/settings").json["settings"]["rejected_event_names"] == []
+    assert c.post(f"{API}/events", {"events": [{**ev(2), "name": "legacy_tap"}]}).status == 200
+
+
+@pytest.mark.parametrize("names", ["x", [""], [5], ["n" * 257], ["a"] * 101])
+def test_rejected_event_names_setting_is_checked(c, names):
+    assert c.post("/admin/settings", {"rejected_event_names": names}).status == 400
+
+
 def test_events_batch_limits_inclusive(c):
     r = c.post(f"{API}/events", {"events": [ev(i) for i in range(1000)]})
     assert r.json == {"accepted": 1000, "duplicates": 0}
@@ -922,6 +955,18 @@ def test_fault_delay(c):
     assert time.monotonic() - t0 < 0.2
 
 
+def test_fault_delay_before_status_or_drop(c):
+    c.post("/admin/faults", {"delay_ms": 300, "status": 503, "path_prefix": f"{API}/events"})
+    t0 = time.monotonic()
+    assert c.post(f"{API}/events", {"events": [ev(1)]}).status == 503
+    assert time.monotonic() - t0 >= 0.3
+    assert state(c)["events"] == []
+    fault = c.post("/admin/faults", {"delay_ms": 100, "drop": True}).json["fault"]
+    assert fault["drop"] is True and fault["delay_ms"] == 100
+    with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+        c.get(f"{API}/boards")
+
+
 def test_fault_on_stream(c, server):
     c.post("/admin/faults", {"path_prefix": f"{API}/config/stream", "status": 503, "retry_after": "1"})
     stream = Sse(server.port)
@@ -1002,9 +1047,10 @@ def test_request_log_records_oversize(c, server):
 
 def test_settings(c):
     r = c.get("/admin/settings")
-    assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0}
+    assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0, "rejected_event_names": []}
     r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5})
-    assert r.status == 200 and r.json["settings"] == {"events_max_body": 2048, "sse_keepalive": 0.5}
+    assert r.status == 200 and r.json["settings"] == {"events_max_body": 2048, "sse_keepalive": 0.5,
+                                                      "rejected_event_names": []}
     for bad in ({"events_max_body": 0}, {"sse_keepalive": "1"}, {"colour": 1}, {"events_max_body": 1.5}):
         assert c.post("/admin/settings", bad).status == 400
     c.post("/admin/reset")

@@ -30,10 +30,20 @@
  *  - Threads. Every handle may be used from several threads at once unless
  *    its comment says otherwise. Calls that talk to the network block the
  *    calling thread for at most the client's request timeout.
- *  - fork(). Handles do not survive fork(). A forked child must not call
- *    any appnorth_ function, not even to make new handles (the Swift
- *    runtime's locks keep the parent's thread ids); a child that only exits
- *    or execs is safe, and an exec'd program starts afresh.
+ *  - fork(). A child forked from a process that uses the library, even one
+ *    whose threads are busy tracking and uploading (pre-fork servers:
+ *    gunicorn --preload, Celery prefork, Python multiprocessing with fork),
+ *    may make new handles and use them normally, on the same data directory
+ *    too. Handles made before fork() do not survive into the child: every
+ *    call on one there returns APPNORTH_E_WRONG_STATE, and its _free
+ *    function does nothing (the parent still owns it; its memory is
+ *    reclaimed when the child exits). A child that only exits or execs is
+ *    safe as well. How: pthread_atfork handlers, installed with the first
+ *    handle, hold the library's locks and SQLite's global mutexes across
+ *    fork(), so the child never inherits one locked; fork() may therefore
+ *    wait for library calls in progress (microseconds; at most 10 s, after
+ *    which it goes ahead). Call fork() from any thread, but not from inside
+ *    a library callback.
  */
 #ifndef APPNORTH_H
 #define APPNORTH_H
@@ -770,10 +780,13 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
  * seconds or as an HTTP date, capped), 5xx and network errors keep it and
  * retry 3 times after 1 s, 2 s and 4 s (with jitter), then wait for the
  * next cycle; 413 splits the batch in halves and drops a single event that
- * is still too large; any other 4xx discards the batch. Every failed request
- * counts toward the circuit breaker; 5 in a row pause uploads until
+ * is still too large; any other 4xx discards the batch, except that a 400
+ * or 422 listing rejected event ids drops only those (counted as
+ * client_error) and sends the rest at once (docs/protocol.md). Every failed
+ * flush counts once toward the circuit breaker (a batch's first attempt and
+ * its retries, or a discarded batch); 5 in a row pause uploads until
  * appnorth_events_start_session() or appnorth_events_foreground(). One
- * success resets the count.
+ * delivered batch resets the count.
  *
  * At most 10,000 events and 5 MB are kept; past either, the oldest are
  * dropped and counted. Each event carries a UUIDv7 id (the server
@@ -952,9 +965,13 @@ APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appn
 APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);
 
 /** Grant (1) or revoke (0) analytics consent; persisted. Revoking purges
- *  the queue. Any other value (a stray 7 is a host bug, not a grant):
+ *  the queue; once it returns, no event tracked before it is stored or
+ *  sent: the upload in progress is cancelled and never retried, and a
+ *  track() racing the call on another thread is waited for and purged.
+ *  Any other value (a stray 7 is a host bug, not a grant):
  *  APPNORTH_E_INVALID_ARGUMENT, and consent is unchanged. A stored consent
- *  row that is neither is dropped (logged) and consent is unknown again. */
+ *  row that is neither is dropped (logged) and consent is unknown again.
+ *  Thread-safe. Blocks for at most the racing inserts and the purge. */
 APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
                                                  appnorth_error *err);
 

@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 
 # cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check;
 # g++ and golang-go: the C++ and Go examples; cargo only where no Rust
-# toolchain (rustup's, for instance) is already on PATH.
+# toolchain (rustup's, for instance) is already on PATH; faketime: the
+# 30 s / 60 s network timeouts observed on fast clocks (Tests/c/test_timeouts.c).
 packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind cmake bindgen libclang1-14
-          g++ golang-go)
+          g++ golang-go faketime)
 command -v cargo >/dev/null || packages+=(cargo)
 missing=()
 for p in "${packages[@]}"; do

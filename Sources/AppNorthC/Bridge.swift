@@ -123,20 +123,42 @@ func returnOptionalString(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar
 }
 
 /// Boxes a Swift object as an opaque C handle (one retain, released by
-/// `release`).
+/// `release`). The box remembers the fork generation it was made in: a
+/// handle inherited through fork() is refused in the child, whose copy of
+/// the library threads and connections is not alive.
 enum Handle {
+    private final class Box {
+        let object: AnyObject
+        let generation = ForkGuard.generation
+        init(_ object: AnyObject) { self.object = object }
+    }
+
     static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
-        OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+        OpaquePointer(Unmanaged.passRetained(Box(object)).toOpaque())
     }
 
     static func get<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, _ name: String) throws(AppNorthError) -> T {
-        let handle = try required(handle, name)
-        return Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(try required(handle, name))).takeUnretainedValue()
+        guard box.generation == ForkGuard.generation else {
+            throw .wrongState("\(name) was created before fork(); handles do not survive into a child, make new ones")
+        }
+        return unsafeDowncast(box.object, to: T.self)
     }
 
+    /// Lends `object` to host code as a handle for the duration of `body`
+    /// (the buffer a load callback fills); the host never frees it.
+    static func lend<T: AnyObject, R>(_ object: T, _ body: (OpaquePointer) throws -> R) rethrows -> R {
+        let box = Box(object)
+        return try withExtendedLifetime(box) { try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque())) }
+    }
+
+    /// Frees the handle. One inherited through fork() is left alone: its
+    /// teardown would wait for threads that do not exist in the child.
     static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type) {
         guard let handle else { return }
-        Unmanaged<T>.fromOpaque(UnsafeRawPointer(handle)).release()
+        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(handle))
+        guard box.takeUnretainedValue().generation == ForkGuard.generation else { return }
+        box.release()
     }
 }
 

@@ -30,9 +30,7 @@ final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
 
     func read(_ key: String) throws -> String? {
         let buffer = LoadBuffer()
-        let rc = withExtendedLifetime(buffer) {
-            key.withCString { getFn(userData, $0, OpaquePointer(Unmanaged.passUnretained(buffer).toOpaque())) }
-        }
+        let rc = Handle.lend(buffer) { handle in key.withCString { getFn(userData, $0, handle) } }
         guard rc == 0 else { throw AppNorthError.storage("the host secure store get callback returned \(rc)") }
         guard let bytes = buffer.bytes else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {

@@ -41,9 +41,7 @@ final class HostCallbackStorage: SDKStorage, @unchecked Sendable {
 
     func load() throws -> [UInt8]? {
         let buffer = LoadBuffer()
-        let rc = withExtendedLifetime(buffer) {
-            loadFn(userData, OpaquePointer(Unmanaged.passUnretained(buffer).toOpaque()))
-        }
+        let rc = Handle.lend(buffer) { loadFn(userData, $0) }
         guard rc == 0 else { throw AppNorthError.storage("the host storage load callback returned \(rc)") }
         return buffer.bytes
     }

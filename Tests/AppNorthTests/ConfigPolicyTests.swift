@@ -179,6 +179,9 @@ final class ConfigPolicyTests: XCTestCase {
                 + #""fetched_ms":\#(fetched),"config":"{}"}"#
             XCTAssertThrowsError(try ConfigCache.decode(Array(row.utf8)), "fetched_ms \(fetched)")
         }
+        let injected = #"{"format":"appnorth.config-cache","version":1,"etag":"\"1\"\r\nX-Evil: 1","config_version":1,"#
+            + #""fetched_ms":1,"config":"{}"}"#
+        XCTAssertThrowsError(try ConfigCache.decode(Array(injected.utf8)), "an ETag with a line break never reaches a header")
     }
 
     // MARK: Cache rows

@@ -84,6 +84,19 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertEqual(RetryAfter.milliseconds("5", nowWallMs: now, capMs: -1), 0, "a negative cap waits not at all")
     }
 
+    func testStoredPayloadsMustBeSoundEvents() {
+        let sound = EventPayload.build(id: "e1", name: "n", timestampMs: 1_764_480_000_000,
+                                       propertiesJSON: #"{"big":123456789012345678901234567890}"#,
+                                       anonymousID: "a", userID: nil, sessionID: "s")
+        XCTAssertTrue(EventStore.isSound(sound))
+        for damaged in ["garbage", "[1]", #"{"name":"n","timestamp":1}"#, #"{"id":"x","timestamp":1}"#,
+                        #"{"id":"x","name":"n","timestamp":"1"}"#, #"{"id":"x","name":"n","timestamp":-9223372036854775808}"#,
+                        #"{"id":"x","name":"n","timestamp":9223372036854775807}"#, #"{"id":"x","name":"n","timestamp":-1}"#, ""] {
+            XCTAssertFalse(EventStore.isSound(Array(damaged.utf8)), damaged)
+        }
+        XCTAssertFalse(EventStore.isSound([0xFF, 0xFE]))
+    }
+
     func testRetryScheduleNeverTrapsOnHostValues() {
         let schedule = RetrySchedule(baseMilliseconds: .max, retries: 64, jitterFraction: .nan)
         for n in [1, 2, 32, 33, 64] {

@@ -4,53 +4,7 @@ import Synchronization
 @testable import AppNorth
 
 /// The event queue against the real server: one test per rule of the seed.
-final class EventsTests: XCTestCase {
-    var folder = ""
-
-    override func setUp() async throws {
-        try TestServer.reset()
-        folder = "/tmp/appnorth-events-\(getpid())-\(Random.hexToken(bytes: 4))"
-    }
-
-    override func tearDown() {
-        _ = system("rm -rf '\(folder)'")
-    }
-
-    /// Options for tests: no timer flushes unless asked, fast retries.
-    func quiet(_ change: (inout AppNorthEventsOptions) -> Void = { _ in }) -> AppNorthEventsOptions {
-        var o = AppNorthEventsOptions()
-        o.flushIntervalMilliseconds = 3_600_000
-        o.batchThreshold = 10_000
-        o.retry.baseMilliseconds = 10
-        change(&o)
-        return o
-    }
-
-    func open(_ options: AppNorthEventsOptions, client: AppNorthClient? = nil,
-              secure: (any AppNorthSecureStore)? = nil, logger: Logger? = nil) throws -> AppNorthEvents {
-        try AppNorthEvents(client: client ?? TestServer.client(), directory: DataDirectory(path: folder),
-                           options: options, secureStore: secure, logger: logger)
-    }
-
-    func serverEvents() throws -> [JSON] {
-        try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
-    }
-
-    func eventPosts() throws -> Int {
-        try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
-            $0["method"]?.stringValue == "POST" && ($0["path"]?.stringValue ?? "").hasSuffix("/events")
-        }.count
-    }
-
-    /// Polls until `condition` holds or 5 s pass.
-    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<250 {
-            if try condition() { return true }
-            sleepMilliseconds(20)
-        }
-        return false
-    }
-
+final class EventsTests: EventsTestCase {
     func testTrackIsOnDiskBeforeItReturns() throws {
         let events = try open(quiet())
         try events.track("opened")
@@ -262,17 +216,26 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["payload_too_large"]?.intValue, 1)
     }
 
-    func testCircuitBreakerPausesAfterFiveFailuresUntilANewSession() throws {
+    func testCircuitBreakerPausesAfterFiveFailedFlushesUntilANewSession() throws {
+        // The default 3 retries (fast through the 10 ms base): each failed
+        // flush is 4 requests but one failure.
         let events = try open(quiet())
+        XCTAssertEqual(events.options.retry.retries, 3)
         try events.track("e")
         try TestServer.post("/admin/faults", #"{"status":503,"count":100,"path_prefix":"/v1/apps/swift/events"}"#)
-        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))  // 4 failures
-        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) { // the 5th trips it
+        for flush in 1...4 {
+            XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) {
+                guard case AppNorthError.server = $0 else { return XCTFail("flush \(flush): \($0)") }
+            }
+            XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["consecutive_failures"]?.intValue, Int64(flush))
+        }
+        XCTAssertEqual(try eventPosts(), 16, "4 flushes of 1 attempt and 3 retries each, none paused")
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000)) { // the 5th failed flush trips it
             guard case AppNorthError.wrongState = $0 else { return XCTFail("\($0)") }
         }
-        XCTAssertEqual(try eventPosts(), 5)
+        XCTAssertEqual(try eventPosts(), 20)
         XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
-        XCTAssertEqual(try eventPosts(), 5, "paused: no more uploads")
+        XCTAssertEqual(try eventPosts(), 20, "paused: no more uploads")
         XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue, true)
 
         try TestServer.delete("/admin/faults")
@@ -381,9 +344,11 @@ final class EventsTests: XCTestCase {
     }
 
     func testCloseIsBoundedWhileTheServerHangs() throws {
-        let events = try open(quiet())
+        // Its own app: the server stores the event when its delay ends,
+        // during a later test, which must not see it.
+        let events = try open(quiet(), client: TestServer.client(app: "swift-hang"))
         try events.track("e")
-        try TestServer.post("/admin/faults", #"{"delay_ms":5000,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
+        try TestServer.post("/admin/faults", #"{"delay_ms":5000,"count":1,"path_prefix":"/v1/apps/swift-hang/events"}"#)
         let start = SystemClock().monotonicNanoseconds()
         events.close(timeoutMilliseconds: 300)
         let elapsed = (SystemClock().monotonicNanoseconds() - start) / 1_000_000
@@ -395,15 +360,18 @@ final class EventsTests: XCTestCase {
         let perThread = 150
         let failures = Atomic<Int>(0)
         let done = Atomic<Int>(0)
+        var trackers: [BackgroundThread] = []
+        // Joined below, failing or not: no tracker outlives the test.
+        defer { for thread in trackers { thread.stop() } }
         for t in 0..<8 {
-            _ = try BackgroundThread(name: "tracker\(t)") { thread in
+            trackers.append(try BackgroundThread(name: "tracker\(t)") { thread in
                 for i in 0..<perThread {
                     if (try? events.track("t\(t)-\(i)", propertiesJSON: #"{"i":\#(i)}"#)) != true {
                         failures.add(1, ordering: .relaxed)
                     }
                 }
                 done.add(1, ordering: .releasing)
-            }
+            })
         }
         while done.load(ordering: .acquiring) < 8 {
             _ = try? events.flush(timeoutMilliseconds: 2000)

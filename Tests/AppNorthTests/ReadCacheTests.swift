@@ -105,6 +105,15 @@ final class ReadCacheTests: XCTestCase {
             let cache = try AppNorthReadCache(storage: storage, clock: ManualClock())
             XCTAssertNil(cache.boards(scope: "s"))
         }
+        // A value that is not a JSON array is dropped too.
+        let now = ManualClock()
+        let row = #"{"format":"appnorth.read-cache","version":1,"entries":[{"kind":"boards","scope":"s","query":"","#
+            + #""value":"[1","stored_ms":\#(now.wallMilliseconds())},{"kind":"boards","scope":"t","query":"","#
+            + #""value":"[2]","stored_ms":\#(now.wallMilliseconds())}]}"#
+        try storage.save(Array(row.utf8))
+        let cache = try AppNorthReadCache(storage: storage, clock: now)
+        XCTAssertNil(cache.boards(scope: "s"))
+        XCTAssertEqual(cache.boards(scope: "t"), "[2]")
     }
 
     func testCachedThenFreshRead() throws {

@@ -11,7 +11,7 @@
 
 typedef struct { char *data; size_t len; } admin_buffer;
 
-static size_t admin_write(char *ptr, size_t size, size_t n, void *user) {
+static inline size_t admin_write(char *ptr, size_t size, size_t n, void *user) {
     admin_buffer *b = user;
     size_t add = size * n;
     char *grown = realloc(b->data, b->len + add + 1);
@@ -25,7 +25,7 @@ static size_t admin_write(char *ptr, size_t size, size_t n, void *user) {
 
 /* Sends method+path (+ JSON body) to the server; returns the HTTP status and
  * the parsed JSON body (NULL if none). The caller decrefs *out. */
-static long admin_request(const char *base, const char *method, const char *path,
+static inline long admin_request(const char *base, const char *method, const char *path,
                           const char *body, json_t **out) {
     char url[1024];
     snprintf(url, sizeof url, "%s%s", base, path);
@@ -49,7 +49,7 @@ static long admin_request(const char *base, const char *method, const char *path
 }
 
 /* Creates a board and returns its id (caller frees). */
-static char *admin_board(const char *base, const char *app, const char *name) {
+static inline char *admin_board(const char *base, const char *app, const char *name) {
     char path[256], body[512];
     snprintf(path, sizeof path, "/admin/apps/%s/boards", app);
     snprintf(body, sizeof body, "{\"name\":\"%s\",\"description\":\"about %s\"}", name, name);
@@ -62,7 +62,7 @@ static char *admin_board(const char *base, const char *app, const char *name) {
     return copy;
 }
 
-static void admin_idea(const char *base, const char *app, const char *board_id,
+static inline void admin_idea(const char *base, const char *app, const char *board_id,
                        const char *title, const char *status) {
     char path[256], body[1024];
     snprintf(path, sizeof path, "/admin/apps/%s/ideas", app);

@@ -136,6 +136,8 @@ static void test_damaged_config_rows_are_dropped(void) {
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":\"soon\",\"config\":\"{\\\"a\\\":1}\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":-9223372036854775808,\"fetched_ms\":1,\"config\":\"[1]\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":1.5e300,\"config\":\"{\\\"a\\\":1}\"}'",
+        "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":\"\\\"1\\\"\\r\\nX-Injected: 1\",\"config_version\":1,"
+        "\"fetched_ms\":1,\"config\":\"{\\\"a\\\":1}\"}'",
         "'garbage'",
         "x'00ff00ff'",
         "x''",
@@ -194,9 +196,10 @@ static void test_damaged_cache_entries_are_dropped(void) {
              "{\"kind\":\"boards\",\"scope\":\"text\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":\"x\"},"
              "{\"kind\":\"boards\",\"scope\":\"real\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":1e300},"
              "{\"kind\":\"nonsense\",\"scope\":\"kind\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":1},"
+             "{\"kind\":\"boards\",\"scope\":\"value\",\"query\":\"\",\"value\":\"[1\",\"stored_ms\":%lld},"
              "{\"kind\":\"boards\",\"scope\":\"good\",\"query\":\"\",\"value\":\"[2]\",\"stored_ms\":%lld}]}'",
-             (long long)wall_now());
-    static const char *scopes[] = {"min", "max", "neg", "text", "real", "kind"};
+             (long long)wall_now(), (long long)wall_now());
+    static const char *scopes[] = {"min", "max", "neg", "text", "real", "kind", "value"};
     static const char *updated[] = {"-9223372036854775808", "9223372036854775807", "0"};
     for (int round = 0; round < 3; round++) {
         put_row(dir, "blob", "cache", blob, updated[round]);
@@ -343,12 +346,16 @@ static void test_damaged_event_rows_are_dropped(void) {
              "INSERT INTO events (id, payload, bytes) VALUES ('g2', x'ff00fe', -1);"
              "INSERT INTO events (id, payload, bytes) VALUES ('g3', '[1,2]', 0);"
              "INSERT INTO events (id, payload, bytes) VALUES ('g4', 12345, 9223372036854775807);"
+             "INSERT INTO events (id, payload, bytes) VALUES ('g5', '{\"id\":\"g5\",\"name\":\"n\","
+             "\"timestamp\":-9223372036854775808,\"properties\":{}}', 60);"
+             "INSERT INTO events (id, payload, bytes) VALUES ('g6', '{\"name\":\"n\",\"timestamp\":1}', 30);"
+             "INSERT INTO events (id, payload, bytes) VALUES ('g7', '{\"id\":\"g7\",\"name\":\"n\",\"timestamp\":\"x\"}', 40);"
              /* Last: with this row in place AUTOINCREMENT has no number left. */
              "UPDATE events SET seq = 9223372036854775807 WHERE instr(CAST(payload AS TEXT), '\"seq-max\"') > 0;"
              "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'events';");
 
     CHECK(sql_count(dir, "SELECT COUNT(*) FROM events WHERE seq > 4611686018427387904") == 1, "the seq row is in place");
-    CHECK(sql_count(dir, "SELECT COUNT(*) FROM events") == 8, "8 rows: %ld", sql_count(dir, "SELECT COUNT(*) FROM events"));
+    CHECK(sql_count(dir, "SELECT COUNT(*) FROM events") == 11, "11 rows: %ld", sql_count(dir, "SELECT COUNT(*) FROM events"));
     log_clear();
     e = open_events(client, dir, 120000);
     CHECK(e != NULL, "the queue opens over damaged rows");

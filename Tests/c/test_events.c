@@ -1134,12 +1134,17 @@ static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(vo
     track_ok(e, "e", NULL);
     add_fault("{\"status\":503,\"count\":100,\"path_prefix\":\"" EVENTS_PATH "\"}");
 
-    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_SERVER, err); /* 1 + 3 retries */
-    CHECK(event_post_count() == 4, "4 POSTs: %zu", event_post_count());
-    CHECK(stat_int(e, "breaker", "consecutive_failures") == 4 && !breaker_open(e), "4 failures, still closed");
-    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_WRONG_STATE, err); /* the 5th trips it */
+    /* The default 3 retries (10/20/40 ms here): a failed flush is 4 POSTs
+     * but one failure, as the seed counts failed flushes. */
+    for (int f = 1; f <= 4; f++) {
+        CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_SERVER, err);
+        CHECK(stat_int(e, "breaker", "consecutive_failures") == f && !breaker_open(e),
+              "flush %d: %ld failures, still closed", f, stat_int(e, "breaker", "consecutive_failures"));
+    }
+    CHECK(event_post_count() == 16, "4 failed flushes of 4 POSTs: %zu", event_post_count());
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_WRONG_STATE, err); /* the 5th failed flush trips it */
     CHECK(strlen(err.message) > 0, "message: %s", err.message);
-    CHECK(event_post_count() == 5, "exactly 5 POSTs: %zu", event_post_count());
+    CHECK(event_post_count() == 20, "exactly 20 POSTs: %zu", event_post_count());
     CHECK(breaker_open(e), "stats: breaker open");
     CHECK(stat_int(e, "breaker", "consecutive_failures") == 5, "5 failures: %ld",
           stat_int(e, "breaker", "consecutive_failures"));
@@ -1147,11 +1152,11 @@ static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(vo
     CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_WRONG_STATE, err);
     track_ok(e, "while paused", NULL); /* tracking still works */
     sleep_ms(100);
-    CHECK(event_post_count() == 5, "paused: no more uploads: %zu", event_post_count());
+    CHECK(event_post_count() == 20, "paused: no more uploads: %zu", event_post_count());
     CHECK(queued(e) == 2, "events kept while paused: %ld", queued(e));
 
     clear_faults();
-    CHECK(event_post_count() == 5, "still paused after the server recovers");
+    CHECK(event_post_count() == 20, "still paused after the server recovers");
     CHECK_STATUS(appnorth_events_start_session(e, &err), APPNORTH_OK, err);
     CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
     CHECK(server_event_count() == 2, "a new session resumes uploads: %zu stored", server_event_count());
@@ -1190,13 +1195,11 @@ static void test_one_success_resets_the_failure_count(void) {
     reset_server();
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
-    appnorth_events_options *o = quiet_options(c, dir);
+    appnorth_events *e = open_quiet(c, dir); /* the default 3 retries */
     appnorth_error err;
-    CHECK_STATUS(appnorth_events_options_set_retry(o, 10, 0, 120000, 5, &err), APPNORTH_OK, err);
-    appnorth_events *e = open_events(o);
     for (int round = 0; round < 2; round++) {
         track_ok(e, round ? "second" : "first", NULL);
-        add_fault("{\"status\":500,\"count\":4,\"path_prefix\":\"" EVENTS_PATH "\"}");
+        add_fault("{\"status\":500,\"count\":16,\"path_prefix\":\"" EVENTS_PATH "\"}");
         for (int i = 0; i < 4; i++) {
             /* A single failure never pauses; neither do four. */
             CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_SERVER, err);
@@ -1206,7 +1209,7 @@ static void test_one_success_resets_the_failure_count(void) {
         CHECK(stat_int(e, "breaker", "consecutive_failures") == 0, "round %d: reset by a success", round);
     }
     CHECK(server_event_count() == 2, "both delivered: %zu", server_event_count());
-    CHECK(event_post_count() == 10, "10 POSTs: %zu", event_post_count());
+    CHECK(event_post_count() == 34, "2 x (4 failed flushes of 4 POSTs + 1): %zu", event_post_count());
 
     appnorth_events_free(e);
     appnorth_client_free(c);
@@ -1217,14 +1220,12 @@ static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
     reset_server();
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
-    appnorth_events_options *o = quiet_options(c, dir);
+    appnorth_events *e = open_quiet(c, dir); /* the default 3 retries */
     appnorth_error err;
-    CHECK_STATUS(appnorth_events_options_set_retry(o, 10, 0, 120000, 5, &err), APPNORTH_OK, err);
-    appnorth_events *e = open_events(o);
-    /* 400, 500, 400, 500: four failures of both kinds in a row. */
+    /* 400, 500, 400, 500: four failed flushes of both kinds in a row. */
     for (int i = 0; i < 4; i++) {
         track_ok(e, "e", NULL);
-        add_fault(i % 2 ? "{\"status\":500,\"count\":1,\"path_prefix\":\"" EVENTS_PATH "\"}"
+        add_fault(i % 2 ? "{\"status\":500,\"count\":4,\"path_prefix\":\"" EVENTS_PATH "\"}"
                         : "{\"status\":400,\"count\":1,\"path_prefix\":\"" EVENTS_PATH "\"}");
         CHECK_STATUS(flush(e, 5000, &err), i % 2 ? APPNORTH_E_SERVER : APPNORTH_E_VALIDATION, err);
     }
@@ -1233,7 +1234,48 @@ static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
     add_fault("{\"status\":400,\"count\":1,\"path_prefix\":\"" EVENTS_PATH "\"}");
     CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_WRONG_STATE, err); /* the 5th, a 4xx, trips it */
     CHECK(breaker_open(e), "breaker open");
-    CHECK(event_post_count() == 5, "5 POSTs: %zu", event_post_count());
+    CHECK(event_post_count() == 11, "1 + 4 + 1 + 4 + 1 POSTs: %zu", event_post_count());
+
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
+/* ---- One bad event (docs/protocol.md, "Rejected events") ------------------------ */
+
+static void set_rejected_names(const char *json_list) {
+    char body[256];
+    snprintf(body, sizeof body, "{\"rejected_event_names\":%s}", json_list);
+    long status = admin_request(server, "POST", "/admin/settings", body, NULL);
+    CHECK(status == 200, "settings: HTTP %ld", status);
+}
+
+static void test_one_rejected_event_leaves_its_batch_mates_delivered(void) {
+    reset_server();
+    set_rejected_names("[\"legacy_tap\"]");
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
+    appnorth_events *e = open_quiet(c, dir);
+    appnorth_error err;
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "good%d", i);
+        track_ok(e, i == 7 ? "legacy_tap" : name, NULL);
+    }
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
+    CHECK(server_event_count() == 19, "the 19 valid events stored: %zu", server_event_count());
+    CHECK(server_events_named("legacy_tap") == 0 && server_events_named("good19") == 1, "only the bad one missing");
+    CHECK(event_post_count() == 2, "the 422, then the rest at once: %zu POSTs", event_post_count());
+    CHECK(queued(e) == 0 && disk_rows(dir) == 0, "nothing left queued: %ld", queued(e));
+    CHECK(stat_int(e, "dropped", "client_error") == 1, "1 client_error: %ld", stat_int(e, "dropped", "client_error"));
+    CHECK(stat_int(e, "breaker", "consecutive_failures") == 0, "a delivered flush is no failure");
+
+    /* A 4xx without a list keeps the seed's rule: the whole batch goes. */
+    for (int i = 0; i < 3; i++) track_ok(e, "unlisted", NULL);
+    add_fault("{\"status\":400,\"count\":1,\"path_prefix\":\"" EVENTS_PATH "\"}");
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_E_VALIDATION, err);
+    CHECK(queued(e) == 0 && server_events_named("unlisted") == 0, "batch discarded");
+    CHECK(stat_int(e, "dropped", "client_error") == 4, "4 client_error: %ld", stat_int(e, "dropped", "client_error"));
 
     appnorth_events_free(e);
     appnorth_client_free(c);
@@ -1241,6 +1283,62 @@ static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
 }
 
 /* ---- Consent ------------------------------------------------------------------ */
+
+struct flusher { appnorth_events *e; int32_t status; };
+
+static void *flush_in_background(void *arg) {
+    struct flusher *f = arg;
+    f->status = appnorth_events_flush(f->e, 20000, NULL);
+    return NULL;
+}
+
+/* Polls until the server has taken every injected fault (5 s at most). */
+static int eventually_faults_taken(void) {
+    int64_t deadline = mono_ms() + 5000;
+    for (;;) {
+        json_t *reply = NULL;
+        admin_request(server, "GET", "/admin/faults", NULL, &reply);
+        size_t left = json_array_size(json_object_get(reply, "faults"));
+        json_decref(reply);
+        if (left == 0) return 1;
+        if (mono_ms() >= deadline) return 0;
+        sleep_ms(20);
+    }
+}
+
+static void test_revoking_during_a_slow_upload_sends_nothing_afterwards(void) {
+    reset_server();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
+    appnorth_events *e = open_quiet(c, dir);
+    appnorth_error err;
+    for (int i = 0; i < 3; i++) track_ok(e, "before", NULL);
+    /* Slow, then 503: a retry 10 ms later would deliver the batch if the
+     * uploader did not see the revocation. */
+    add_fault("{\"delay_ms\":1500,\"status\":503,\"path_prefix\":\"" EVENTS_PATH "\"}");
+    struct flusher f = {e, -1};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, flush_in_background, &f) == 0, "flusher thread");
+    CHECK(eventually_faults_taken(), "the upload is in progress");
+    CHECK_STATUS(appnorth_events_set_consent(e, 0, &err), APPNORTH_OK, err);
+    CHECK(queued(e) == 0 && disk_rows(dir) == 0, "purged: %ld", queued(e));
+    pthread_join(t, NULL);
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err); /* after any retry of the old cycle */
+    int64_t deadline = mono_ms() + 5000;
+    while (event_post_count() < 1 && mono_ms() < deadline) sleep_ms(20);
+    CHECK(event_post_count() == 1, "one slow attempt, never retried: %zu", event_post_count());
+    CHECK(server_event_count() == 0, "nothing stored at the server: %zu", server_event_count());
+
+    CHECK_STATUS(appnorth_events_set_consent(e, 1, &err), APPNORTH_OK, err);
+    track_ok(e, "after", NULL);
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
+    CHECK(server_event_count() == 1 && server_events_named("after") == 1, "only 'after' arrives: %zu",
+          server_event_count());
+
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
 
 static void test_consent_revoke_drops_purges_and_is_remembered(void) {
     reset_server();
@@ -1943,9 +2041,12 @@ int main(void) {
     test_foreground_resumes_uploads();
     test_one_success_resets_the_failure_count();
     test_dropped_4xx_batches_count_toward_the_breaker();
+    /* One bad event */
+    test_one_rejected_event_leaves_its_batch_mates_delivered();
     /* Consent */
     test_consent_revoke_drops_purges_and_is_remembered();
     test_require_consent_stores_nothing_before_a_choice();
+    test_revoking_during_a_slow_upload_sends_nothing_afterwards();
     /* Secure Storage */
     test_identity_persists_privately_and_never_in_logs();
     test_host_secure_store_is_used_instead_of_the_file();

@@ -1,12 +1,23 @@
-/* Handles do not survive fork(), but a child that only exits or execs must
- * not deadlock, even while library threads (the event uploader) run and
- * hold their locks in the parent. */
+/* fork() from a busy parent, as pre-fork servers do (gunicorn --preload,
+ * Celery prefork, multiprocessing's fork):
+ *  - a child that makes new handles works every time, while the parent
+ *    tracks on one thread and its uploader runs: no hang, no crash, and
+ *    every child's events reach the server exactly once;
+ *  - handles inherited from the parent are refused in the child
+ *    (APPNORTH_E_WRONG_STATE) and freeing them is harmless;
+ *  - a child that only exits or execs does not deadlock. */
+#define _GNU_SOURCE
 #include <appnorth.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "check.h"
 
 /* Waits for a child for at most `seconds`; a hung child is killed. */
@@ -39,6 +50,164 @@ static int exit_with_live_handles(const char *server, const char *dir) {
     exit(0);
 }
 
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* The parent's busy thread: tracks until told to stop. */
+static atomic_int tracking = 1;
+static atomic_long tracked;
+
+static void *track_loop(void *arg) {
+    appnorth_events *events = arg;
+    while (atomic_load(&tracking)) {
+        if (appnorth_events_track(events, "parent", "{\"busy\":true}", NULL, NULL) == APPNORTH_OK)
+            atomic_fetch_add(&tracked, 1);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+#define CHILD_EVENTS 3
+
+/* A forked worker: the inherited handle is refused, new handles on the
+ * same data directory work. Exit codes name the step that failed. */
+static int child_work(const char *server, const char *dir, appnorth_events *inherited, int index) {
+    appnorth_error err;
+    if (appnorth_events_track(inherited, "inherited", NULL, NULL, &err) != APPNORTH_E_WRONG_STATE) return 10;
+    appnorth_events_free(inherited); /* harmless: left to the parent */
+    appnorth_client_options *co = appnorth_client_options_new();
+    if (appnorth_client_options_set_api_url(co, server, &err) != APPNORTH_OK) return 11;
+    if (appnorth_client_options_set_app_id(co, "fork", &err) != APPNORTH_OK) return 11;
+    if (appnorth_client_options_set_timeouts(co, 5000, 5000, &err) != APPNORTH_OK) return 11;
+    appnorth_client *c = NULL;
+    if (appnorth_client_new(co, &c, &err) != APPNORTH_OK) return 12;
+    appnorth_client_options_free(co);
+    appnorth_events_options *o = appnorth_events_options_new();
+    appnorth_events_options_set_client(o, c, &err);
+    appnorth_events_options_set_data_dir(o, dir, &err);
+    appnorth_events *e = NULL;
+    if (appnorth_events_new(o, &e, &err) != APPNORTH_OK) {
+        fprintf(stderr, "child %d: events_new: %s\n", index, err.message);
+        return 13;
+    }
+    appnorth_events_options_free(o);
+    for (int k = 0; k < CHILD_EVENTS; k++) {
+        char props[64];
+        snprintf(props, sizeof props, "{\"child\":%d,\"k\":%d}", index, k);
+        if (appnorth_events_track(e, "fork child", props, NULL, &err) != APPNORTH_OK) return 14;
+    }
+    int32_t rc = appnorth_events_flush(e, 20000, &err);
+    if (rc != APPNORTH_OK) {
+        fprintf(stderr, "child %d: flush: %s: %s\n", index, appnorth_status_str(rc), err.message);
+        return 15;
+    }
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    return 0;
+}
+
+/* How many events of each child the server holds; returns the number of
+ * (child, k) pairs seen exactly once. */
+static int server_child_events(const char *server, int children, int *duplicates) {
+    json_t *state = NULL;
+    admin_request(server, "GET", "/admin/apps/fork/state", NULL, &state);
+    int *seen = calloc((size_t)children * CHILD_EVENTS, sizeof *seen);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(state, "events"), i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!name || strcmp(name, "fork child") != 0) continue;
+        json_t *p = json_object_get(e, "properties");
+        json_int_t child = json_integer_value(json_object_get(p, "child"));
+        json_int_t k = json_integer_value(json_object_get(p, "k"));
+        if (child >= 0 && child < children && k >= 0 && k < CHILD_EVENTS) seen[child * CHILD_EVENTS + k]++;
+    }
+    int once = 0;
+    *duplicates = 0;
+    for (int j = 0; j < children * CHILD_EVENTS; j++) {
+        if (seen[j] == 1) once++;
+        if (seen[j] > 1) (*duplicates)++;
+    }
+    free(seen);
+    json_decref(state);
+    return once;
+}
+
+/* $APPNORTH_TEST_FORKS children (200 by default), 4 at a time, each
+ * watched for $APPNORTH_TEST_FORK_HANG_SECONDS (30 by default); a child
+ * still running then is killed and counts as hung. */
+static void forks_from_busy_parent(const char *server, const char *dir, appnorth_events *events) {
+    const char *env = getenv("APPNORTH_TEST_FORKS");
+    int children = env ? atoi(env) : 200;
+    if (children <= 0) children = 200;
+    const char *hang_env = getenv("APPNORTH_TEST_FORK_HANG_SECONDS");
+    double hang_seconds = hang_env && atoi(hang_env) > 0 ? atoi(hang_env) : 30;
+    enum { PARALLEL = 4 };
+    pthread_t tracker;
+    pthread_create(&tracker, NULL, track_loop, events);
+    pid_t running[PARALLEL] = {0};
+    double started[PARALLEL] = {0};
+    int next = 0, done = 0, hung = 0, crashed = 0, failed = 0;
+    double t0 = now_seconds();
+    while (done < children) {
+        for (int s = 0; s < PARALLEL; s++) {
+            if (running[s] == 0 && next < children) {
+                int index = next++;
+                pid_t pid = fork();
+                if (pid == 0) exit(child_work(server, dir, events, index));
+                running[s] = pid;
+                started[s] = now_seconds();
+            }
+            if (running[s] == 0) continue;
+            int status;
+            pid_t got = waitpid(running[s], &status, WNOHANG);
+            if (got == running[s]) {
+                if (WIFSIGNALED(status)) {
+                    crashed++;
+                    fprintf(stderr, "fork child crashed: signal %d\n", WTERMSIG(status));
+                } else if (WEXITSTATUS(status) != 0) {
+                    failed++;
+                    fprintf(stderr, "fork child failed: exit %d\n", WEXITSTATUS(status));
+                }
+                running[s] = 0;
+                done++;
+            } else if (now_seconds() - started[s] > hang_seconds) {
+                kill(running[s], SIGKILL);
+                waitpid(running[s], NULL, 0);
+                hung++;
+                running[s] = 0;
+                done++;
+            }
+        }
+        usleep(2000);
+    }
+    double elapsed = now_seconds() - t0;
+    atomic_store(&tracking, 0);
+    pthread_join(tracker, NULL);
+    printf("fork: %d children from a busy parent (%ld parent events) in %.1f s: %d hung, %d crashed, %d failed\n",
+           children, atomic_load(&tracked), elapsed, hung, crashed, failed);
+    CHECK(hung == 0, "%d of %d children hung", hung, children);
+    CHECK(crashed == 0, "%d of %d children crashed", crashed, children);
+    CHECK(failed == 0, "%d of %d children failed", failed, children);
+
+    /* Every child flushed before exiting: its events are on the server. */
+    int once = 0, duplicates = 0;
+    for (double end = now_seconds() + 30; now_seconds() < end; usleep(200000)) {
+        once = server_child_events(server, children, &duplicates);
+        if (once == children * CHILD_EVENTS) break;
+    }
+    CHECK(once == children * CHILD_EVENTS, "server holds %d of %d child events once", once,
+          children * CHILD_EVENTS);
+    CHECK(duplicates == 0, "%d child events duplicated", duplicates);
+
+    /* And the parent's own events all arrive too. */
+    appnorth_error err;
+    CHECK_STATUS(appnorth_events_flush(events, 30000, &err), APPNORTH_OK, err);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--exit-with-live-handles") == 0)
         return exit_with_live_handles(argv[2], argv[3]);
@@ -46,6 +215,7 @@ int main(int argc, char **argv) {
     (void)argc;
     const char *server = getenv("APPNORTH_TEST_SERVER");
     if (!server) server = "http://127.0.0.1:9";
+    alarm(300); /* the whole program's watchdog; children are watched one by one */
     char dir[] = "/tmp/appnorth-fork-XXXXXX";
     if (!mkdtemp(dir)) return 2;
 
@@ -79,10 +249,11 @@ int main(int argc, char **argv) {
         CHECK(wait_child(pid, 10) == 0, "child that execs, round %d", round);
     }
 
+    forks_from_busy_parent(server, dir, events);
+
     /* A host that exits without freeing its handles, while the upload
-     * thread is busy, exits cleanly. The host is a fresh process (this
-     * program exec'd again), since a forked child must not call the
-     * library at all. */
+     * thread is busy, exits cleanly (a fresh process: this program exec'd
+     * again). */
     for (int round = 0; round < 10; round++) {
         char child_dir[64];
         snprintf(child_dir, sizeof child_dir, "%s/child%d", dir, round);

@@ -113,6 +113,18 @@ bool remote_config(const appnorth::Client &client, const std::string &api_url, c
     // forbids; the Listener then finds the Config gone and does nothing.
 }
 
+bool config_after_restart(const appnorth::Client &client, const std::string &data_dir) {
+    // Opening a config makes no network call: right after a "restart" it
+    // serves the copy the last run cached in the data directory.
+    appnorth::ConfigOptions options;
+    options.data_dir = data_dir;
+    appnorth::Config config(client, options);
+    std::cout << "   after a restart, before any fetch: tier "
+              << (config.tier() == APPNORTH_CONFIG_TIER_CACHED ? "cached" : "not cached") << ", price "
+              << config.get_double("price") << "\n";
+    return config.tier() == APPNORTH_CONFIG_TIER_CACHED && config.get_double("price") == 7.49;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -128,6 +140,7 @@ int main(int argc, char **argv) {
         bool ok = offline_comment(client, api_url, data_dir + "/queue");
         ok = track_events(client, api_url, data_dir + "/events") && ok;
         ok = remote_config(client, api_url, app, data_dir + "/config") && ok;
+        ok = config_after_restart(client, data_dir + "/config") && ok;
         std::cout << (ok ? "all four walkthroughs done\n" : "a walkthrough did not end as expected\n");
         return ok ? 0 : 1;
     } catch (const appnorth::Error &e) {

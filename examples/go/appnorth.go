@@ -318,6 +318,15 @@ func (c *Config) GetString(key, def string) (string, error) {
 	return takeString(out), err
 }
 
+// Tier is where the effective config came from: C.APPNORTH_CONFIG_TIER_*.
+func (c *Config) Tier() (int32, error) {
+	var tier C.int32_t
+	err := call(func(e *C.appnorth_error) C.int32_t { return C.appnorth_config_source(c.c, &tier, nil, e) })
+	return int32(tier), err
+}
+
+const ConfigTierCached = int32(C.APPNORTH_CONFIG_TIER_CACHED)
+
 func (c *Config) GetDouble(key string, def float64) (float64, error) {
 	k := cstring(key)
 	defer free(k)

@@ -137,6 +137,19 @@ func remoteConfig(client *Client, apiURL, app, dataDir string) bool {
 	return price == 7.49
 }
 
+// configAfterRestart: opening a config makes no network call, so right
+// after a "restart" it serves the copy the last run cached.
+func configAfterRestart(client *Client, dataDir string) bool {
+	config, err := NewConfig(client, dataDir)
+	check(err)
+	defer config.Close()
+	tier, err := config.Tier()
+	check(err)
+	price, _ := config.GetDouble("price", 0)
+	fmt.Printf("   after a restart, before any fetch: cached tier %v, price %v\n", tier == ConfigTierCached, price)
+	return tier == ConfigTierCached && price == 7.49
+}
+
 func main() {
 	if len(os.Args) != 4 {
 		fmt.Fprintf(os.Stderr, "usage: %s API_URL APP_ID DATA_DIR\n", os.Args[0])
@@ -151,6 +164,7 @@ func main() {
 	ok := offlineComment(client, apiURL, dataDir+"/queue")
 	ok = trackEvents(client, apiURL, dataDir+"/events") && ok
 	ok = remoteConfig(client, apiURL, app, dataDir+"/config") && ok
+	ok = configAfterRestart(client, dataDir+"/config") && ok
 	if !ok {
 		fmt.Println("a walkthrough did not end as expected")
 		os.Exit(1)

@@ -154,8 +154,10 @@ enum CacheCodec {
         return Array(root.serialized().utf8)
     }
 
-    /// A cache may be rebuilt from the network, so unreadable entries are
-    /// skipped; a blob of another kind is still refused.
+    /// A cache may be rebuilt from the network, so unreadable entries (a
+    /// missing field, a stored time outside `StoredWallTime.range`, a value
+    /// that is not a JSON array) are skipped; a blob of another kind is
+    /// still refused.
     static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [CacheEntry] {
         guard let root = try? JSON.parse(bytes) else { return [] }
         guard root["format"]?.stringValue == format else {
@@ -166,7 +168,9 @@ enum CacheCodec {
             guard let kind = item["kind"]?.stringValue.flatMap(CacheEntry.Kind.init(rawValue:)),
                   let scope = item["scope"]?.stringValue, let query = item["query"]?.stringValue,
                   let value = item["value"]?.stringValue, let stored = item["stored_ms"]?.intValue,
-                  StoredWallTime.range.contains(stored) else { return nil }
+                  StoredWallTime.range.contains(stored),
+                  // Handed to the host as a JSON array: anything else is damage.
+                  (try? JSON.parse(value, what: "cached value"))?.kind == .array else { return nil }
             return CacheEntry(kind: kind, scope: scope, query: query, value: value, storedWallMs: stored, storedMono: nil)
         }
     }

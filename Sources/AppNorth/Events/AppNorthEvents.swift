@@ -5,8 +5,9 @@ import Synchronization
 /// `track` writes the event to SQLite (WAL) before it returns. One library
 /// thread uploads: every 30 s, as soon as 20 events wait, or when `flush`
 /// asks, in batches sized by the network type. Failed requests are retried
-/// 3 times (1 s, 2 s, 4 s with jitter); 5 consecutive failures pause
-/// uploads until `startSession()` or `foreground()`. Since only that thread
+/// 3 times (1 s, 2 s, 4 s with jitter); 5 consecutive failed upload cycles
+/// (an attempt and its retries count as one) pause uploads until
+/// `startSession()` or `foreground()`. Since only that thread
 /// uploads, two flushes never send the same event at once; a crash after a
 /// 2xx but before deletion may resend a batch, which the server
 /// deduplicates by event id.
@@ -27,6 +28,8 @@ public final class AppNorthEvents: Sendable {
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     private let uploadsFailing = Atomic<Bool>(false)
+    /// `track` calls between their consent check and their insert.
+    private let tracking = TrackCounter()
 
     struct State {
         var consent: ConsentState
@@ -46,6 +49,15 @@ public final class AppNorthEvents: Sendable {
         var delivered = 0
         /// The uploader waits for this before its next request (Retry-After).
         var notBeforeMono: UInt64 = 0
+        /// Moves on every revocation. A batch read under one generation is
+        /// never sent under another.
+        var consentGeneration: UInt64 = 0
+        /// The upload request in progress; a revocation cancels it.
+        var inFlight: StreamCancellation?
+
+        func allowsTracking(requireConsent: Bool) -> Bool {
+            consent == .granted || (consent == .unknown && !requireConsent)
+        }
     }
 
     /// Opens the queue in `directory` and starts the upload thread.
@@ -75,8 +87,11 @@ public final class AppNorthEvents: Sendable {
         }
         // The thread holds the queue only while it works, never while it
         // sleeps, so dropping the last reference (deinit) can stop it.
+        // The flush interval counts from opening, not from whenever the
+        // thread first runs.
+        let opened = clock.monotonicNanoseconds()
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
-            var memory = UploaderMemory()
+            var memory = UploaderMemory(lastCycleMono: opened)
             while !thread.isStopping {
                 guard let sleepMs = self?.uploaderStep(thread, &memory) else { break }
                 if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
@@ -109,13 +124,18 @@ public final class AppNorthEvents: Sendable {
             }
             try JSON.validateObject(propertiesJSON, what: "event properties")
         }
+        // Counted from the consent check to the end of the insert, under the
+        // same lock as the check, so that a revocation waits for this insert
+        // and purges it (see setConsent).
         let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
-            let allowed = s.consent == .granted || (s.consent == .unknown && !options.requireConsent)
+            let allowed = s.allowsTracking(requireConsent: options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
+            if allowed && !s.closed { tracking.enter() }
             return (allowed, s.closed, s.sessionID)
         }
         guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
         guard snapshot.allowed else { return false }
+        defer { tracking.leave() }
 
         let now = clock.wallMilliseconds()
         let id = Random.uuidV7(unixMilliseconds: now)
@@ -173,6 +193,7 @@ public final class AppNorthEvents: Sendable {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         state.withLock { $0.closed = true }
         shutdown.cancel()
+        state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
     }
 
@@ -215,14 +236,26 @@ public final class AppNorthEvents: Sendable {
 
     public var consent: ConsentState { state.withLock { $0.consent } }
 
-    /// Persists the choice. Revoking purges the queue; granting queues only
-    /// events tracked from then on.
+    /// Persists the choice. Granting queues only events tracked from then
+    /// on. Revoking purges the queue, and once it returns nothing tracked
+    /// before it is sent: the upload in progress is cancelled, its batch is
+    /// never retried, and a `track` racing the revocation is waited for and
+    /// purged too.
     public func setConsent(analytics granted: Bool) throws(AppNorthError) {
         let value: ConsentState = granted ? .granted : .revoked
         try whileOpen { _ in }
         try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
-        state.withLock { $0.consent = value }
+        state.withLock { s in
+            s.consent = value
+            if !granted {
+                s.consentGeneration &+= 1
+                s.inFlight?.cancel()
+            }
+        }
         if !granted {
+            // Tracks that passed their check before the revocation finish
+            // their inserts now; the purge below takes them.
+            tracking.waitUntilIdle()
             let purged = try store.purge()
             if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
         }
@@ -313,14 +346,16 @@ public final class AppNorthEvents: Sendable {
         worker.withLock { $0 }?.wake()
     }
 
-    /// The upload thread's timers run on real monotonic time: they pace
-    /// real requests. (The injected clock stamps events.) Tests use short
-    /// configured intervals instead of moving a clock.
-    private static func ticks() -> UInt64 { SystemClock().monotonicNanoseconds() }
+    /// The upload thread's timers (flush interval, retry delays,
+    /// Retry-After) run on the handle's clock: real monotonic time by
+    /// default. An injected clock cannot wake the thread when it moves, so
+    /// the thread then looks at it at least every 50 ms.
+    private func ticks() -> UInt64 { clock.monotonicNanoseconds() }
+    private var longestSleepMs: Int { clock is SystemClock ? Int.max : 50 }
 
     /// What the upload thread remembers between steps.
     struct UploaderMemory {
-        var lastCycleMono: UInt64 = 0
+        var lastCycleMono: UInt64
         var lastCycleFailed = false
         var completed: UInt64 = 0
     }
@@ -328,29 +363,40 @@ public final class AppNorthEvents: Sendable {
     /// One turn of the upload thread: runs a cycle when one is due and
     /// returns 0, or returns how long to sleep before the next turn.
     private func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
-        if memory.lastCycleMono == 0 { memory.lastCycleMono = Self.ticks() }
         let requested = state.withLock { $0.flushRequested }
-        let elapsedMs = Int((Self.ticks() &- memory.lastCycleMono) / 1_000_000)
+        let elapsedMs = Int((ticks() &- memory.lastCycleMono) / 1_000_000)
         let thresholdReached = store.count >= options.batchThreshold && !memory.lastCycleFailed
         guard requested > memory.completed || thresholdReached || elapsedMs >= options.flushIntervalMilliseconds else {
-            return max(1, options.flushIntervalMilliseconds - elapsedMs)
+            return max(1, min(longestSleepMs, options.flushIntervalMilliseconds - elapsedMs))
         }
         memory.lastCycleFailed = !uploadCycle(thread)
         uploadsFailing.store(memory.lastCycleFailed, ordering: .relaxed)
-        memory.lastCycleMono = Self.ticks()
+        memory.lastCycleMono = ticks()
         memory.completed = requested
         flushDone.advance(to: requested)
         return 0
     }
 
+    /// How one batch's upload ended.
+    enum BatchOutcome {
+        case delivered
+        /// Kept for the next cycle (5xx, network), or discarded (4xx).
+        case failed(AppNorthError)
+        /// Consent was revoked or the queue is closing: the batch is left
+        /// alone (a revocation has purged it).
+        case abandoned
+    }
+
     /// Uploads batches until the queue is empty or one fails. Returns true
-    /// when nothing failed.
+    /// when nothing failed. A failed cycle (a batch's first attempt and its
+    /// retries, or a discarded batch) counts as one failure toward the
+    /// circuit breaker: the seed counts failed flushes, not requests.
     private func uploadCycle(_ thread: BackgroundThread) -> Bool {
         state.withLock { $0.cycleError = nil }
         while !thread.isStopping {
-            let (allowed, batchSize) = state.withLock { s in
-                (!s.breaker.isOpen && (s.consent == .granted || (s.consent == .unknown && !options.requireConsent)),
-                 s.networkType.batchSize)
+            let (allowed, batchSize, generation) = state.withLock { s in
+                (!s.breaker.isOpen && s.allowsTracking(requireConsent: options.requireConsent),
+                 s.networkType.batchSize, s.consentGeneration)
             }
             guard allowed else { return state.withLock { !$0.breaker.isOpen } }
             let batch: [StoredEvent]
@@ -362,23 +408,39 @@ public final class AppNorthEvents: Sendable {
                 return false
             }
             if batch.isEmpty { return true }
-            if !upload(batch, thread) {
-                state.withLock { $0.cycleError = $0.lastError }
+            switch upload(batch, generation, thread) {
+            case .delivered:
+                continue
+            case .abandoned:
+                return true
+            case .failed(let error):
+                state.withLock {
+                    $0.breaker.recordFailure()
+                    $0.cycleError = error
+                }
                 return false
             }
         }
         return true
     }
 
-    /// Sends one batch with the retry schedule. Returns false when the
-    /// batch failed (kept for the next cycle, or discarded after a 4xx).
-    private func upload(_ batch: [StoredEvent], _ thread: BackgroundThread) -> Bool {
+    /// Sends one batch with the retry schedule. Every attempt first checks,
+    /// under the state lock, that consent has not been revoked since the
+    /// batch was read (`generation`), and registers its request so that a
+    /// revocation cancels it.
+    private func upload(_ batch: [StoredEvent], _ generation: UInt64, _ thread: BackgroundThread) -> BatchOutcome {
+        var batch = batch
         var retry = 0
         while true {
-            waitForRetryAfter(thread)
-            if thread.isStopping { return false }
-            let (status, response, error) = send(batch)
-            state.withLock { $0.lastAttemptMs = clock.wallMilliseconds() }
+            guard waitForRetryAfter(generation, thread), let cancel = beginAttempt(generation) else { return .abandoned }
+            let (status, response, error) = send(batch, cancel: cancel)
+            let revoked = state.withLock { s -> Bool in
+                s.inFlight = nil
+                s.lastAttemptMs = clock.wallMilliseconds()
+                return s.consentGeneration != generation
+            }
+            // Whatever came back, a revocation has purged these events.
+            if revoked || thread.isStopping { return .abandoned }
             switch UploadStatusPolicy.outcome(for: status) {
             case .delivered:
                 _ = try? store.remove(batch)
@@ -387,46 +449,77 @@ public final class AppNorthEvents: Sendable {
                     $0.breaker.recordSuccess()
                     $0.lastFlushMs = clock.wallMilliseconds()
                 }
-                return true
+                return .delivered
             case .discard:
-                let gone = (try? store.remove(batch)) ?? 0
-                state.withLock {
-                    $0.dropped["client_error", default: 0] += gone
-                    $0.breaker.recordFailure()
+                let error = error ?? .http("HTTP \(status ?? 0)", httpStatus: status ?? 0)
+                record(error)
+                if let rest = dropRejected(batch, response), !rest.isEmpty {
+                    // Only the listed events were refused: the rest goes at once.
+                    batch = rest
+                    continue
                 }
-                record(error ?? .fromHTTP(status: status ?? 0, message: ""))
+                let gone = (try? store.remove(batch)) ?? 0
+                state.withLock { $0.dropped["client_error", default: 0] += gone }
                 logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
-                return false
+                return .failed(error)
             case .split:
                 if batch.count == 1 {
                     let gone = (try? store.remove(batch)) ?? 0
                     state.withLock { $0.dropped["payload_too_large", default: 0] += gone }
                     logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
-                    return true
+                    return .delivered
                 }
                 let half = batch.count / 2
-                return upload(Array(batch[..<half]), thread) && upload(Array(batch[half...]), thread)
+                let first = upload(Array(batch[..<half]), generation, thread)
+                guard case .delivered = first else { return first }
+                return upload(Array(batch[half...]), generation, thread)
             case .retry:
-                let open = state.withLock { s -> Bool in
-                    s.breaker.recordFailure()
+                state.withLock { s in
                     if status == 429 || status == 503,
                        let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
                                                           capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = Self.ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
+                        s.notBeforeMono = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
                     }
-                    return s.breaker.isOpen
                 }
-                record(error ?? .network("no response"))
+                let failure = error ?? .network("no response")
+                record(failure)
                 retry += 1
-                guard !open, let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return false }
-                if !pause(milliseconds: delay, thread) { return false }
+                guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return .failed(failure) }
+                if !pause(milliseconds: delay, generation, thread) { return .abandoned }
             }
         }
     }
 
+    /// Registers the next attempt's request, unless consent was revoked
+    /// since `generation` or the queue is closing.
+    private func beginAttempt(_ generation: UInt64) -> StreamCancellation? {
+        state.withLock { s -> StreamCancellation? in
+            guard s.consentGeneration == generation, !s.closed, !shutdown.isCancelled else { return nil }
+            let cancel = StreamCancellation()
+            s.inFlight = cancel
+            return cancel
+        }
+    }
+
+    /// After a 400 or 422 that lists rejected event ids (docs/protocol.md):
+    /// drops those events, counts them as `client_error`, and returns the
+    /// rest of the batch. Nil when the answer lists none of the batch's
+    /// events: then the whole batch is refused, as the seed says.
+    private func dropRejected(_ batch: [StoredEvent], _ response: HTTPResponse?) -> [StoredEvent]? {
+        guard let response, response.status == 400 || response.status == 422,
+              let listed = RejectedEvents.ids(in: response.body) else { return nil }
+        let rejected = batch.filter { listed.contains($0.id) }
+        guard !rejected.isEmpty else { return nil }
+        let gone = (try? store.remove(ids: rejected.map(\.id))) ?? 0
+        state.withLock { $0.dropped["client_error", default: 0] += gone }
+        logger.log(.error, "the server rejected \(rejected.count) of \(batch.count) events (HTTP \(response.status)): "
+                   + "dropped them, sending the rest; check the event schema")
+        return batch.filter { !listed.contains($0.id) }
+    }
+
     /// One POST of a batch. The body splices the stored payloads together,
     /// so properties reach the server exactly as the host wrote them.
-    private func send(_ batch: [StoredEvent]) -> (Int?, HTTPResponse?, AppNorthError?) {
+    private func send(_ batch: [StoredEvent], cancel: StreamCancellation) -> (Int?, HTTPResponse?, AppNorthError?) {
         var body: [UInt8] = Array(#"{"events":["#.utf8)
         body.reserveCapacity(batch.reduce(16) { $0 + $1.payload.count + 1 })
         for (index, event) in batch.enumerated() {
@@ -438,7 +531,7 @@ public final class AppNorthEvents: Sendable {
         headers.append(("Content-Type", "application/json"))
         let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body)
         do {
-            let response = try client.transport.perform(request, cancel: shutdown)
+            let response = try client.transport.perform(request, cancel: cancel)
             if response.isSuccess { return (response.status, response, nil) }
             return (response.status, response,
                     AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response)))
@@ -452,19 +545,20 @@ public final class AppNorthEvents: Sendable {
         logger.log(.warning, "event upload failed: \(error.message)")
     }
 
-    /// Waits out a server's Retry-After, unless the thread is stopping.
-    private func waitForRetryAfter(_ thread: BackgroundThread) {
+    /// Waits out a server's Retry-After. Returns false when the thread is
+    /// stopping or consent was revoked meanwhile.
+    private func waitForRetryAfter(_ generation: UInt64, _ thread: BackgroundThread) -> Bool {
         let until = state.withLock { $0.notBeforeMono }
-        let now = Self.ticks()
-        if until > now { _ = pause(milliseconds: Int((until - now) / 1_000_000), thread) }
+        let now = ticks()
+        return until <= now || pause(milliseconds: Int((until - now) / 1_000_000), generation, thread)
     }
 
-    /// Sleeps a retry delay. Wake-ups from `track` do not cut it short; only
-    /// stopping does. Returns false when the thread is stopping.
-    private func pause(milliseconds: Int, _ thread: BackgroundThread) -> Bool {
-        let deadline = Self.ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
-        while !thread.isStopping {
-            let now = Self.ticks()
+    /// Sleeps a retry delay. Wake-ups from `track` do not cut it short;
+    /// stopping and a revocation of consent do (returns false).
+    private func pause(milliseconds: Int, _ generation: UInt64, _ thread: BackgroundThread) -> Bool {
+        let deadline = ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
+        while !thread.isStopping && state.withLock({ $0.consentGeneration == generation }) {
+            let now = ticks()
             if now >= deadline { return true }
             sleepMilliseconds(min(50, Int((deadline - now) / 1_000_000) + 1))
         }

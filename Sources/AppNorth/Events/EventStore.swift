@@ -1,7 +1,10 @@
+import CJansson
 
 /// One stored event: its place in the queue and its upload JSON.
 struct StoredEvent: Sendable {
     let seq: Int64
+    /// The event id the server deduplicates on and names rejected events by.
+    let id: String
     let payload: [UInt8]
 }
 
@@ -143,30 +146,35 @@ final class EventStore: Sendable {
         }
     }
 
-    /// The oldest `limit` events. A row whose payload is not a JSON object
+    /// The oldest `limit` events. A row whose payload is not a sound event
     /// (a damaged file) is deleted and logged instead of being sent, so it
     /// cannot make the server refuse the good events in its batch.
     func oldest(_ limit: Int) throws(AppNorthError) -> [StoredEvent] {
         let (events, damaged) = try db.withConnection { conn throws(AppNorthError) in
-            let rows = try conn.query("SELECT seq, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
-                StoredEvent(seq: $0.int64(0), payload: $0.blob(1))
+            let rows = try conn.query("SELECT seq, id, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
+                StoredEvent(seq: $0.int64(0), id: $0.text(1), payload: $0.blob(2))
             }
-            let damaged = rows.filter { !Self.isObject($0.payload) }
+            let damaged = rows.filter { !Self.isSound($0.payload) }
             for row in damaged {
                 let gone = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(row.seq)]) {
                     $0.int(0)
                 }
                 totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
             }
-            return (damaged.isEmpty ? rows : rows.filter { Self.isObject($0.payload) }, damaged.count)
+            return (damaged.isEmpty ? rows : rows.filter { Self.isSound($0.payload) }, damaged.count)
         }
-        if damaged > 0 { logger.log(.warning, "event queue: dropped \(damaged) damaged event row(s) that were not JSON objects") }
+        if damaged > 0 { logger.log(.warning, "event queue: dropped \(damaged) damaged event row(s) that were not sound event objects") }
         return events
     }
 
-    private static func isObject(_ payload: [UInt8]) -> Bool {
-        guard let text = String(validating: payload, as: UTF8.self) else { return false }
-        return (try? JSON.validateObject(text, what: "stored event")) != nil
+    /// A payload as `EventPayload` writes it: a JSON object with a string
+    /// id and name and a timestamp within `StoredWallTime.range`. Integers
+    /// past 64 bits in the properties read as reals, as `track` accepts them.
+    static func isSound(_ payload: [UInt8]) -> Bool {
+        let parsed = payload.withUnsafeBytes { try? JSON.parse($0, what: "stored event", flags: size_t(JSON_DECODE_INT_AS_REAL)) }
+        guard let root = parsed, root.kind == .object, root["id"]?.stringValue != nil,
+              root["name"]?.stringValue != nil, let timestamp = root["timestamp"]?.doubleValue else { return false }
+        return Double(StoredWallTime.range.lowerBound) <= timestamp && timestamp <= Double(StoredWallTime.range.upperBound)
     }
 
     /// Removes a batch (rows already dropped for the limits are skipped).
@@ -179,6 +187,28 @@ final class EventStore: Sendable {
                                       [.int(first), .int(last)]) { $0.int(0) }
             totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
             return gone.count
+        }
+    }
+
+    /// Removes the events with these ids (a server rejected them), in one
+    /// transaction. Returns how many rows went.
+    @discardableResult
+    func remove(ids: [String]) throws(AppNorthError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try db.withConnection { conn throws(AppNorthError) in
+            var sizes: [Int] = []
+            try conn.exec("BEGIN IMMEDIATE")
+            do throws(AppNorthError) {
+                for id in ids {
+                    sizes += try conn.query("DELETE FROM events WHERE id = ? RETURNING bytes", [.text(id)]) { $0.int(0) }
+                }
+                try conn.exec("COMMIT")
+            } catch {
+                try? conn.exec("ROLLBACK")
+                throw error
+            }
+            totals.withLock { $0.count -= sizes.count; $0.bytes -= sizes.reduce(0, +) }
+            return sizes.count
         }
     }
 

@@ -118,3 +118,16 @@ public enum RetryAfter {
         return Int(min(Int64(cap), max(0, when.subtractingSaturating(nowWallMs))))
     }
 }
+
+/// Reads the ids a 400 or 422 answer lists as rejected:
+/// `{"error":{"rejected":[{"id":"..."}, ...]}}` (docs/protocol.md). Nil when
+/// the body has no such list; entries that are not objects with a string
+/// id are skipped.
+public enum RejectedEvents {
+    public static func ids(in body: [UInt8]) -> Set<String>? {
+        guard let parsed = try? JSON.parse(body), let list = parsed["error"]?["rejected"] else { return nil }
+        let elements = list.arrayElements
+        guard !elements.isEmpty else { return nil }
+        return Set(elements.compactMap { $0["id"]?.stringValue })
+    }
+}

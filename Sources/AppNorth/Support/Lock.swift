@@ -13,6 +13,9 @@ import Glibc
 /// - ThreadSanitizer does not see `Mutex` and reports false races behind
 ///   it; it understands pthread mutexes, so `make sanitize` stays useful.
 ///
+/// Every live lock is held across fork() by ForkGuard, so a child never
+/// inherits one locked.
+///
 /// The mutex and the value live at stable heap addresses; the lock is
 /// non-copyable like `Mutex`, so it is stored in a `let`.
 struct Lock<Value: ~Copyable>: ~Copyable {
@@ -23,11 +26,13 @@ struct Lock<Value: ~Copyable>: ~Copyable {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
+        ForkGuard.register(mutex)
         value = .allocate(capacity: 1)
         value.initialize(to: initialValue)
     }
 
     deinit {
+        ForkGuard.unregister(mutex)
         value.deinitialize(count: 1)
         value.deallocate()
         pthread_mutex_destroy(mutex)

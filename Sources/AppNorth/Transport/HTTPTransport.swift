@@ -164,8 +164,11 @@ public final class HTTPTransport: Sendable {
     private static func perform(_ h: UnsafeMutableRawPointer, on slot: TransferSlot, context: TransferContext,
                                 idleTimeoutMs: Int) -> CURLcode {
         let multi = slot.multi
-        guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
         let cancel = context.cancel
+        // Cancelled before it started: send nothing (the first multi_perform
+        // below may already write the request).
+        if cancel?.isCancelled == true { return CURLE_ABORTED_BY_CALLBACK }
+        guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
         cancel?.attach(multi)
         defer {
             cancel?.detach()

@@ -8,7 +8,9 @@ what the header asks of the host:
 - a handle is never freed from inside one of its own calls or callbacks
   (that would deadlock or free memory the library is using);
 - handles do not survive ``fork()``: in a child process calls raise
-  ``WrongStateError`` and closing only forgets the parent's pointer;
+  ``WrongStateError`` and closing only forgets the parent's pointer,
+  without waiting for the parent's calls in progress; new handles made in
+  the child work;
 - live handles are tracked weakly and closed at interpreter exit
   (:func:`appnorth._lib.close_all_live`), so no library thread calls into a
   finalising interpreter; one garbage-collected inside a library callback
@@ -100,6 +102,16 @@ class Handle:
         cond = getattr(self, "_cond", None)
         if cond is None:
             return
+        if getattr(self, "_pid", None) != os.getpid():
+            # Inherited through fork(): the parent's threads, which may have
+            # held this condition or been inside a call, do not exist here.
+            # Forget the pointer without waiting; the library leaves such a
+            # handle alone too.
+            self._closed = True
+            self._ptr = None
+            self._keep = []
+            _lib.unregister_live(self)
+            return
         with cond:
             if self._closed:
                 return
@@ -137,12 +149,14 @@ class Handle:
     @contextmanager
     def _use(self) -> Iterator[Any]:
         """The live pointer for the duration of one call."""
+        if self._pid != os.getpid():
+            # Checked before the condition: a parent thread may have held it
+            # at the moment of fork().
+            raise errors.WrongStateError(
+                f"{self._kind} was created in another process; handles do not survive fork()")
         with self._cond:
             if self._closed:
                 raise errors.WrongStateError(f"{self._kind} is closed")
-            if self._pid != os.getpid():
-                raise errors.WrongStateError(
-                    f"{self._kind} was created in another process; handles do not survive fork()")
             self._active += 1
         depth = getattr(self._local, "depth", 0)
         self._local.depth = depth + 1

@@ -912,6 +912,21 @@ def close_all_live() -> None:
                 pass
 
 
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh binding locks (a parent thread may
+    have held one at the moment of fork()) and without the parent's live
+    handles, which are not the child's to close. The library quiesces its
+    own locks across fork() itself."""
+    global _live_lock, _pin_lock, _live
+    _live_lock = threading.Lock()
+    _pin_lock = threading.Lock()
+    _live = weakref.WeakSet()
+    _orphans.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 # logging (imported at the top) registered its own shutdown hook already;
 # atexit runs hooks last-in first-out, so handles close while logging still
 # works and their last log lines are delivered.

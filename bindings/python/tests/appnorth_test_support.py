@@ -81,6 +81,11 @@ class Admin:
         result: Dict[str, Any] = self._call("POST", "/admin/faults", spec)
         return result
 
+    def settings(self, **spec: Any) -> Dict[str, Any]:
+        """Change dev server settings, e.g. ``rejected_event_names``."""
+        result: Dict[str, Any] = self._call("POST", "/admin/settings", spec)["settings"]
+        return result
+
     def clear_faults(self) -> None:
         self._call("DELETE", "/admin/faults")
 

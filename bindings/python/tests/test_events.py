@@ -128,6 +128,30 @@ def test_server_failure_keeps_the_batch(events: appnorth.Events, admin: Admin) -
     assert [e["name"] for e in admin.state(APP)["events"]] == ["retry me"]
 
 
+def test_one_rejected_event_does_not_take_its_batch_with_it(events: appnorth.Events, admin: Admin) -> None:
+    admin.settings(rejected_event_names=["legacy_tap"])
+    names = [f"good{i}" if i != 7 else "legacy_tap" for i in range(20)]
+    for name in names:
+        events.track(name)
+    events.flush(5000)
+    assert [e["name"] for e in admin.state(APP)["events"]] == [n for n in names if n != "legacy_tap"]
+    posts = [r for r in admin.requests(expect=2) if r["path"].endswith("/events")]
+    assert [r["status"] for r in posts] == [422, 200], "the rest went at once"
+    stats = events.stats()
+    assert stats["queued"] == 0 and stats["dropped"]["client_error"] == 1
+    assert stats["breaker"]["consecutive_failures"] == 0
+
+
+def test_a_4xx_without_a_list_still_discards_the_batch(events: appnorth.Events, admin: Admin) -> None:
+    admin.add_fault(status=400, path_prefix=f"/v1/apps/{APP}/events")
+    for i in range(3):
+        events.track(f"e{i}")
+    with pytest.raises(appnorth.ValidationError):
+        events.flush(5000)
+    assert events.stats()["dropped"]["client_error"] == 3 and events.stats()["queued"] == 0
+    assert admin.state(APP)["events"] == []
+
+
 def test_close_with_flush_sends_the_queue(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
     ev = appnorth.Events(client, tmp_path, **FAST_RETRY)
     ev.track("last words")

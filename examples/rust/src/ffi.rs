@@ -8,6 +8,7 @@ use std::os::raw::{c_char, c_void};
 pub type appnorth_status = i32;
 pub const APPNORTH_OK: appnorth_status = 0;
 pub const APPNORTH_QUEUE_DEFAULT_LIMIT: i32 = 50;
+pub const APPNORTH_CONFIG_TIER_CACHED: i32 = 2;
 pub const APPNORTH_ERROR_MESSAGE_SIZE: usize = 256;
 
 #[repr(C)]
@@ -96,6 +97,8 @@ extern "C" {
     pub fn appnorth_config_new(o: *const appnorth_config_options, out: *mut *mut appnorth_config, err: *mut appnorth_error) -> appnorth_status;
     pub fn appnorth_config_free(config: *mut appnorth_config);
     pub fn appnorth_config_start_live(config: *mut appnorth_config, err: *mut appnorth_error) -> appnorth_status;
+    pub fn appnorth_config_source(config: *mut appnorth_config, out_tier: *mut i32, out_fetched_ms: *mut i64,
+                                  err: *mut appnorth_error) -> appnorth_status;
     pub fn appnorth_config_get_double(config: *mut appnorth_config, key: *const c_char, default_value: f64, out: *mut f64,
                                       err: *mut appnorth_error) -> appnorth_status;
     pub fn appnorth_config_add_listener(config: *mut appnorth_config, f: appnorth_config_listener_fn, user_data: *mut c_void,

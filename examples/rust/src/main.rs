@@ -264,6 +264,13 @@ impl Config {
         call(|e| unsafe { ffi::appnorth_config_start_live(self.config, e) })
     }
 
+    /// Where the effective config came from: APPNORTH_CONFIG_TIER_*.
+    fn tier(&self) -> Result<i32> {
+        let mut tier = 0;
+        call(|e| unsafe { ffi::appnorth_config_source(self.config, &mut tier, ptr::null_mut(), e) })?;
+        Ok(tier)
+    }
+
     fn get_double(&self, key: &str, default: f64) -> Result<f64> {
         let k = c(key);
         let mut value = default;
@@ -374,6 +381,16 @@ fn remote_config(client: &Client, api_url: &str, app: &str, data_dir: &str) -> R
     Ok(price == 7.49)
 }
 
+/// Opening a config makes no network call: right after a "restart" it
+/// serves the copy the last run cached in the data directory.
+fn config_after_restart(client: &Client, data_dir: &str) -> Result<bool> {
+    let config = Config::open(client, data_dir)?;
+    let (tier, price) = (config.tier()?, config.get_double("price", 0.0)?);
+    let cached = tier == ffi::APPNORTH_CONFIG_TIER_CACHED;
+    println!("   after a restart, before any fetch: cached tier {cached}, price {price}");
+    Ok(cached && price == 7.49)
+}
+
 fn run(api_url: &str, app: &str, data_dir: &str) -> Result<bool> {
     let version = unsafe { CStr::from_ptr(ffi::appnorth_version()) };
     println!("libappnorth {} (Rust, extern \"C\")", version.to_string_lossy());
@@ -382,6 +399,7 @@ fn run(api_url: &str, app: &str, data_dir: &str) -> Result<bool> {
     let mut ok = offline_comment(&client, api_url, &format!("{data_dir}/queue"))?;
     ok &= track_events(&client, api_url, &format!("{data_dir}/events"))?;
     ok &= remote_config(&client, api_url, app, &format!("{data_dir}/config"))?;
+    ok &= config_after_restart(&client, &format!("{data_dir}/config"))?;
     Ok(ok)
 }
 

@@ -1,0 +1,77 @@
+import XCTest
+import Glibc
+import Synchronization
+@testable import AppNorth
+
+/// What the event-queue tests share: a fresh server and data folder per
+/// test, quiet options, and readers of what the server stored.
+class EventsTestCase: XCTestCase {
+    var folder = ""
+
+    override func setUp() async throws {
+        try TestServer.reset()
+        folder = "/tmp/appnorth-events-\(getpid())-\(Random.hexToken(bytes: 4))"
+    }
+
+    override func tearDown() {
+        _ = system("rm -rf '\(folder)'")
+    }
+
+    /// Options for tests: no timer flushes unless asked, fast retries.
+    func quiet(_ change: (inout AppNorthEventsOptions) -> Void = { _ in }) -> AppNorthEventsOptions {
+        var o = AppNorthEventsOptions()
+        o.flushIntervalMilliseconds = 3_600_000
+        o.batchThreshold = 10_000
+        o.retry.baseMilliseconds = 10
+        change(&o)
+        return o
+    }
+
+    func open(_ options: AppNorthEventsOptions, client: AppNorthClient? = nil,
+              secure: (any AppNorthSecureStore)? = nil, logger: Logger? = nil) throws -> AppNorthEvents {
+        try AppNorthEvents(client: client ?? TestServer.client(), directory: DataDirectory(path: folder),
+                           options: options, secureStore: secure, logger: logger)
+    }
+
+    func serverEvents() throws -> [JSON] {
+        try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
+    }
+
+    /// The event uploads of the "swift" app.
+    func eventPosts() throws -> Int {
+        try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
+            $0["method"]?.stringValue == "POST" && $0["path"]?.stringValue == "/v1/apps/swift/events"
+        }.count
+    }
+
+    /// Polls until `condition` holds or 5 s pass.
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<250 {
+            if try condition() { return true }
+            sleepMilliseconds(20)
+        }
+        return false
+    }
+
+    /// Answers the next `count` event uploads with `status`.
+    func failEventPosts(count: Int, status: Int = 503) throws {
+        try TestServer.post("/admin/faults", #"{"status":\#(status),"count":\#(count),"path_prefix":"/v1/apps/swift/events"}"#)
+    }
+
+    /// Set once by another thread.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+        func set() { value.store(true, ordering: .releasing) }
+    }
+
+    /// Runs `flush` on another thread; the flag is set when it returns.
+    func flushInBackground(_ events: AppNorthEvents, timeoutMilliseconds: Int = 30_000) throws -> Flag {
+        let done = Flag()
+        _ = try BackgroundThread(name: "flusher") { _ in
+            _ = try? events.flush(timeoutMilliseconds: timeoutMilliseconds)
+            done.set()
+        }
+        return done
+    }
+}

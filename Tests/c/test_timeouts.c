@@ -1,0 +1,134 @@
+/* The seed's network timeouts with the library's defaults: an API request
+ * gives up after 30 s, a resource download (the config fetch) after 60 s.
+ *
+ * How this is observed without waiting 90 s: libcurl enforces both limits
+ * inside the library on the process's monotonic clock, and no API moves
+ * that clock. Reading the constants back would not show what the library
+ * does, and sleeping 90 real seconds would break the suite's time budget.
+ * So this program runs itself under libfaketime (`faketime -f "+0 x10"`):
+ * every clock of this process, the library's and libcurl's included, runs
+ * ten times fast, while the dev server (another process) holds each request
+ * for 30 real seconds. With the defaults the library must give up after 30
+ * and 60 of its own seconds, 3 and 6 real ones (measured: 30001 and 60038
+ * ms). The upper bounds leave 0.8 real seconds for a loaded machine: a
+ * default of 30 s must give up within [29.5, 38) s, 60 s within [59.5, 68).
+ * A client with the same defaults answers normally when the server does not
+ * hang, so the failures below are the timeouts and nothing else. */
+#define _XOPEN_SOURCE 700
+#include <appnorth.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "check.h"
+#include "support.h"
+
+#define APP "ttimeouts"
+
+static const char *server;
+
+/* This process's monotonic clock: the fast one under faketime. */
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A client built with the library's defaults: URL and app id only. */
+static appnorth_client *default_client(void) {
+    appnorth_error err;
+    appnorth_client_options *o = appnorth_client_options_new();
+    CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    return c;
+}
+
+/* The server holds the next request under `path` for 30 real seconds. */
+static void hang(const char *path) {
+    char spec[256];
+    snprintf(spec, sizeof spec, "{\"delay_ms\":30000,\"count\":1,\"path_prefix\":\"/v1/apps/%s%s\"}", APP, path);
+    long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
+    CHECK(status == 201, "fault: HTTP %ld", status);
+}
+
+static void test_api_requests_time_out_after_30_seconds(void) {
+    appnorth_client *c = default_client();
+    appnorth_error err;
+    char *json = NULL;
+    CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_OK, err); /* answers when not held */
+    appnorth_string_free(json);
+    json = NULL;
+
+    hang("/boards");
+    int64_t start = mono_ms();
+    CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_E_NETWORK, err);
+    int64_t waited = mono_ms() - start;
+    printf("API request gave up after %lld ms of its clock\n", (long long)waited);
+    CHECK(waited >= 29500 && waited < 38000, "gave up after %lld ms of the process's clock (default 30000)",
+          (long long)waited);
+    CHECK(json == NULL, "no result");
+    appnorth_client_free(c);
+}
+
+static void test_resource_downloads_time_out_after_60_seconds(void) {
+    long status = admin_request(server, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"v\":1}}", NULL);
+    CHECK(status == 201, "publish: HTTP %ld", status);
+    appnorth_client *c = default_client();
+    appnorth_error err;
+    appnorth_config_options *o = appnorth_config_options_new();
+    CHECK_STATUS(appnorth_config_options_set_client(o, c, &err), APPNORTH_OK, err);
+    appnorth_config *config = NULL;
+    CHECK_STATUS(appnorth_config_new(o, &config, &err), APPNORTH_OK, err);
+    appnorth_config_options_free(o);
+    CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_OK, err); /* answers when not held */
+
+    hang("/config");
+    int64_t start = mono_ms();
+    CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_E_NETWORK, err);
+    int64_t waited = mono_ms() - start;
+    printf("config download gave up after %lld ms of its clock\n", (long long)waited);
+    CHECK(waited >= 59500 && waited < 68000, "gave up after %lld ms of the process's clock (default 60000)",
+          (long long)waited);
+    appnorth_config_free(config);
+    appnorth_client_free(c);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    if (!getenv("FAKETIME")) {
+        /* Run again with fast clocks (see the top of this file). */
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = 0;
+            char *args[] = {"faketime", "-f", "+0 x10", self, NULL};
+            execvp("faketime", args);
+        }
+        fprintf(stderr, "%s: cannot run under faketime (%s): install it (Debian: apt-get install faketime), "
+                        "or run scripts/ensure-deps.sh\n", argv[0], strerror(errno));
+        CHECK(0, "faketime is available");
+        return check_summary();
+    }
+    server = test_start("test_timeouts", 120);
+    if (!server) return 2;
+    curl_global_init(CURL_GLOBAL_ALL);
+    (void)admin_board; /* admin.h helpers this suite does not need */
+    (void)admin_idea;
+    (void)make_client;
+    (void)make_temp_dir;
+    (void)remove_tree;
+
+    test_api_requests_time_out_after_30_seconds();
+    test_resource_downloads_time_out_after_60_seconds();
+
+    curl_global_cleanup();
+    return check_summary();
+}

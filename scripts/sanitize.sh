@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `make sanitize`: swift test and the C tests under AddressSanitizer (plus
+# UBSan for the C tests) and under ThreadSanitizer. Each sanitizer gets its
+# own build folder (.build/sanitize-<name>); the C tests are compiled with
+# the Swift toolchain's clang, so they share one sanitizer runtime with the
+# library. Logs go to build/sanitize/. Prints one line per run and fails
+# when a test fails or a sanitizer reports anything.
+#
+#   scripts/sanitize.sh [address|thread]...   (both by default)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+swift="${SWIFT:-swift}"
+clang="$(dirname "$(readlink -f "$(command -v swiftc)")")/clang"
+logs="$root/build/sanitize"
+mkdir -p "$logs"
+status=0
+sanitizers=("$@")
+[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(address thread)
+
+# Sanitizer reports in a log: ASan/LSan errors, UBSan runtime errors, TSan warnings.
+reports() { grep -c -E '^(==[0-9]+==ERROR: (Address|Leak)Sanitizer|.*runtime error: |WARNING: ThreadSanitizer)' "$1"; }
+
+for san in "${sanitizers[@]}"; do
+    case "$san" in
+        address) cflags="-fsanitize=address,undefined -fno-omit-frame-pointer"
+                 c_tests="test_client test_offline test_events test_config test_events_crash test_fork"
+                 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
+                 export UBSAN_OPTIONS="print_stacktrace=1" ;;
+        # fork(): TSan does not support new threads in the child of a
+        # multi-threaded parent, which test_fork does on purpose; it runs
+        # under ASan and in make test.
+        thread)  cflags="-fsanitize=thread"
+                 c_tests="test_client test_offline test_events test_config test_events_crash"
+                 export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1" ;;
+        *) echo "unknown sanitizer: $san (address or thread)" >&2; exit 2 ;;
+    esac
+    scratch="$root/.build/sanitize-$san"
+    start=$(date +%s)
+    if ! "$swift" build --build-tests --sanitize="$san" --scratch-path "$scratch" >"$logs/$san-build.log" 2>&1; then
+        tail -n 30 "$logs/$san-build.log"; echo "sanitize $san: swift build failed"; status=1; continue
+    fi
+    # swift test
+    scripts/with-devserver.sh "$swift" test --skip-build --sanitize="$san" --scratch-path "$scratch" \
+        >"$logs/$san-swift.log" 2>&1
+    rc=$?
+    summary=$(grep -E 'Executed [0-9]+ tests' "$logs/$san-swift.log" | tail -n 1 | sed 's/^[[:space:]]*//')
+    n=$(reports "$logs/$san-swift.log")
+    echo "sanitize $san: swift test: ${summary:-no summary} (exit $rc); $n sanitizer reports"
+    [ "$rc" = 0 ] && [ "$n" = 0 ] || status=1
+
+    # The C tests through an instrumented libappnorth.so.
+    if ! "$swift" build --product appnorth --sanitize="$san" --scratch-path "$scratch" >>"$logs/$san-build.log" 2>&1; then
+        tail -n 30 "$logs/$san-build.log"; echo "sanitize $san: library build failed"; status=1; continue
+    fi
+    lib="$scratch/debug"
+    bins=()
+    for t in $c_tests; do
+        # shellcheck disable=SC2086
+        "$clang" -O1 -g -Wall -Werror $cflags -Iinclude -o "$scratch/$t" "Tests/c/$t.c" \
+            -L"$lib" -lappnorth -Wl,-rpath,"$lib" $(pkg-config --libs jansson libcurl sqlite3) -lpthread \
+            || { echo "sanitize $san: cannot compile $t"; status=1; continue; }
+        bins+=("$scratch/$t")
+    done
+    APPNORTH_TEST_TIMEOUT=900 APPNORTH_TEST_FORKS=50 \
+        scripts/with-devserver.sh scripts/run-c-tests.sh "${bins[@]}" >"$logs/$san-c.log" 2>&1
+    rc=$?
+    n=$(reports "$logs/$san-c.log")
+    echo "sanitize $san: $(tail -n 1 "$logs/$san-c.log") (exit $rc); $n sanitizer reports; $(( $(date +%s) - start )) s"
+    [ "$rc" = 0 ] && [ "$n" = 0 ] || status=1
+done
+[ "$status" = 0 ] && echo "sanitize: clean" || echo "sanitize: reports or failures; logs in $logs"
+exit $status

@@ -29,7 +29,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python test-hosts test-wheel wheel check-dist bench fuzz clean
+        test-python test-hosts test-wheel wheel check-dist bench sanitize fuzz clean
 
 all: dist
 
@@ -94,7 +94,8 @@ examples: $(EXAMPLES)
 
 demo: examples
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh \
-	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST)'
+	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST) \
+	           && APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python examples/python/run.sh'
 
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
@@ -204,6 +205,12 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+# Not part of `make test`: swift test and the C tests under AddressSanitizer
+# (+UBSan for the C tests) and ThreadSanitizer, in .build/sanitize-*; logs
+# in build/sanitize/. Results: docs/sanitizers.md.
+sanitize: deps
+	@scripts/sanitize.sh
 
 clean:
 	rm -rf .build $(DIST) $(BUILD)

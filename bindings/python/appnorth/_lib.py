@@ -342,6 +342,13 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ClientOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_logger",
                 [ClientOptionsPtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_ca_file", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_ca_pem",
+                [ClientOptionsPtr, c_void_p, c_size_t, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_pinned_public_keys",
+                [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_proxy",
+                [ClientOptionsPtr, c_char_p, c_int32, ErrorPtr], c_int32, _S),
     # Client: reads
     Declaration("appnorth_client_new", [ClientOptionsPtr, POINTER(ClientPtr), ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_free", [ClientPtr], None, None),

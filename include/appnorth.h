@@ -331,13 +331,17 @@ APPNORTH_API int32_t appnorth_client_options_set_ca_file(appnorth_client_options
                                                          const char *path,
                                                          appnorth_error *err);
 
+/** The largest in-memory CA bundle accepted, in bytes (4 MiB). */
+#define APPNORTH_MAX_CA_PEM_BYTES 4194304
+
 /**
  * Verify servers against a PEM CA bundle held in memory (`length` bytes,
- * copied; no NUL needed). Takes precedence over appnorth_client_options_set_ca_file().
+ * copied; no NUL needed; it must hold a "-----BEGIN CERTIFICATE-----" line,
+ * so at least 27 bytes). Takes precedence over appnorth_client_options_set_ca_file().
  * NULL `pem` with `length` 0 clears it.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL with a length or for text
- * without a BEGIN CERTIFICATE block, APPNORTH_E_TOO_LARGE above 4 MiB
- * (including (size_t)-1).
+ * without a BEGIN CERTIFICATE block, APPNORTH_E_TOO_LARGE above
+ * APPNORTH_MAX_CA_PEM_BYTES (including (size_t)-1).
  */
 APPNORTH_API int32_t appnorth_client_options_set_ca_pem(appnorth_client_options *options,
                                                         const void *pem, size_t length,

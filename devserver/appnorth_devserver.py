@@ -1760,15 +1760,40 @@ class _AlreadyAnswered(Exception):
         self.status = status
 
 
-class _HTTPServer(http.server.ThreadingHTTPServer):
+class TrackedConnections:
+    """Mixin for a socketserver server: remembers open connections so that
+    stop() can close them all (SSE streams and proxy tunnels included)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._tracked: set[socket.socket] = set()
+        self._tracked_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: socket.socket, client_address: Any) -> None:
+        with self._tracked_lock:
+            self._tracked.add(request)
+        super().process_request(request, client_address)  # type: ignore[misc]
+
+    def shutdown_request(self, request: socket.socket) -> None:
+        with self._tracked_lock:
+            self._tracked.discard(request)
+        super().shutdown_request(request)  # type: ignore[misc]
+
+    def close_connections(self) -> None:
+        with self._tracked_lock:
+            conns = list(self._tracked)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+class _HTTPServer(TrackedConnections, http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
     def __init__(self, address: tuple, dev: "DevServer"):
         self.dev = dev
-        self.connections: set[socket.socket] = set()
-        self._conn_lock = threading.Lock()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -1787,23 +1812,6 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
             request.do_handshake()
             request.settimeout(None)
         super().finish_request(request, client_address)
-
-    def process_request(self, request: socket.socket, client_address: Any) -> None:
-        with self._conn_lock:
-            self.connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: socket.socket) -> None:
-        with self._conn_lock:
-            self.connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._conn_lock:
-            conns = list(self.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]

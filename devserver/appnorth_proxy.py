@@ -14,8 +14,6 @@ seen (curl opens a new one). Loopback test use only: no authentication.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import select
 import signal
 import socket
@@ -23,6 +21,8 @@ import socketserver
 import sys
 import threading
 from urllib.parse import urlsplit
+
+from appnorth_devserver import TrackedConnections, write_port_file
 
 HEAD_LIMIT = 64 * 1024
 
@@ -85,33 +85,14 @@ class ForwardProxy:
                     f.write(line + "\n")
 
 
-class _Server(socketserver.ThreadingTCPServer):
+class _Server(TrackedConnections, socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
     def __init__(self, address: tuple, proxy: ForwardProxy):
         self.proxy = proxy
-        self.connections: set[socket.socket] = set()
-        self._conn_lock = threading.Lock()
         super().__init__(address, _Handler)
-
-    def process_request(self, request: socket.socket, client_address: object) -> None:
-        with self._conn_lock:
-            self.connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: socket.socket) -> None:
-        with self._conn_lock:
-            self.connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._conn_lock:
-            conns = list(self.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: object, client_address: object) -> None:
         if isinstance(sys.exc_info()[1], OSError):
@@ -207,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     proxy = ForwardProxy(args.host, args.port, args.log_file).start()
     if args.port_file:
-        tmp = f"{args.port_file}.tmp.{os.getpid()}"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{proxy.port}\n")
-        os.replace(tmp, args.port_file)
+        write_port_file(args.port_file, proxy.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -39,6 +39,7 @@ for h in $harnesses; do
     if [ ! -x "$OUT/$h" ] || [ "$src" -nt "$OUT/$h" ] || [ "$OUT/libAppNorth.a" -nt "$OUT/$h" ] \
        || [ fuzz/support/FuzzInput.swift -nt "$OUT/$h" ]; then
         echo "fuzz: building $h"
+        rm -f "$OUT/$h"  # a failed build must not leave an old binary to run
         # shellcheck disable=SC2086
         nice -n 10 "$SWIFTC" -swift-version 5 $FLAGS -module-name "fuzz_$h" -I "$OUT" $INCLUDES \
             "$src" fuzz/support/FuzzInput.swift "$OUT/libAppNorth.a" \
@@ -61,7 +62,7 @@ for h in $harnesses; do
     execs=0 runs=0 left=$SECONDS_EACH
     start=$(date +%s)
     while [ "$left" -gt 0 ] && [ "$runs" -le "$RESTARTS" ]; do
-        log=$OUT/$h.log
+        log=$OUT/$h.$$.log
         # New inputs go to the work corpus; the committed seeds stay as they are.
         # shellcheck disable=SC2086
         nice -n 10 "$OUT/$h" -max_total_time="$left" -print_final_stats=1 -timeout=20 -rss_limit_mb=2048 \

@@ -22,8 +22,16 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         require(document.changedKeys(from: document).isEmpty, "a document differs from itself")
         _ = document.changedKeys(from: .empty)
-        let record = ConfigCache.Record(document: document, etag: document.keys.first, version: input.int64(),
-                                        fetchedWallMilliseconds: input.int64())
+        // A record as the library writes it: a wall time in the stored
+        // range and an ETag that can go back out as a header (rows outside
+        // these are refused as damaged, on purpose).
+        let etag = document.keys.first.flatMap { key in
+            key.utf8.count <= 1024 && key.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) ? key : nil
+        }
+        let wall = input.int64()
+        let fetched = StoredWallTime.range.contains(wall) ? wall : Int64(wall.magnitude % 253_402_300_800_000)
+        let record = ConfigCache.Record(document: document, etag: etag, version: input.int64(),
+                                        fetchedWallMilliseconds: fetched)
         guard let back = try? ConfigCache.decode(ConfigCache.encode(record)) else {
             require(false, "a cached row does not read back")
             return 0

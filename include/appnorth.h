@@ -224,6 +224,16 @@ enum {
  */
 typedef void (*appnorth_log_fn)(int32_t level, const char *message, void *user_data);
 
+/*
+ * APPNORTH_DEBUG=1 in the environment (read once, when the library first
+ * logs) lowers every logger to APPNORTH_LOG_DEBUG, and sends the lines of a
+ * handle that has no log callback to stderr ("appnorth DEBUG: ..."). DEBUG
+ * lines trace each HTTP request (method, path, status, duration, bytes),
+ * each event batch (size, outcome), retries, circuit breaker changes,
+ * config tier changes and stream connects; never headers, bodies, tokens
+ * or identity values.
+ */
+
 /* ------------------------------------------------------------------------
  * Client: the community API
  * --------------------------------------------------------------------- */
@@ -323,6 +333,18 @@ APPNORTH_API int32_t appnorth_client_new(const appnorth_client_options *options,
  * threads to return before freeing: the handle must not be used after.
  */
 APPNORTH_API void appnorth_client_free(appnorth_client *client);
+
+/**
+ * Change the minimum level of the client's log callback, for the client and
+ * every handle made with it that logs through it (an events queue, a config
+ * without a logger of its own), at once and for calls already running.
+ * Lines below the level cost nothing: they are not even formatted.
+ * client: required. min_level: APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR
+ * (APPNORTH_E_INVALID_ARGUMENT otherwise). No effect without a callback.
+ * Thread-safe; never blocks.
+ */
+APPNORTH_API int32_t appnorth_client_set_log_level(appnorth_client *client, int32_t min_level,
+                                                   appnorth_error *err);
 
 /**
  * The client's account scope: "<api url>|<app id>|<lowercased email or

@@ -88,6 +88,18 @@ public func appnorth_client_options_set_logger(_ options: OpaquePointer?, _ fn: 
     }
 }
 
+@c @implementation
+public func appnorth_client_set_log_level(_ client: OpaquePointer?, _ minLevel: Int32,
+                                          _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let client = try Handle.get(client, as: AppNorthClient.self, "client")
+        guard let level = LogLevel(rawValue: minLevel) else {
+            throw AppNorthError.invalidArgument("min_level must be APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR")
+        }
+        client.configuration.logger.setMinimum(level)
+    }
+}
+
 /// Wraps a C log callback as a core Logger.
 func hostLogger(_ fn: appnorth_log_fn?, _ minLevel: Int32,
                 _ userData: UnsafeMutableRawPointer?) throws(AppNorthError) -> Logger {

@@ -13,7 +13,17 @@ class EventsTestCase: XCTestCase {
         folder = "/tmp/appnorth-events-\(getpid())-\(Random.hexToken(bytes: 4))"
     }
 
+    /// Threads a test started; joined at its end, so that none outlives it.
+    var threads: [BackgroundThread] = []
+
+    /// Starts a thread that is joined when the test ends.
+    func spawn(_ name: String, _ body: @escaping @Sendable (BackgroundThread) -> Void) throws {
+        threads.append(try BackgroundThread(name: name, body: body))
+    }
+
     override func tearDown() {
+        for thread in threads { thread.stop() }
+        threads = []
         _ = system("rm -rf '\(folder)'")
     }
 
@@ -68,7 +78,7 @@ class EventsTestCase: XCTestCase {
     /// Runs `flush` on another thread; the flag is set when it returns.
     func flushInBackground(_ events: AppNorthEvents, timeoutMilliseconds: Int = 30_000) throws -> Flag {
         let done = Flag()
-        _ = try BackgroundThread(name: "flusher") { _ in
+        try spawn("flusher") { _ in
             _ = try? events.flush(timeoutMilliseconds: timeoutMilliseconds)
             done.set()
         }

@@ -186,14 +186,12 @@ final class SeedDefaultsTests: EventsTestCase {
         try failEventPosts(count: 100)
         // Time runs fast: 30 s timer cycles and their 1/2/4 s retries pass
         // in a fraction of a second.
-        let running = Atomic<Bool>(true)
-        _ = try BackgroundThread(name: "fast-clock") { _ in
-            while running.load(ordering: .acquiring) {
+        try spawn("fast-clock") { thread in
+            while !thread.isStopping {
                 clock.advance(milliseconds: 250)
                 sleepMilliseconds(2)
             }
         }
-        defer { running.store(false, ordering: .releasing) }
         XCTAssertTrue(try eventually { try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue == true })
         XCTAssertEqual(try eventPosts(), 20, "5 failed flushes of 1 attempt and 3 retries")
         XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["consecutive_failures"]?.intValue, 5)

@@ -134,4 +134,25 @@ final class SupportTests: XCTestCase {
         XCTAssertEqual(IdeaQuery(search: "a", cursor: "p2").cacheKey, IdeaQuery(search: "a").cacheKey,
                        "cursors are never part of cached reads")
     }
+
+    func testLoggerCopiesShareTheirLevelAndSkipDisabledLines() {
+        let lines = Lock<[String]>([])
+        let logger = Logger(minimum: .warning) { _, line in lines.withLock { $0.append(line) } }
+        let copy = logger
+        var formatted = 0
+        copy.log(.debug, { formatted += 1; return "hidden" }())
+        XCTAssertEqual(formatted, Logger.debugFromEnvironment ? 1 : 0, "a disabled line is never formatted")
+        logger.setMinimum(.debug)
+        XCTAssertTrue(copy.enabled(.debug))
+        copy.log(.debug, "shown")
+        XCTAssertTrue(lines.withLock { $0 }.contains("shown"))
+        XCTAssertFalse(Logger.silent.enabled(.error) && !Logger.debugFromEnvironment)
+    }
+
+    func testRequestTracesShowThePathWithoutHostOrQuery() {
+        XCTAssertEqual(RequestTrace.path(of: "http://127.0.0.1:8080/v1/apps/demo/ideas?q=secret"), "/v1/apps/demo/ideas")
+        XCTAssertEqual(RequestTrace.path(of: "https://api.example.com"), "/")
+        XCTAssertEqual(RequestTrace.path(of: "https://h/a#frag"), "/a")
+        XCTAssertEqual(RequestTrace.path(of: ""), "/")
+    }
 }

@@ -243,6 +243,52 @@ static void test_one_client_many_threads(void) {
     appnorth_client_free(c);
 }
 
+/* The DEBUG trace of a request, and a level changed on a live client. */
+static char debug_lines[8][512];
+static int debug_count;
+static void keep_debug(int32_t level, const char *message, void *user_data) {
+    (void)user_data;
+    if (level == APPNORTH_LOG_DEBUG && debug_count < 8) {
+        snprintf(debug_lines[debug_count], sizeof debug_lines[0], "%s", message);
+        debug_count++;
+    }
+}
+
+static void test_log_level_changes_on_a_live_client(void) {
+    appnorth_error err;
+    char *text = NULL;
+    appnorth_client_options *o = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(o, server, &err);
+    appnorth_client_options_set_app_id(o, "tapp", &err);
+    appnorth_client_options_set_credential(o, "dbg@example.com", "tok-dbg-secret", &err);
+    CHECK_STATUS(appnorth_client_options_set_logger(o, keep_debug, APPNORTH_LOG_WARNING, NULL, &err), APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+
+    /* 401 for the unknown credential: a response, traced at DEBUG only. */
+    appnorth_client_list_boards(c, &text, &err);
+    int quiet = debug_count;
+    CHECK_STATUS(appnorth_client_set_log_level(c, APPNORTH_LOG_DEBUG, &err), APPNORTH_OK, err);
+    appnorth_client_list_boards(c, &text, &err);
+    CHECK(getenv("APPNORTH_DEBUG") != NULL || quiet == 0, "no DEBUG lines at WARNING: %d", quiet);
+    CHECK(debug_count > quiet, "DEBUG lines once the level is lowered");
+    int traced = 0;
+    for (int i = quiet; i < debug_count; i++) {
+        if (strstr(debug_lines[i], "HTTP GET /v1/apps/tapp/boards -> 401 in ") && strstr(debug_lines[i], " ms (sent 0 B, received "))
+            traced = 1;
+        CHECK(strstr(debug_lines[i], "tok-dbg-secret") == NULL && strstr(debug_lines[i], "dbg@example.com") == NULL,
+              "no credential in %s", debug_lines[i]);
+    }
+    CHECK(traced, "the request is traced: %s", debug_count > quiet ? debug_lines[quiet] : "(none)");
+
+    CHECK(appnorth_client_set_log_level(c, 4, &err) == APPNORTH_E_INVALID_ARGUMENT, "level 4 refused");
+    CHECK(appnorth_client_set_log_level(c, -1, &err) == APPNORTH_E_INVALID_ARGUMENT, "level -1 refused");
+    CHECK(appnorth_client_set_log_level(NULL, APPNORTH_LOG_INFO, &err) == APPNORTH_E_INVALID_ARGUMENT, "NULL client");
+    CHECK_STATUS(appnorth_client_set_log_level(c, APPNORTH_LOG_ERROR, NULL), APPNORTH_OK, err);
+    appnorth_client_free(c);
+}
+
 int main(void) {
     server = test_start("test_client", 120);
     if (!server) return 2;
@@ -253,6 +299,7 @@ int main(void) {
     test_lists_boards_and_ideas();
     test_bad_queries_are_refused_before_sending();
     test_authentication_and_scope();
+    test_log_level_changes_on_a_live_client();
     test_faults_and_outages();
     test_one_client_many_threads();
     curl_global_cleanup();

@@ -1306,6 +1306,53 @@ static int eventually_faults_taken(void) {
     }
 }
 
+struct racer { appnorth_events *e; volatile int started; };
+
+/* Tracks until the revocation refuses an event. */
+static void *track_until_refused(void *arg) {
+    struct racer *r = arg;
+    __atomic_store_n(&r->started, 1, __ATOMIC_RELEASE);
+    int32_t q = 1;
+    while (q == 1 && appnorth_events_track(r->e, "racer", NULL, &q, NULL) == APPNORTH_OK) {
+    }
+    return NULL;
+}
+
+static void test_a_track_racing_a_revocation_is_never_stored_nor_sent(void) {
+    if (skip_slow) {
+        printf("skipped test_a_track_racing_a_revocation_is_never_stored_nor_sent (APPNORTH_TEST_SKIP_SLOW)\n");
+        return;
+    }
+    reset_server();
+    char *dir = make_temp_dir("events");
+    appnorth_client *c = app_client();
+    appnorth_events *e = open_quiet(c, dir);
+    appnorth_error err;
+    for (int round = 0; round < 20; round++) {
+        CHECK_STATUS(appnorth_events_set_consent(e, 1, &err), APPNORTH_OK, err);
+        struct racer racers[4];
+        pthread_t threads[4];
+        for (int t = 0; t < 4; t++) {
+            racers[t].e = e;
+            racers[t].started = 0;
+            CHECK(pthread_create(&threads[t], NULL, track_until_refused, &racers[t]) == 0, "racer thread");
+        }
+        for (int t = 0; t < 4; t++)
+            while (!__atomic_load_n(&racers[t].started, __ATOMIC_ACQUIRE)) sleep_ms(1);
+        CHECK_STATUS(appnorth_events_set_consent(e, 0, &err), APPNORTH_OK, err);
+        CHECK(disk_rows(dir) == 0, "round %d: nothing stored once the revocation returned", round);
+        for (int t = 0; t < 4; t++) pthread_join(threads[t], NULL);
+        CHECK(disk_rows(dir) == 0 && queued(e) == 0, "round %d: no late insert", round);
+    }
+    CHECK_STATUS(appnorth_events_set_consent(e, 1, &err), APPNORTH_OK, err);
+    CHECK_STATUS(flush(e, 5000, &err), APPNORTH_OK, err);
+    CHECK(server_event_count() == 0, "nothing tracked before a revocation went out: %zu", server_event_count());
+
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
 static void test_revoking_during_a_slow_upload_sends_nothing_afterwards(void) {
     reset_server();
     char *dir = make_temp_dir("events");
@@ -2047,6 +2094,7 @@ int main(void) {
     test_consent_revoke_drops_purges_and_is_remembered();
     test_require_consent_stores_nothing_before_a_choice();
     test_revoking_during_a_slow_upload_sends_nothing_afterwards();
+    test_a_track_racing_a_revocation_is_never_stored_nor_sent();
     /* Secure Storage */
     test_identity_persists_privately_and_never_in_logs();
     test_host_secure_store_is_used_instead_of_the_file();

@@ -50,6 +50,9 @@ static int32_t download_timeout(int64_t v, appnorth_error *err) {
 static int32_t client_log_level(int64_t v, appnorth_error *err) {
     return appnorth_client_options_set_logger(client_options, quiet_log, (int32_t)v, NULL, err);
 }
+static int32_t client_live_log_level(int64_t v, appnorth_error *err) {
+    return appnorth_client_set_log_level(client, (int32_t)v, err);
+}
 static int32_t screenshot_length(int64_t v, appnorth_error *err) {
     appnorth_feedback *f = appnorth_feedback_new();
     int32_t rc = appnorth_feedback_add_screenshot(f, screenshot, (size_t)v, "image/png", err);
@@ -211,6 +214,7 @@ static const range_row rows[] = {
     {"appnorth_client_options_set_timeouts", "api_request_ms", T_INT32, api_timeout, 1, 600000, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_options_set_timeouts", "resource_download_ms", T_INT32, download_timeout, 1, 600000, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_options_set_logger", "min_level", T_INT32, client_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
+    {"appnorth_client_set_log_level", "min_level", T_INT32, client_live_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
     {"appnorth_feedback_add_screenshot", "length", T_SIZE, screenshot_length, 1, APPNORTH_MAX_SCREENSHOT_BYTES, OK, 0, INV, BIG, 0, 0},
     /* In-range lengths above 64 KiB would copy up to 1 GiB: not called. */
     {"appnorth_buffer_set", "length", T_SIZE, buffer_set_length, 0, APPNORTH_MAX_BUFFER_BYTES, OK, 0, INV, BIG, 65536, 0},

@@ -10,7 +10,7 @@ public final class AppNorthClient: Sendable {
 
     public init(configuration: AppNorthClientConfiguration) {
         self.configuration = configuration
-        self.transport = HTTPTransport(timeouts: configuration.timeouts)
+        self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger)
     }
 
     /// See `AppNorthClientConfiguration.scope`.

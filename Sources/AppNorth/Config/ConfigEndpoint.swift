@@ -11,6 +11,8 @@ enum ConfigFetchOutcome: Sendable {
 /// `GET .../config/stream`.
 struct ConfigEndpoint: Sendable {
     let client: AppNorthClient
+    /// The config's logger: its requests are traced there.
+    let logger: Logger
 
     var transport: HTTPTransport { client.transport }
 
@@ -41,7 +43,7 @@ struct ConfigEndpoint: Sendable {
             var overflow = false
             do {
                 response = try transport.stream(request, idleTimeoutMs: transport.timeouts.resourceDownloadMilliseconds,
-                                                cancel: cancel) { chunk in
+                                                cancel: cancel, logger: logger) { chunk in
                     if body.count + chunk.count > limit { overflow = true; return false }
                     body += chunk
                     return true
@@ -52,7 +54,7 @@ struct ConfigEndpoint: Sendable {
             }
             if !response.isSuccess { body = response.body }
         } else {
-            response = try transport.perform(request)
+            response = try transport.perform(request, logger: logger)
             body = response.body
         }
         if response.status == 304 { return .notModified(etag: response.header("ETag")) }

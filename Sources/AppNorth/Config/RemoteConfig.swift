@@ -260,9 +260,9 @@ final class ConfigEngine: Sendable {
         guard options.streamIdleTimeoutMilliseconds >= 1000 else {
             throw .invalidArgument("config stream idle timeout must be at least 1000 ms")
         }
-        endpoint = ConfigEndpoint(client: client)
         clock = options.clock
         logger = options.logger ?? client.configuration.logger
+        endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
         backoff = options.reconnectBackoff
         pollIntervalMilliseconds = options.pollIntervalMilliseconds
@@ -340,7 +340,11 @@ final class ConfigEngine: Sendable {
     func apply(_ outcome: ConfigFetchOutcome) {
         let wall = clock.wallMilliseconds()
         let mono = Int64(clamping: clock.monotonicNanoseconds())
+        var tierBefore = ConfigTier.remote, tierAfter = ConfigTier.remote
+        var changedCount = 0
         let persist = state.withLock { s -> (ConfigCache.Record, UInt64)? in
+            tierBefore = s.current.tier
+            tierAfter = tierBefore
             s.lastStatus = ConfigFetchStatus(error: nil, wallMilliseconds: wall)
             s.failures = 0
             s.retryNotBefore = 0
@@ -351,6 +355,7 @@ final class ConfigEngine: Sendable {
                 s.current = s.current.confirmed(wallMilliseconds: wall, monotonic: mono, etag: etag)
             case .document(let served, let etag, let version):
                 let changed = served.changedKeys(from: s.current.document)
+                changedCount = changed.count
                 // Equal content keeps the text we hold, so that nothing a
                 // reader sees changes without a listener call.
                 let document = changed.isEmpty ? s.current.document : served
@@ -361,11 +366,17 @@ final class ConfigEngine: Sendable {
                     listeners.post(ConfigChange(config: document.text, changedKeys: changed, tier: .remote))
                 }
             }
+            tierAfter = s.current.tier
             s.sequence += 1
             return (ConfigCache.Record(document: s.current.document, etag: s.current.etag, version: s.current.version,
                                        fetchedWallMilliseconds: wall), s.sequence)
         }
         if let persist { cache?.save(persist.0, sequence: persist.1) }
+        if tierAfter != tierBefore { logger.log(.info, "config: tier changed from \(tierBefore) to \(tierAfter)") }
+        switch outcome {
+        case .notModified: logger.log(.debug, "config: not modified (HTTP 304)")
+        case .document: logger.log(.debug, "config: fetched; \(changedCount) top-level key(s) changed")
+        }
         listeners.deliverPending()
     }
 
@@ -556,7 +567,7 @@ final class ConfigEngine: Sendable {
         defer { state.withLock { $0.streamConnected = false } }
         do {
             let response = try endpoint.transport.stream(request, idleTimeoutMs: streamIdleTimeoutMilliseconds,
-                                                         cancel: cancel) { [self] chunk in
+                                                         cancel: cancel, logger: logger) { [self] chunk in
                 if !connected {
                     connected = true
                     state.withLock { $0.streamConnected = true }

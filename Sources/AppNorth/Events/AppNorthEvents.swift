@@ -202,19 +202,25 @@ public final class AppNorthEvents: Sendable {
     /// A new app session: a new session id, and uploads resume if the
     /// circuit breaker had paused them.
     public func startSession() throws(AppNorthError) {
+        var wasOpen = false
         try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
+            wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
         }
+        if wasOpen { logger.log(.info, "events: circuit breaker closed by a new session; uploads resume") }
         wakeUploader()
     }
 
     /// The app came to the foreground: uploads resume and a flush starts.
     public func foreground() throws(AppNorthError) {
+        var wasOpen = false
         try whileOpen {
+            wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
             $0.flushRequested += 1
         }
+        if wasOpen { logger.log(.info, "events: circuit breaker closed by foreground; uploads resume") }
         wakeUploader()
     }
 
@@ -414,9 +420,15 @@ public final class AppNorthEvents: Sendable {
             case .abandoned:
                 return true
             case .failed(let error):
-                state.withLock {
-                    $0.breaker.recordFailure()
-                    $0.cycleError = error
+                let opened = state.withLock { s -> Bool in
+                    let wasOpen = s.breaker.isOpen
+                    s.breaker.recordFailure()
+                    s.cycleError = error
+                    return !wasOpen && s.breaker.isOpen
+                }
+                if opened {
+                    logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
+                               + "uploads paused until start_session or foreground")
                 }
                 return false
             }
@@ -444,11 +456,15 @@ public final class AppNorthEvents: Sendable {
             switch UploadStatusPolicy.outcome(for: status) {
             case .delivered:
                 _ = try? store.remove(batch)
-                state.withLock {
-                    $0.delivered &+= batch.count
-                    $0.breaker.recordSuccess()
-                    $0.lastFlushMs = clock.wallMilliseconds()
+                let failuresBefore = state.withLock { s -> Int in
+                    let before = s.breaker.consecutiveFailures
+                    s.delivered &+= batch.count
+                    s.breaker.recordSuccess()
+                    s.lastFlushMs = clock.wallMilliseconds()
+                    return before
                 }
+                logger.log(.debug, "events: batch of \(batch.count) delivered (HTTP \(status ?? 0))")
+                if failuresBefore > 0 { logger.log(.info, "events: uploads work again after \(failuresBefore) failure(s)") }
                 return .delivered
             case .discard:
                 let error = error ?? .http("HTTP \(status ?? 0)", httpStatus: status ?? 0)
@@ -484,7 +500,11 @@ public final class AppNorthEvents: Sendable {
                 let failure = error ?? .network("no response")
                 record(failure)
                 retry += 1
-                guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else { return .failed(failure) }
+                guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
+                    logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")
+                    return .failed(failure)
+                }
+                logger.log(.debug, "events: batch of \(batch.count) failed; retry \(retry) in \(delay) ms")
                 if !pause(milliseconds: delay, generation, thread) { return .abandoned }
             }
         }

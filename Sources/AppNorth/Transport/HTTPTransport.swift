@@ -18,25 +18,38 @@ public final class HTTPTransport: Sendable {
     public let maxResponseBytes: Int
     private let pool = Lock<[EasyHandle]>([])
     private let userAgent: String
+    /// DEBUG traces each request: method, path, status, duration, bytes.
+    private let logger: Logger
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
-                userAgent: String = "libappnorth/\(AppNorthVersion.string)") {
+                userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent) {
         _ = curlGlobalInit
         self.timeouts = timeouts
         self.maxResponseBytes = maxResponseBytes
         self.userAgent = userAgent
+        self.logger = logger
     }
 
     /// Sends a request and collects the whole response. Throws `.network`
     /// when no HTTP response arrived; any status, including errors, is a
     /// response.
     /// `cancel`, when given and set from another thread, aborts the
-    /// transfer within about a second (a `.network` error).
-    public func perform(_ request: HTTPRequest, cancel: StreamCancellation? = nil) throws(AppNorthError) -> HTTPResponse {
+    /// transfer within about a second (a `.network` error). `logger`: where
+    /// the request's DEBUG trace goes (default: the transport's).
+    public func perform(_ request: HTTPRequest, cancel: StreamCancellation? = nil,
+                        logger: Logger? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
-        let status = try run(request, context: context,
+        let trace = RequestTrace(request, logger ?? self.logger)
+        let status: Int
+        do {
+            status = try run(request, context: context,
                              totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
+        } catch {
+            trace.failed(error)
+            throw error
+        }
+        trace.finished(status: status, received: context.body.count)
         return HTTPResponse(status: status, headers: context.headers, body: context.body,
                             connectionsOpened: context.connectionsOpened)
     }
@@ -47,11 +60,19 @@ public final class HTTPTransport: Sendable {
     /// `idleTimeoutMs`, when `onChunk` returns false, or when `cancel` is
     /// set from another thread. Returns the final response; its body holds
     /// the body of a non-2xx answer.
-    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: StreamCancellation,
+    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: StreamCancellation, logger: Logger? = nil,
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.cancel = cancel
-        let status = try run(request, context: context, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
+        let trace = RequestTrace(request, logger ?? self.logger)
+        let status: Int
+        do {
+            status = try run(request, context: context, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
+        } catch {
+            trace.failed(error)
+            throw error
+        }
+        trace.finished(status: status, received: context.body.count)
         return HTTPResponse(status: status, headers: context.headers, body: context.body)
     }
 

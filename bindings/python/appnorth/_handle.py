@@ -146,14 +146,20 @@ class Handle:
         except BaseException:  # noqa: BLE001 - nothing to report to at GC time
             pass
 
+    def _sync_log_level(self) -> None:
+        """Before each call: hand the Python logger's current level to the
+        library (handles that log through a client's logger override it)."""
+
     @contextmanager
-    def _use(self) -> Iterator[Any]:
+    def _use(self, sync: bool = True) -> Iterator[Any]:
         """The live pointer for the duration of one call."""
         if self._pid != os.getpid():
             # Checked before the condition: a parent thread may have held it
             # at the moment of fork().
             raise errors.WrongStateError(
                 f"{self._kind} was created in another process; handles do not survive fork()")
+        if sync:
+            self._sync_log_level()
         with self._cond:
             if self._closed:
                 raise errors.WrongStateError(f"{self._kind} is closed")

@@ -20,7 +20,7 @@ import logging
 import threading
 from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
-from . import _lib
+from . import _lib, errors
 from ._handle import Handle, report_callback_error
 from ._lib import C, TextArg, appnorth_error
 
@@ -36,8 +36,28 @@ __all__ = [
 DEFAULT_API_TIMEOUT_MS = 30000
 DEFAULT_RESOURCE_TIMEOUT_MS = 60000
 
-#: The logger that ``Client(..., logger=True)`` writes to.
+#: The logger the library's lines go to unless ``Client(logger=...)`` says otherwise.
 LOGGER_NAME = "appnorth"
+
+
+def _debug_from_environment() -> None:
+    """``APPNORTH_DEBUG=1`` (which also lowers the library's own level):
+    the ``appnorth`` logger shows DEBUG lines on stderr even in a script
+    that configured no logging."""
+    import os
+
+    if os.environ.get("APPNORTH_DEBUG") != "1":
+        return
+    logger = logging.getLogger(LOGGER_NAME)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.DEBUG)
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("appnorth %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+_debug_from_environment()
 
 _PY_LEVELS: Dict[int, int] = {
     _lib.LOG_DEBUG: logging.DEBUG,
@@ -164,10 +184,11 @@ class Client(Handle):
         api_timeout_ms: API request timeout, 1 to 600000 (default 30000).
         resource_timeout_ms: resource download timeout, 1 to 600000
             (default 60000).
-        logger: ``True`` routes the library's log lines to the ``"appnorth"``
-            logger; a :class:`logging.Logger` routes them there. The minimum
-            level handed to the library is the logger's effective level at
-            creation. ``None``/``False``: silent (the default).
+        logger: where the library's log lines go: the ``"appnorth"``
+            logger by default (``None`` or ``True``), another
+            :class:`logging.Logger`, or ``False`` for silence. The library
+            follows the logger's effective level as it changes (re-read on
+            every call into the library); lines below it are never made.
 
     Text arguments take ``str`` (encoded to UTF-8) or ``bytes`` (passed
     unchanged). No network traffic happens here.
@@ -220,8 +241,8 @@ class Client(Handle):
                 C.appnorth_client_options_set_timeouts(options, timeouts[0], timeouts[1], err)
             if py_logger is not None:
                 callback = _make_log_callback(py_logger, self._local)
-                C.appnorth_client_options_set_logger(
-                    options, callback, _min_library_level(py_logger), None, err)
+                self._library_level = _min_library_level(py_logger)
+                C.appnorth_client_options_set_logger(options, callback, self._library_level, None, err)
             handle = _lib.ClientPtr()
             C.appnorth_client_new(options, handle, err)
         finally:
@@ -229,13 +250,38 @@ class Client(Handle):
 
         # The CFUNCTYPE object must outlive every call the library may make
         # into it: it is dropped only after appnorth_client_free() returned.
+        self._py_logger = py_logger
         self._attach(handle, keep=[callback] if callback is not None else [])
+
+    _py_logger: Optional[logging.Logger] = None
+    _library_level = -1
+
+    def _sync_log_level(self) -> None:
+        self.sync_log_level()
+
+    def sync_log_level(self) -> None:
+        """Hand the logger's current level to the library when it changed
+        (it applies to every handle made with this client). Called on every
+        call into the library through this client or its events and configs;
+        costs one ``getEffectiveLevel()`` when nothing changed."""
+        logger = self._py_logger
+        if logger is None:
+            return
+        level = _min_library_level(logger)
+        if level == self._library_level:
+            return
+        try:
+            with self._use(sync=False) as handle:
+                C.appnorth_client_set_log_level(handle, level, appnorth_error())
+            self._library_level = level
+        except errors.WrongStateError:
+            pass  # closed: the handles made with it keep their last level
 
     @staticmethod
     def _resolve_logger(logger: LoggerArg) -> Optional[logging.Logger]:
-        if logger is None or logger is False:
+        if logger is False:
             return None
-        if logger is True:
+        if logger is None or logger is True:
             return logging.getLogger(LOGGER_NAME)
         if isinstance(logger, logging.Logger):
             return logger

@@ -315,7 +315,15 @@ class Config(Handle):
         # the client's, which it keeps using after the client is closed).
         keep: List[Any] = [listeners.thunk]
         keep += [log_callback] if log_callback is not None else list(client._keep)
+        # Logging through the client's logger: follow that logger's level.
+        self._log_client = client if log_callback is None and logger is not False else None
         self._attach(handle, keep=keep)
+
+    _log_client: Optional[Client] = None
+
+    def _sync_log_level(self) -> None:
+        if self._log_client is not None:
+            self._log_client.sync_log_level()
 
     def _free(self, ptr: Any) -> None:
         # Stops live updates, joins the library thread and waits for a

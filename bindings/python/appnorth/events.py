@@ -171,7 +171,11 @@ class Events(Handle):
             C.appnorth_events_options_free(options)
         # The upload thread logs through the client's log callback: keep it
         # alive for as long as this handle, even if the client closes first.
+        self._client = client
         self._attach(handle, keep=list(client._keep))
+
+    def _sync_log_level(self) -> None:
+        self._client.sync_log_level()
 
     def _free(self, ptr: Any) -> None:
         C.appnorth_events_free(ptr)

@@ -86,6 +86,11 @@ class Admin:
         result: Dict[str, Any] = self._call("POST", "/admin/settings", spec)["settings"]
         return result
 
+    def faults(self) -> List[Dict[str, Any]]:
+        """The injected faults not used up yet."""
+        result: List[Dict[str, Any]] = self._call("GET", "/admin/faults")["faults"]
+        return result
+
     def clear_faults(self) -> None:
         self._call("DELETE", "/admin/faults")
 

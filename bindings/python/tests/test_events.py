@@ -103,6 +103,35 @@ def test_revoked_consent_drops_events(events: appnorth.Events, admin: Admin) -> 
     assert admin.state(APP)["events"] == []
 
 
+def test_revoking_during_a_slow_upload_sends_nothing_afterwards(events: appnorth.Events, admin: Admin) -> None:
+    for i in range(3):
+        events.track(f"before{i}")
+    # A slow server that then fails: a retry after the revocation would deliver the batch.
+    admin.add_fault(delay_ms=1500, status=503, path_prefix=f"/v1/apps/{APP}/events")
+    outcome: List[Any] = []
+
+    def flush() -> None:
+        try:
+            outcome.append(events.flush(20_000))
+        except appnorth.AppNorthError as error:
+            outcome.append(error)
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    deadline = time.monotonic() + 5
+    while admin.faults() and time.monotonic() < deadline:  # taken: the upload is in progress
+        time.sleep(0.02)
+    assert admin.faults() == []
+    events.set_consent(False)
+    assert events.stats()["queued"] == 0
+    flusher.join(20)
+    assert len(outcome) == 1, "the flush in progress returned"
+    events.flush(5000)  # any retry of the old cycle has run by now
+    posts = [r for r in admin.requests(expect=1) if r["path"].endswith("/events")]
+    assert [r["status"] for r in posts] == [503], "one slow attempt, never retried"
+    assert admin.state(APP)["events"] == []
+
+
 def test_require_consent_stores_nothing_until_granted(client: appnorth.Client, tmp_path: Path,
                                                       admin: Admin) -> None:
     with appnorth.Events(client, tmp_path, require_consent=True, **FAST_RETRY) as ev:

@@ -28,7 +28,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python test-hosts test-wheel wheel check-dist bench clean
+        test-python test-hosts test-wheel wheel check-dist bench sanitize clean
 
 all: dist
 
@@ -93,7 +93,8 @@ examples: $(EXAMPLES)
 
 demo: examples
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh \
-	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST)'
+	    sh -c 'scripts/run-demo.sh $(BUILD)/examples && scripts/run-host-examples.sh $(BUILD) $(DIST) \
+	           && APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python examples/python/run.sh'
 
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
@@ -194,6 +195,12 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 
 bench:
 	@bench/run.sh
+
+# Not part of `make test`: swift test and the C tests under AddressSanitizer
+# (+UBSan for the C tests) and ThreadSanitizer, in .build/sanitize-*; logs
+# in build/sanitize/. Results: docs/sanitizers.md.
+sanitize: deps
+	@scripts/sanitize.sh
 
 clean:
 	rm -rf .build $(DIST) $(BUILD)

@@ -514,6 +514,15 @@ class Storage:
             db.execute("UPDATE ideas SET comment_count = comment_count + 1 WHERE id = ?", (idea_id,))
             return self._comment(db.execute("SELECT * FROM comments WHERE id = ?", (cur.lastrowid,)).fetchone())
 
+    def delete_idea(self, app: str, idea_id: int) -> bool:
+        """Removes an idea with its comments and votes (for tests of
+        writes queued against an idea that is gone)."""
+        with self.transaction() as db:
+            deleted = db.execute("DELETE FROM ideas WHERE app = ? AND id = ?", (app, idea_id)).rowcount
+            db.execute("DELETE FROM comments WHERE app = ? AND idea_id = ?", (app, idea_id))
+            db.execute("DELETE FROM votes WHERE app = ? AND idea_id = ?", (app, idea_id))
+            return deleted > 0
+
     def list_comments(self, app: str, idea_id: int) -> list[dict]:
         return [self._comment(r) for r in self._all(
             "SELECT * FROM comments WHERE app = ? AND idea_id = ? ORDER BY id", (app, idea_id))]
@@ -1297,6 +1306,12 @@ class AdminEndpoints:
         idea = self.store.create_idea(req.app, board_id, title, body, status, author)
         return json_response(201, {"idea": idea})
 
+    def delete_idea(self, req: Request) -> Response:
+        idea_id = parse_id("i", req.params["idea"])
+        if idea_id is None or not self.store.delete_idea(req.app, idea_id):
+            raise not_found(f"idea '{req.params['idea']}' not found")
+        return json_response(200, {"ok": True})
+
     def publish_config(self, req: Request) -> Response:
         data, text = req.json()
         if ("config" in data) == ("raw" in data):
@@ -1402,6 +1417,7 @@ def build_router(api: ApiEndpoints, admin: AdminEndpoints) -> Router:
     r.add("POST", "/admin/users", admin.add_user)
     r.add("POST", "/admin/apps/{app}/boards", admin.add_board)
     r.add("POST", "/admin/apps/{app}/ideas", admin.add_idea)
+    r.add("DELETE", "/admin/apps/{app}/ideas/{idea}", admin.delete_idea)
     r.add("POST", "/admin/apps/{app}/config", admin.publish_config)
     r.add("GET", "/admin/apps/{app}/state", admin.state)
     r.add("GET", "/admin/requests", admin.list_requests)

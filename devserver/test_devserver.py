@@ -1073,6 +1073,15 @@ def test_admin_boards_ideas_users_validation(c, board):
     assert c.get("/admin/reset").status == 405
 
 
+def test_admin_delete_idea_takes_its_comments_and_refuses_new_ones(c, idea):
+    assert c.post(f"{API}/ideas/{idea}/comments", {"body": "before"}, key="d1").status == 201
+    assert c.delete(f"/admin/apps/{APP}/ideas/{idea}").status == 200
+    assert state(c)["ideas"] == [] and state(c)["comments"] == []
+    assert c.post(f"{API}/ideas/{idea}/comments", {"body": "after"}, key="d2").status == 404
+    assert c.delete(f"/admin/apps/{APP}/ideas/{idea}").status == 404
+    assert c.delete(f"/admin/apps/{APP}/ideas/nonsense").status == 404
+
+
 def test_state_shape(c, idea, alice):
     c.post(f"{API}/ideas/{idea}/comments", {"body": "c"}, key="k1")
     c.post(f"{API}/ideas/{idea}/votes", {}, key="k2", user=alice)

@@ -44,6 +44,15 @@
  *    wait for library calls in progress (microseconds; at most 10 s, after
  *    which it goes ahead). Call fork() from any thread, but not from inside
  *    a library callback.
+ *  - Several processes and handles on one data directory (worker pools,
+ *    a CLI beside a daemon). Opening a fresh directory from several
+ *    processes at once is race-free. Queues and caches on SQLite storage
+ *    may share one stored name across handles and processes: every change
+ *    is one SQLite write transaction, so no acknowledged write is lost.
+ *    Events handles may share a directory: each event reaches the server
+ *    once. All processes share one anonymous id. Memory and host callback
+ *    storages have one owner each; one remote config per data directory
+ *    and App ID in a process. Details: docs/multiple-processes.md.
  */
 #ifndef APPNORTH_H
 #define APPNORTH_H
@@ -567,9 +576,11 @@ APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn loa
 APPNORTH_API void appnorth_storage_free(appnorth_storage *storage);
 
 /**
- * Erase what the storage holds (for logout). A queue or cache that already
- * loaded the storage keeps its loaded entries in memory and may write them
- * back: discard them with appnorth_queue_discard() or
+ * Erase what the storage holds (for logout). Queues on SQLite storage read
+ * the stored entries, so they see it empty at once. A queue or cache on
+ * memory or host storage, and a cache on any storage, keeps the entries it
+ * loaded in memory (a memory or host storage's queue or cache may also
+ * write them back): discard them with appnorth_queue_discard() or
  * appnorth_cache_clear(), or free those handles first.
  */
 APPNORTH_API int32_t appnorth_storage_erase(appnorth_storage *storage, appnorth_error *err);
@@ -596,6 +607,25 @@ APPNORTH_API int32_t appnorth_storage_erase(appnorth_storage *storage, appnorth_
  * Thread-safe. Calls on one queue are serialised; a flush blocks other
  * calls on that queue only while it updates storage, not while it waits
  * for the network.
+ *
+ * Several queues on one stored queue. On SQLite storage
+ * (appnorth_storage_new_sqlite) several queue handles, in one process or
+ * in several processes (a worker pool), may use the same data directory
+ * and name at once: every change is a read-modify-write of the stored
+ * queue in one SQLite write transaction, and counts and listings read the
+ * stored queue, so no acknowledged write is lost to another writer. Two
+ * queues flushing the same scope at once may both send an entry; its
+ * idempotency key makes the server apply it once. Memory storage and
+ * host callback storage have one owner: one queue per storage, refused
+ * for a second queue or cache in this process (APPNORTH_E_WRONG_STATE),
+ * and host callbacks must not be shared by two processes.
+ *
+ * Poison entries. An entry the server refuses for good (a comment on an
+ * idea deleted since) stays pending and stops every flush of its scope
+ * with its error, as the rule above says. appnorth_queue_flush_v2() names
+ * that entry, appnorth_queue_entries() shows each entry's attempts and
+ * last error, and appnorth_queue_discard_entry() removes it alone, so the
+ * valid writes behind it go out on the next flush.
  * --------------------------------------------------------------------- */
 
 typedef struct appnorth_queue appnorth_queue;
@@ -652,12 +682,28 @@ APPNORTH_API int32_t appnorth_queue_submit_feedback(appnorth_queue *queue, appno
 APPNORTH_API int32_t appnorth_queue_flush(appnorth_queue *queue, appnorth_client *client,
                                           int32_t *out_sent, appnorth_error *err);
 
+/**
+ * appnorth_queue_flush(), also naming the entry that stopped the flush.
+ * out_failed_entry_id (optional): set to the id of the entry whose error
+ * is returned (freed with appnorth_string_free()), or NULL when the call
+ * returns APPNORTH_OK (flushed, or stopped by a network failure) or fails
+ * before trying an entry. That entry stays pending; inspect it with
+ * appnorth_queue_entries() and discard it with
+ * appnorth_queue_discard_entry() if it can never succeed.
+ */
+APPNORTH_API int32_t appnorth_queue_flush_v2(appnorth_queue *queue, appnorth_client *client,
+                                             int32_t *out_sent, char **out_failed_entry_id,
+                                             appnorth_error *err);
+
 /** How many entries are pending, over all scopes. */
 APPNORTH_API int32_t appnorth_queue_pending_count(appnorth_queue *queue, int32_t *out_count,
                                                   appnorth_error *err);
 
-/** The pending entries as a JSON array, oldest first:
- *  [{"id","scope","kind","idempotency_key","created_ms"}] (no payloads). */
+/** The pending entries as a JSON array, oldest first, over all scopes:
+ *  [{"id","scope","kind","idempotency_key","created_ms","attempts",
+ *  "last_error"}] (no payloads). attempts: how many sends were tried and
+ *  failed, the one at submit included; last_error: the last failure's
+ *  message, or null. *out_json: freed with appnorth_string_free(). */
 APPNORTH_API int32_t appnorth_queue_entries(appnorth_queue *queue, char **out_json,
                                             appnorth_error *err);
 
@@ -666,6 +712,14 @@ APPNORTH_API int32_t appnorth_queue_entries(appnorth_queue *queue, char **out_js
  *  updated. out_discarded (optional): how many. */
 APPNORTH_API int32_t appnorth_queue_discard(appnorth_queue *queue, const char *scope,
                                             int32_t *out_discarded, appnorth_error *err);
+
+/** Discard one entry by its id (from appnorth_queue_entries() or
+ *  appnorth_queue_flush_v2()); storage is updated. entry_id: required.
+ *  out_discarded (optional): 1, or 0 when no pending entry has that id
+ *  (already sent or discarded, perhaps by another process): still
+ *  APPNORTH_OK. */
+APPNORTH_API int32_t appnorth_queue_discard_entry(appnorth_queue *queue, const char *entry_id,
+                                                  int32_t *out_discarded, appnorth_error *err);
 
 /* ------------------------------------------------------------------------
  * Clocks

@@ -12,6 +12,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 swift="${SWIFT:-swift}"
 clang="$(dirname "$(readlink -f "$(command -v swiftc)")")/clang"
+swiftlib="$(dirname "$(dirname "$(readlink -f "$(command -v swiftc)")")")/lib/swift/linux"
 logs="$root/build/sanitize"
 mkdir -p "$logs"
 status=0
@@ -24,14 +25,15 @@ reports() { grep -c -E '^(==[0-9]+==ERROR: (Address|Leak)Sanitizer|.*runtime err
 for san in "${sanitizers[@]}"; do
     case "$san" in
         address) cflags="-fsanitize=address,undefined -fno-omit-frame-pointer"
-                 c_tests="test_client test_offline test_events test_config test_events_crash test_fork"
+                 c_tests=$(ls Tests/c/test_*.c | xargs -n1 basename | sed 's/\.c$//')
                  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
                  export UBSAN_OPTIONS="print_stacktrace=1" ;;
         # fork(): TSan does not support new threads in the child of a
         # multi-threaded parent, which test_fork does on purpose; it runs
         # under ASan and in make test.
-        thread)  cflags="-fsanitize=thread"
-                 c_tests="test_client test_offline test_events test_config test_events_crash"
+        # The toolchain's TSan runtime intercepts libdispatch: link it.
+        thread)  cflags="-fsanitize=thread -L$swiftlib -ldispatch -lBlocksRuntime -Wl,-rpath,$swiftlib"
+                 c_tests=$(ls Tests/c/test_*.c | xargs -n1 basename | sed 's/\.c$//' | grep -v '^test_fork$')
                  export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1" ;;
         *) echo "unknown sanitizer: $san (address or thread)" >&2; exit 2 ;;
     esac
@@ -59,7 +61,8 @@ for san in "${sanitizers[@]}"; do
         # shellcheck disable=SC2086
         "$clang" -O1 -g -Wall -Werror $cflags -Iinclude -o "$scratch/$t" "Tests/c/$t.c" \
             -L"$lib" -lappnorth -Wl,-rpath,"$lib" $(pkg-config --libs jansson libcurl sqlite3) -lpthread \
-            || { echo "sanitize $san: cannot compile $t"; status=1; continue; }
+            >>"$logs/$san-build.log" 2>&1 \
+            || { tail -n 20 "$logs/$san-build.log"; echo "sanitize $san: cannot compile $t"; status=1; continue; }
         bins+=("$scratch/$t")
     done
     APPNORTH_TEST_TIMEOUT=900 APPNORTH_TEST_FORKS=50 \

@@ -58,13 +58,25 @@ public func appnorth_queue_submit_feedback(_ queue: OpaquePointer?, _ client: Op
 @c @implementation
 public func appnorth_queue_flush(_ queue: OpaquePointer?, _ client: OpaquePointer?,
                                  _ outSent: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
+    appnorth_queue_flush_v2(queue, client, outSent, nil, err)
+}
+
+@c @implementation
+public func appnorth_queue_flush_v2(_ queue: OpaquePointer?, _ client: OpaquePointer?,
+                                    _ outSent: UnsafeMutablePointer<Int32>?, _ outFailedEntryID: OutString?,
+                                    _ err: ErrorOut?) -> Int32 {
     setOut(outSent, 0)
+    outFailedEntryID?.pointee = nil
     return guarded(err) {
         let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         var sent = 0
-        defer { setOut(outSent, sent) }
-        try queue.flush(using: client, sentCount: &sent)
+        var failedEntryID: String?
+        defer {
+            setOut(outSent, sent)
+            try? returnOptionalString(outFailedEntryID, failedEntryID)
+        }
+        try queue.flush(using: client, sentCount: &sent, failedEntryID: &failedEntryID)
     }
 }
 
@@ -85,13 +97,15 @@ public func appnorth_queue_entries(_ queue: OpaquePointer?, _ outJSON: OutString
         let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
         try returnString(outJSON, "out_json") {
             let list = JSON.array()
-            for entry in queue.pendingEntries() {
+            for entry in try queue.pendingEntries() {
                 let item = JSON.object()
                 item.set("id", .string(entry.id))
                 item.set("scope", .string(entry.scope))
                 item.set("kind", .string(entry.kind))
                 item.set("idempotency_key", .string(entry.idempotencyKey))
                 item.set("created_ms", .int(entry.createdMs))
+                item.set("attempts", .int(Int64(entry.attempts)))
+                item.set("last_error", entry.lastError.map { .string($0) } ?? .null())
                 list.append(item)
             }
             return list.serialized()
@@ -106,5 +120,16 @@ public func appnorth_queue_discard(_ queue: OpaquePointer?, _ scope: UnsafePoint
     return guarded(err) {
         let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
         setOut(outDiscarded, try queue.discard(scope: optionalString(scope, "scope")))
+    }
+}
+
+@c @implementation
+public func appnorth_queue_discard_entry(_ queue: OpaquePointer?, _ entryID: UnsafePointer<CChar>?,
+                                         _ outDiscarded: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
+    setOut(outDiscarded, 0)
+    return guarded(err) {
+        let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
+        let id = try requiredString(entryID, "entry_id")
+        setOut(outDiscarded, try queue.discard(entryID: id) ? 1 : 0)
     }
 }

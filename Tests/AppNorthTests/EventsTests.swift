@@ -1,4 +1,5 @@
 import XCTest
+import Dispatch
 import Glibc
 import Synchronization
 @testable import AppNorth
@@ -308,6 +309,31 @@ final class EventsTests: EventsTestCase {
         let logged = lines.withLock { $0.joined(separator: "\n") }
         XCTAssertFalse(logged.isEmpty, "the failed flush was logged")
         XCTAssertFalse(logged.contains("secret") || logged.contains(first), logged)
+    }
+
+    /// Issue 10: file secure stores opened on one fresh folder at once (as
+    /// several processes would) agree on one anonymous id, and a write by
+    /// one never drops a value written by another.
+    func testFileSecureStoresShareOneAnonymousIDAndKeepEachOthersValues() throws {
+        let directory = try DataDirectory(path: folder + "/shared-identity")
+        let made = Lock<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { index in
+            do {
+                let store = try FileSecureStore(directory: directory)
+                let id = try store.readOrCreate(Identity.anonymousKey, accept: Identity.isSoundAnonymousID) { "made-by-\(index)" }
+                made.withLock { $0.append(id) }
+            } catch {
+                XCTFail("\(error)")
+            }
+        }
+        XCTAssertEqual(made.withLock { Set($0) }.count, 1, "\(made.withLock { $0 })")
+        let one = try FileSecureStore(directory: directory)
+        let two = try FileSecureStore(directory: directory)
+        try one.write(Identity.userKey, "u1")
+        try two.write(Identity.pushTokenKey, "p1")
+        XCTAssertEqual(try one.read(Identity.pushTokenKey), "p1")
+        XCTAssertEqual(try two.read(Identity.userKey), "u1")
+        XCTAssertEqual(try two.read(Identity.anonymousKey), made.withLock { $0.first })
     }
 
     func testHostSecureStoreIsUsed() throws {

@@ -1,4 +1,5 @@
 import XCTest
+import Dispatch
 @testable import AppNorth
 
 /// The seed's offline-queue rules, one test per rule, against the real server.
@@ -171,6 +172,73 @@ final class OfflineQueueTests: XCTestCase {
         let reopened = try AppNorthOfflineQueue(storage: storage)
         XCTAssertEqual(try reopened.pendingCount(), 1)
         XCTAssertEqual(try reopened.flush(using: ada), 1)
+    }
+
+    /// Issue 10: two queues on one SQLite name (two handles, as two
+    /// processes would have) each keep every acknowledged write.
+    func testTwoQueuesOnOneSQLiteNameLoseNoWrite() throws {
+        let folder = "/tmp/appnorth-queue-\(getpid())-\(Random.hexToken(bytes: 4))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        let directory = try DataDirectory(path: folder)
+        let first = try AppNorthOfflineQueue(storage: try SQLiteBlobStorage(store: try SQLiteStore(directory: directory), name: "queue"))
+        let second = try AppNorthOfflineQueue(storage: try SQLiteBlobStorage(store: try SQLiteStore(directory: directory), name: "queue"))
+        let client = try TestServer.client()
+        let ideaID = ideaID
+        try TestServer.offline {
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let queue = index == 0 ? first : second
+                for n in 0..<5 {
+                    XCTAssertEqual(try? queue.submitComment(using: client, handle: ideaID, body: "q\(index)-\(n)"), false)
+                }
+            }
+        }
+        XCTAssertEqual(try first.pendingCount(), 10)
+        XCTAssertEqual(try second.pendingCount(), 10)
+        XCTAssertEqual(try first.flush(using: client), 10)
+        XCTAssertEqual(try second.pendingCount(), 0, "the other handle sees the flush")
+        XCTAssertEqual(try second.flush(using: client), 0)
+        XCTAssertEqual(Set(try serverComments().compactMap { $0["body"]?.stringValue }).count, 10)
+    }
+
+    /// Issue 10: an entry the server refuses for good (its idea deleted)
+    /// stays pending and is named by the flush; discarding it alone lets
+    /// the valid writes behind it go out.
+    func testPoisonEntryIsNamedAndDiscardedAlone() throws {
+        let board = try TestServer.board("swift", "Doomed")
+        try TestServer.idea("swift", board: board, title: "Soon deleted")
+        let doomed = try JSON.parse(try TestServer.client().listIdeas())["ideas"]?.arrayElements
+            .first { $0["title"]?.stringValue == "Soon deleted" }?["id"]?.stringValue ?? ""
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client()
+        try TestServer.offline {
+            XCTAssertFalse(try queue.submitComment(using: client, handle: doomed, body: "poison"))
+            XCTAssertFalse(try queue.submitComment(using: client, handle: ideaID, body: "valid 1"))
+            XCTAssertFalse(try queue.submitComment(using: client, handle: ideaID, body: "valid 2"))
+        }
+        try TestServer.delete("/admin/apps/swift/ideas/\(doomed)")
+        let poisonID = try queue.pendingEntries()[0].id
+        XCTAssertEqual(try queue.pendingEntries()[0].attempts, 1, "the try at submit counts")
+        for round in 2...3 {
+            var sent = -1
+            var failed: String?
+            XCTAssertThrowsError(try queue.flush(using: client, sentCount: &sent, failedEntryID: &failed)) {
+                guard case AppNorthError.notFound = $0 else { return XCTFail("\($0)") }
+            }
+            XCTAssertEqual(sent, 0)
+            XCTAssertEqual(failed, poisonID)
+            let entry = try queue.pendingEntries()[0]
+            XCTAssertEqual(entry.attempts, round)
+            XCTAssertTrue(entry.lastError?.contains("not found") ?? false, entry.lastError ?? "nil")
+        }
+        XCTAssertEqual(try queue.pendingCount(), 3, "the seed's rule: it stays pending")
+        XCTAssertTrue(try queue.discard(entryID: poisonID))
+        XCTAssertFalse(try queue.discard(entryID: poisonID), "already gone")
+        var sent = 0
+        var failed: String? = "unset"
+        try queue.flush(using: client, sentCount: &sent, failedEntryID: &failed)
+        XCTAssertEqual(sent, 2)
+        XCTAssertNil(failed)
+        XCTAssertEqual(try serverComments().compactMap { $0["body"]?.stringValue }, ["valid 1", "valid 2"])
     }
 
     func testDiscardPerScopeAndInTotal() throws {

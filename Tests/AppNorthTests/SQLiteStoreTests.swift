@@ -1,5 +1,6 @@
 import XCTest
 import Glibc
+import Dispatch
 @testable import AppNorth
 
 final class SQLiteStoreTests: XCTestCase {
@@ -39,6 +40,58 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(mode, "wal")
         XCTAssertEqual(store.userVersion, SQLiteStore.schemaVersion)
         XCTAssertGreaterThanOrEqual(SQLiteStore.schemaVersion, 1)
+    }
+
+    /// Issue 10: connections opening one fresh file at once all succeed
+    /// (one migrates, the others find the schema in place). The
+    /// several-process version runs in bindings/python/tests/test_multiprocess.py.
+    func testConcurrentFirstOpensOfAFreshFileAllSucceed() throws {
+        for trial in 0..<10 {
+            let directory = try DataDirectory(path: folder + "/trial\(trial)")
+            let failures = Lock<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do {
+                    let store = try SQLiteStore(directory: directory)
+                    XCTAssertEqual(store.userVersion, SQLiteStore.schemaVersion)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            XCTAssertEqual(failures.withLock { $0 }, [], "trial \(trial)")
+        }
+    }
+
+    /// kvUpdate is a read-modify-write in one transaction: two stores on
+    /// one file incrementing one counter from two threads lose no step.
+    func testKVUpdateFromTwoConnectionsLosesNoChange() throws {
+        let directory = try DataDirectory(path: folder)
+        let stores = [try SQLiteStore(directory: directory), try SQLiteStore(directory: directory)]
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            for _ in 0..<100 {
+                do {
+                    try stores[index].kvUpdate(namespace: "n", key: "counter", updatedMs: 1) { old in
+                        let next = (old.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0) + 1
+                        return (Array(String(next).utf8), ())
+                    }
+                } catch {
+                    XCTFail("\(error)")
+                }
+            }
+        }
+        let value = try stores[0].kvGet(namespace: "n", key: "counter")?.value ?? []
+        XCTAssertEqual(String(decoding: value, as: UTF8.self), "200")
+    }
+
+    /// An error thrown by the change leaves the row as it was and reaches
+    /// the caller unchanged.
+    func testKVUpdateErrorRollsBack() throws {
+        struct Refused: Error {}
+        let store = try SQLiteStore(directory: DataDirectory(path: folder))
+        try store.kvPut(namespace: "n", key: "k", value: [1], updatedMs: 1)
+        XCTAssertThrowsError(try store.kvUpdate(namespace: "n", key: "k", updatedMs: 2) { _ -> ([UInt8]?, Void) in
+            throw Refused()
+        }) { XCTAssertTrue($0 is Refused, "\($0)") }
+        XCTAssertEqual(try store.kvGet(namespace: "n", key: "k")?.value, [1])
     }
 
     func testValuesSurviveReopen() throws {

@@ -1105,6 +1105,117 @@ static void test_flush_error_is_returned_and_leaves_the_entry_pending(void) {
     free(b);
 }
 
+/* Issue 10: a comment whose idea was deleted after it was queued fails
+ * NOT_FOUND on every flush. flush_v2 names it, the entries list shows its
+ * attempts and last error, and discard_entry removes it alone, so the
+ * valid comments behind it go out. */
+static void test_poison_entry_is_named_and_discarded_alone(void) {
+    reset_server();
+    char *board = NULL;
+    char *kept = seed_board_and_idea(&board);
+    char *doomed = seed_idea(board, "Soon deleted");
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    appnorth_queue *q = memory_queue(0);
+    appnorth_error err;
+    queue_offline_comment(q, c, doomed, "poison", "k-poison");
+    queue_offline_comment(q, c, kept, "valid 1", "k-v1");
+    queue_offline_comment(q, c, kept, "valid 2", "k-v2");
+    char path[256];
+    snprintf(path, sizeof path, "/admin/apps/" APP "/ideas/%s", doomed);
+    CHECK(admin_request(server, "DELETE", path, NULL, NULL) == 200, "idea deleted");
+
+    json_t *entries = queue_entries(q);
+    char *poison_id = strdup(str_at(entries, 0, "id") ? str_at(entries, 0, "id") : "");
+    json_t *first = json_array_get(entries, 0);
+    CHECK(json_integer_value(json_object_get(first, "attempts")) == 1, "the try at submit counts");
+    CHECK(json_is_string(json_object_get(first, "last_error")), "the network failure is recorded");
+    CHECK(json_is_integer(json_object_get(first, "created_ms")), "created_ms");
+    json_decref(entries);
+
+    for (int attempt = 2; attempt <= 3; attempt++) {
+        int32_t sent = -1;
+        char *failed = NULL;
+        CHECK_STATUS(appnorth_queue_flush_v2(q, c, &sent, &failed, &err), APPNORTH_E_NOT_FOUND, err);
+        CHECK(sent == 0 && str_eq(failed, poison_id), "flush names the poison entry: %s", failed ? failed : "NULL");
+        appnorth_string_free(failed);
+        entries = queue_entries(q);
+        first = json_array_get(entries, 0);
+        CHECK(json_array_size(entries) == 3, "everything stays pending: %zu", json_array_size(entries));
+        CHECK(json_integer_value(json_object_get(first, "attempts")) == attempt, "attempt %d counted", attempt);
+        CHECK(strstr(json_string_value(json_object_get(first, "last_error")) ? json_string_value(json_object_get(first, "last_error")) : "", "not found") != NULL,
+              "last_error holds the server's answer");
+        CHECK(json_is_null(json_object_get(json_array_get(entries, 1), "last_error")) == 0,
+              "the valid entries carry their submit-time failure too");
+        json_decref(entries);
+    }
+    CHECK(stored("comments") == 0, "nothing sent behind the poison entry");
+
+    int32_t discarded = -1;
+    CHECK_STATUS(appnorth_queue_discard_entry(q, poison_id, &discarded, &err), APPNORTH_OK, err);
+    CHECK(discarded == 1, "discarded: %d", discarded);
+    CHECK_STATUS(appnorth_queue_discard_entry(q, poison_id, &discarded, &err), APPNORTH_OK, err);
+    CHECK(discarded == 0, "a second discard finds nothing: %d", discarded);
+    CHECK_STATUS(appnorth_queue_discard_entry(q, NULL, &discarded, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_queue_discard_entry(q, "\xff", NULL, &err), APPNORTH_E_INVALID_UTF8, err);
+    CHECK_STATUS(appnorth_queue_discard_entry(NULL, poison_id, NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+
+    int32_t sent = -1;
+    char *failed = (char *)"unset";
+    CHECK_STATUS(appnorth_queue_flush_v2(q, c, &sent, &failed, &err), APPNORTH_OK, err);
+    CHECK(sent == 2 && failed == NULL, "the valid comments go out: %d", sent);
+    json_t *on_kept = stored_comments(kept);
+    CHECK(json_array_size(on_kept) == 2, "two comments stored: %zu", json_array_size(on_kept));
+    json_decref(on_kept);
+    CHECK_STATUS(appnorth_queue_flush_v2(NULL, c, &sent, &failed, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK(failed == NULL && sent == 0, "out-parameters cleared on failure");
+
+    appnorth_queue_free(q);
+    appnorth_client_free(c);
+    free(poison_id);
+    free(board);
+    free(kept);
+    free(doomed);
+}
+
+/* Issue 10: two queue handles on one SQLite storage name (as two worker
+ * processes have) keep every queued write. */
+static void test_two_sqlite_queues_on_one_name_lose_nothing(void) {
+    reset_server();
+    char *idea = seed_board_and_idea(NULL);
+    char *dir = make_temp_dir("shared-queue");
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    appnorth_error err;
+    appnorth_queue *queues[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        appnorth_storage *storage = NULL;
+        CHECK_STATUS(appnorth_storage_new_sqlite(dir, "queue", &storage, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_queue_new(storage, 0, &queues[i], &err), APPNORTH_OK, err);
+        appnorth_storage_free(storage);
+    }
+    go_offline();
+    for (int n = 0; n < 5; n++) {
+        for (int i = 0; i < 2; i++) {
+            char body[32];
+            snprintf(body, sizeof body, "q%d-%d", i, n);
+            int32_t submitted = -1;
+            CHECK_STATUS(appnorth_queue_submit_comment(queues[i], c, idea, body, NULL, &submitted, &err),
+                         APPNORTH_OK, err);
+        }
+    }
+    go_online();
+    CHECK(pending(queues[0]) == 10 && pending(queues[1]) == 10, "both see all 10: %d %d",
+          pending(queues[0]), pending(queues[1]));
+    int32_t sent = -1;
+    CHECK_STATUS(appnorth_queue_flush(queues[1], c, &sent, &err), APPNORTH_OK, err);
+    CHECK(sent == 10 && pending(queues[0]) == 0, "one flush sends all: %d", sent);
+    CHECK(stored("comments") == 10, "ten comments stored");
+    appnorth_queue_free(queues[0]);
+    appnorth_queue_free(queues[1]);
+    appnorth_client_free(c);
+    remove_tree(dir);
+    free(idea);
+}
+
 static void test_flush_replays_the_original_idempotency_key(void) {
     reset_server();
     char *idea = seed_board_and_idea(NULL);
@@ -1234,7 +1345,9 @@ static void test_entries_persist_across_reopening(void) {
     free(idea);
 }
 
-static void test_storage_erase_keeps_a_loaded_queue(void) {
+/* Erase on SQLite storage empties every queue on it (they read the stored
+ * entries); a queue on memory storage keeps what it loaded until discarded. */
+static void test_storage_erase_and_loaded_queues(void) {
     reset_server();
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -1247,9 +1360,7 @@ static void test_storage_erase_keeps_a_loaded_queue(void) {
     queue_offline_comment(q, c, idea, "Loaded", NULL);
 
     CHECK_STATUS(appnorth_storage_erase(storage, &err), APPNORTH_OK, err);
-    CHECK(pending(q) == 1, "erasing storage does not clear the loaded queue");
-
-    /* The disk is erased: another opening finds nothing. */
+    CHECK(pending(q) == 0, "a queue on SQLite storage reads the erased store: %d", pending(q));
     appnorth_storage *again = NULL;
     CHECK_STATUS(appnorth_storage_new_sqlite(dir, "queue", &again, &err), APPNORTH_OK, err);
     appnorth_queue *fresh = NULL;
@@ -1257,8 +1368,16 @@ static void test_storage_erase_keeps_a_loaded_queue(void) {
     CHECK(pending(fresh) == 0, "erased on disk");
     appnorth_queue_free(fresh);
     appnorth_storage_free(again);
+    appnorth_queue_free(q);
+    appnorth_storage_free(storage);
 
-    /* Discarding the loaded queue is what actually forgets. */
+    /* Memory storage: the loaded queue keeps its entries; discarding is
+     * what forgets them. */
+    CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_queue_new(storage, 0, &q, &err), APPNORTH_OK, err);
+    queue_offline_comment(q, c, idea, "Loaded", NULL);
+    CHECK_STATUS(appnorth_storage_erase(storage, &err), APPNORTH_OK, err);
+    CHECK(pending(q) == 1, "erasing memory storage does not clear the loaded queue");
     int32_t discarded = -1;
     CHECK_STATUS(appnorth_queue_discard(q, NULL, &discarded, &err), APPNORTH_OK, err);
     CHECK(discarded == 1 && pending(q) == 0, "discarded %d", discarded);
@@ -2168,10 +2287,12 @@ int main(void) {
     test_queue_limit();
     test_flush_stops_on_network_failure_keeping_the_rest();
     test_flush_error_is_returned_and_leaves_the_entry_pending();
+    test_poison_entry_is_named_and_discarded_alone();
+    test_two_sqlite_queues_on_one_name_lose_nothing();
     test_flush_replays_the_original_idempotency_key();
     test_flush_after_the_write_was_applied_makes_no_duplicate();
     test_entries_persist_across_reopening();
-    test_storage_erase_keeps_a_loaded_queue();
+    test_storage_erase_and_loaded_queues();
     test_a_storage_serves_one_queue_or_one_cache();
     test_host_callback_storage();
     test_queue_never_stores_the_token();

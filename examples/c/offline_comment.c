@@ -8,6 +8,11 @@
  *      discards it.
  *   4. Read boards through the cache before and after its TTL expires,
  *      moving a manual clock instead of waiting, then forget it on logout.
+ *   5. A poison entry: a comment queued on an idea that is deleted before
+ *      the flush fails NOT_FOUND on every flush and holds back the valid
+ *      comment behind it. The flush names it, the entry list shows its
+ *      attempts and last error, and discarding that one entry lets the
+ *      valid comment go out.
  *
  * usage: offline_comment API_URL APP_ID DATA_DIR
  *   e.g. DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh \
@@ -18,7 +23,8 @@
  * every API connection (POST /admin/faults {"drop":true}); "reconnecting"
  * clears the faults. That is a real network failure for the library: the
  * request is sent and no answer comes back. It also registers two test
- * accounts through /admin/users. A real app does none of this: it calls
+ * accounts through /admin/users, and step 5 deletes its own throwaway
+ * idea through /admin/apps/{app}/ideas/{id}. A real app does none of this: it calls
  * appnorth_queue_flush() when the OS says it is back online. The admin
  * calls use a few lines of plain sockets so the example needs nothing but
  * libappnorth and jansson.
@@ -227,6 +233,86 @@ failed:
     return fail("reading through the cache", &err);
 }
 
+/* Creates a throwaway idea on the app's first board; its id into `id`. */
+static int throwaway_idea(appnorth_client *client, char *id, size_t id_size) {
+    char *text = NULL;
+    appnorth_error err;
+    if (appnorth_client_list_boards(client, &text, &err) != APPNORTH_OK) return fail("listing boards", &err);
+    json_t *boards = json_loads(text, 0, NULL);
+    appnorth_string_free(text);
+    const char *board = json_string_value(json_object_get(json_array_get(json_object_get(boards, "boards"), 0), "id"));
+    int32_t rc = board ? appnorth_client_submit_idea(client, board, "Soon withdrawn", "", NULL, &text, &err)
+                       : APPNORTH_E_NOT_FOUND;
+    json_decref(boards);
+    if (rc != APPNORTH_OK) return fail("creating an idea", &err);
+    json_t *reply = json_loads(text, 0, NULL);
+    appnorth_string_free(text);
+    snprintf(id, id_size, "%s", json_string_value(json_object_get(json_object_get(reply, "idea"), "id")));
+    json_decref(reply);
+    return 0;
+}
+
+/* Step 5: one entry the server refuses for good must not hold back the rest. */
+static int poison_entry(const char *api_url, const char *app_id, appnorth_queue *queue, appnorth_client *client,
+                        const char *idea_id, const char *title) {
+    appnorth_error err;
+    char doomed[64];
+    printf("5. A queued comment whose idea is deleted before the flush\n");
+    if (throwaway_idea(client, doomed, sizeof doomed) != 0) return 1;
+    lose_connectivity(api_url);
+    int32_t submitted = -1;
+    int32_t rc = appnorth_queue_submit_comment(queue, client, doomed, "On an idea about to go", NULL, &submitted, &err);
+    if (rc == APPNORTH_OK)
+        rc = appnorth_queue_submit_comment(queue, client, idea_id, "A valid comment behind it", NULL, &submitted, &err);
+    reconnect(api_url);
+    if (rc != APPNORTH_OK) return fail("queueing the comments", &err);
+    printf("   pending: %d\n", pending(queue));
+    char path[256];
+    snprintf(path, sizeof path, "/admin/apps/%s/ideas/%s", app_id, doomed);
+    dev_admin(api_url, "DELETE", path, NULL);
+    printf("   [dev server] idea %s deleted\n", doomed);
+
+    /* The seed's rule: the failing entry stays pending and the flush
+     * returns its error. flush_v2 also says which entry it was. */
+    int32_t sent = 0;
+    char *failed = NULL;
+    rc = appnorth_queue_flush_v2(queue, client, &sent, &failed, &err);
+    printf("   flush: %s (%s), sent %d, failing entry %s\n", appnorth_status_str(rc), err.message, sent,
+           failed ? failed : "none");
+    if (rc == APPNORTH_OK || !failed) {
+        appnorth_string_free(failed);
+        fprintf(stderr, "expected the flush to name a failing entry\n");
+        return 1;
+    }
+
+    /* Inspect it: attempts and last error help decide that it can never
+     * succeed. This app drops entries refused as NOT_FOUND. */
+    char *listing = NULL;
+    if (appnorth_queue_entries(queue, &listing, &err) == APPNORTH_OK) {
+        json_t *entries = json_loads(listing, 0, NULL);
+        size_t i;
+        json_t *entry;
+        json_array_foreach(entries, i, entry) {
+            if (strcmp(json_string_value(json_object_get(entry, "id")), failed) != 0) continue;
+            printf("   entry %s: %s, %lld attempts, last error \"%s\"\n", failed,
+                   json_string_value(json_object_get(entry, "kind")),
+                   (long long)json_integer_value(json_object_get(entry, "attempts")),
+                   json_string_value(json_object_get(entry, "last_error")));
+        }
+        json_decref(entries);
+        appnorth_string_free(listing);
+    }
+    int32_t discarded = 0;
+    rc = rc == APPNORTH_E_NOT_FOUND ? appnorth_queue_discard_entry(queue, failed, &discarded, &err) : rc;
+    appnorth_string_free(failed);
+    if (rc != APPNORTH_OK) return fail("discarding the entry", &err);
+    printf("   discarded that entry alone: %d\n", discarded);
+    if (appnorth_queue_flush_v2(queue, client, &sent, NULL, &err) != APPNORTH_OK) return fail("flushing", &err);
+    printf("   flush: sent %d; server comments on \"%s\": %d\n", sent, title, comment_count(client, idea_id));
+    printf("   pending: %d\n", pending(queue));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: %s API_URL APP_ID DATA_DIR\n", argv[0]);
@@ -276,6 +362,7 @@ int main(int argc, char **argv) {
     if (offline_then_flush(api_url, queue, guest, idea_id, title) != 0) goto done;
     if (switch_accounts(api_url, app_id, queue, idea_id) != 0) goto done;
     if (cache_ttl(cache, clock, guest) != 0) goto done;
+    if (poison_entry(api_url, app_id, queue, guest, idea_id, title) != 0) goto done;
     printf("done: pending %d\n", pending(queue));
     status = 0;
 

@@ -5,6 +5,11 @@
 /// account scope (server, app, account) plus, for ideas, every filter and
 /// the search query. Pagination cursors, chat messages and private report
 /// threads are never cached. Thread-safe.
+///
+/// On an `AppNorthAtomicBlobStorage` (the built-in SQLite storage) each
+/// change is applied to the stored blob in one transaction, so caches in
+/// several handles or processes never drop each other's entries; each
+/// reads from its own loaded copy plus what it stored itself.
 public final class AppNorthReadCache: Sendable {
     public static let defaultTTLSeconds = 300
 
@@ -13,6 +18,7 @@ public final class AppNorthReadCache: Sendable {
     private let clock: any AppNorthClock
     private let entries: Lock<[CacheEntry]>
     private let gate = OperationGate()
+    private let shared: (any AppNorthAtomicBlobStorage)?
 
     public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
                 clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
@@ -26,6 +32,7 @@ public final class AppNorthReadCache: Sendable {
             throw error
         }
         self.storage = storage
+        shared = storage as? any AppNorthAtomicBlobStorage
         self.ttlSeconds = ttlSeconds
         self.clock = clock
     }
@@ -102,9 +109,25 @@ public final class AppNorthReadCache: Sendable {
 
     private func update(_ change: ([CacheEntry]) -> [CacheEntry]) throws {
         try gate.run("the read cache") {
-            let after = change(entries.withLock { $0 })
-            let blob = after.isEmpty ? nil : CacheCodec.encode(after)
-            try storageCall("saving the read cache") { try storage.save(blob) }
+            guard let shared else {
+                let after = change(entries.withLock { $0 })
+                let blob = after.isEmpty ? nil : CacheCodec.encode(after)
+                try storageCall("saving the read cache") { try storage.save(blob) }
+                entries.withLock { $0 = after }
+                return
+            }
+            let mine = entries.withLock { $0 }
+            let after = try storageCall("saving the read cache") {
+                try shared.update { blob throws -> (value: [UInt8]?, result: [CacheEntry]) in
+                    // Entries this process stored keep their monotonic time.
+                    let stored = try blob.map(CacheCodec.decode) ?? []
+                    let merged = stored.map { entry in
+                        mine.first { $0.sameStore(as: entry) } ?? entry
+                    }
+                    let after = change(merged)
+                    return (after.isEmpty ? nil : CacheCodec.encode(after), after)
+                }
+            }
             entries.withLock { $0 = after }
         }
     }
@@ -130,6 +153,12 @@ struct CacheEntry: Sendable {
     let storedWallMs: Int64
     /// Set for entries stored by this process; nil for loaded ones.
     let storedMono: UInt64?
+
+    /// The same stored entry, whichever copy (loaded or this process's).
+    func sameStore(as other: CacheEntry) -> Bool {
+        kind == other.kind && scope == other.scope && query == other.query
+            && storedWallMs == other.storedWallMs && value == other.value
+    }
 }
 
 enum CacheCodec {

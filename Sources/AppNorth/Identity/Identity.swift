@@ -17,17 +17,16 @@ final class Identity: Sendable {
         if (store as? FileSecureStore)?.wasDamaged == true {
             logger.log(.warning, "identity: the identity file was damaged; its unreadable values were dropped")
         }
-        var anonymous = try storageCall("reading the anonymous id") { try store.read(Self.anonymousKey) }
-        if let stored = anonymous, !Self.isSoundAnonymousID(stored) {
+        if let stored = try storageCall("reading the anonymous id", { try store.read(Self.anonymousKey) }),
+           !Self.isSoundAnonymousID(stored) {
             logger.log(.warning, "identity: dropped a damaged anonymous id; a new one is made")
-            anonymous = nil
         }
-        let anonymousID: String
-        if let anonymous {
-            anonymousID = anonymous
-        } else {
-            anonymousID = Random.uuidV7(unixMilliseconds: clock.wallMilliseconds())
-            try storageCall("storing the anonymous id") { try store.write(Self.anonymousKey, anonymousID) }
+        // One step in the store, so that processes opening one data
+        // directory at once all keep the first id made.
+        let anonymousID = try storageCall("reading the anonymous id") {
+            try store.readOrCreate(Self.anonymousKey, accept: Self.isSoundAnonymousID) {
+                Random.uuidV7(unixMilliseconds: clock.wallMilliseconds())
+            }
         }
         var user = try storageCall("reading the user id") { try store.read(Self.userKey) }
         if let stored = user, !Self.isSoundUserID(stored) {

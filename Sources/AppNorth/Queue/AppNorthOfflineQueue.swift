@@ -15,14 +15,24 @@ public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
 /// scope, in order, with the original idempotency keys.
 ///
 /// Thread-safe. Retain one queue per account session.
+///
+/// Several queues on one stored queue: on an `AppNorthAtomicBlobStorage`
+/// (the built-in SQLite storage) every change is a read-modify-write of
+/// the stored blob in one transaction, so queues in several handles or
+/// processes share the entries safely; two flushing at once may both send
+/// an entry, which its idempotency key makes harmless. Any other storage
+/// has one owner: its blob is loaded once and overwritten on each change.
 public final class AppNorthOfflineQueue: Sendable {
     public static let defaultLimit = 50
 
     public let limit: Int
     private let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
-    /// The loaded entries; always equal to what was last saved.
+    /// The loaded entries; always equal to what was last saved or read.
     private let entries: Lock<[QueueEntry]>
+    /// Set when the storage changes atomically: the stored blob, not
+    /// `entries`, is then the truth, re-read inside every change.
+    private let shared: (any AppNorthAtomicBlobStorage)?
     /// One storage update at a time (the storage may be host code).
     private let gate = OperationGate()
     /// One flush at a time, so two flushes never send the same entry.
@@ -40,6 +50,7 @@ public final class AppNorthOfflineQueue: Sendable {
             throw error
         }
         self.storage = storage
+        shared = storage as? any AppNorthAtomicBlobStorage
         self.limit = limit
         self.clock = clock
     }
@@ -71,10 +82,11 @@ public final class AppNorthOfflineQueue: Sendable {
         do {
             _ = try client.post(write.path, body: body, key: key)
             return true
-        } catch .network {
-            let entry = QueueEntry(id: Random.uuidV7(unixMilliseconds: clock.wallMilliseconds()), scope: client.scope,
+        } catch .network(let message) {
+            let now = clock.wallMilliseconds()
+            let entry = QueueEntry(id: Random.uuidV7(unixMilliseconds: now), scope: client.scope,
                                    kind: write.kind, path: write.path, body: body, idempotencyKey: key,
-                                   createdMs: clock.wallMilliseconds())
+                                   createdMs: now, attempts: 1, lastError: message)
             try append(entry)
             client.configuration.logger.log(.info, "\(write.kind) queued after a network failure")
             return false
@@ -96,18 +108,38 @@ public final class AppNorthOfflineQueue: Sendable {
     /// The same, counting into `sent` as it goes, so a caller learns how
     /// many were sent before an error was thrown.
     public func flush(using client: AppNorthClient, sentCount sent: inout Int) throws {
+        var failedEntryID: String?
+        try flush(using: client, sentCount: &sent, failedEntryID: &failedEntryID)
+    }
+
+    /// The same, also naming the entry whose error stopped the flush, so a
+    /// host can inspect it (`pendingEntries`) and discard it alone
+    /// (`discard(entryID:)`) rather than its whole scope. `failedEntryID`
+    /// is nil when the flush completed or a network failure stopped it.
+    /// Each failed try is recorded in the entry's `attempts`/`lastError`.
+    public func flush(using client: AppNorthClient, sentCount sent: inout Int, failedEntryID: inout String?) throws {
         sent = 0
+        failedEntryID = nil
+        var failed: String?
+        var count = 0
+        defer {
+            sent = count
+            failedEntryID = failed
+        }
         try flushGate.run("flush") {
             let scope = client.scope
-            let mine = entries.withLock { $0.filter { $0.scope == scope } }
+            let mine = try current().filter { $0.scope == scope }
             for entry in mine {
-                do {
+                do throws(AppNorthError) {
                     _ = try client.post(entry.path, body: entry.body, key: entry.idempotencyKey)
-                } catch AppNorthError.network {
-                    return
+                } catch {
+                    try? recordFailure(of: entry.id, error.message)
+                    if case .network = error { return }
+                    failed = entry.id
+                    throw error
                 }
-                try remove { $0.id == entry.id }
-                sent += 1
+                try modify { list in list.removeAll { $0.id == entry.id } }
+                count += 1
             }
         }
     }
@@ -116,46 +148,102 @@ public final class AppNorthOfflineQueue: Sendable {
 
     /// Entries pending over all stored scopes.
     public func pendingCount() throws -> Int {
-        entries.withLock { $0.count }
+        try current().count
     }
 
     /// The pending entries, oldest first.
-    public func pendingEntries() -> [QueueEntry] {
-        entries.withLock { $0 }
+    public func pendingEntries() throws -> [QueueEntry] {
+        try current()
     }
 
     /// Discards the entries of one scope, or all when `scope` is nil (for
     /// logout). Returns how many.
     @discardableResult
     public func discard(scope: String?) throws -> Int {
-        try remove { scope == nil || $0.scope == scope }
+        try modify { list in
+            let before = list.count
+            list.removeAll { scope == nil || $0.scope == scope }
+            return before - list.count
+        }
     }
 
-    // MARK: Storage updates: change memory, save, and undo if saving fails
+    /// Discards one entry by its id (from `pendingEntries` or a flush's
+    /// `failedEntryID`). Returns false when no pending entry has that id:
+    /// it was sent or discarded already, perhaps by another process.
+    @discardableResult
+    public func discard(entryID: String) throws -> Bool {
+        try modify { list in
+            let before = list.count
+            list.removeAll { $0.id == entryID }
+            return list.count != before
+        }
+    }
+
+    // MARK: Storage updates
 
     private func append(_ entry: QueueEntry) throws {
-        try gate.run("the offline queue") {
-            let before = entries.withLock { $0 }
-            guard before.count < limit else { throw AppNorthOfflineQueueError.full }
-            try persist(before + [entry])
+        try modify { list in
+            guard list.count < limit else { throw AppNorthOfflineQueueError.full }
+            list.append(entry)
         }
     }
 
+    private func recordFailure(of entryID: String, _ message: String) throws {
+        try modify { list in
+            guard let index = list.firstIndex(where: { $0.id == entryID }) else { return }
+            list[index].attempts = list[index].attempts < Int(Int32.max) ? list[index].attempts + 1 : list[index].attempts
+            list[index].lastError = message
+        }
+    }
+
+    /// The entries as stored now: re-read from a shared storage (another
+    /// handle or process may have changed them), else the loaded copy.
+    private func current() throws -> [QueueEntry] {
+        guard shared != nil else { return entries.withLock { $0 } }
+        let loaded = try storageCall("loading the offline queue") { try storage.load() }
+        let list = try loaded.map(QueueCodec.decode) ?? []
+        entries.withLock { $0 = list }
+        return list
+    }
+
+    /// Applies `change` to the entries and stores the result. A shared
+    /// storage applies it to the stored blob inside one transaction; any
+    /// other saves first and updates memory after, so memory never runs
+    /// ahead of storage. Runs inside the gate, outside the data lock.
     @discardableResult
-    private func remove(where match: (QueueEntry) -> Bool) throws -> Int {
+    private func modify<R>(_ change: (inout [QueueEntry]) throws -> R) throws -> R {
         try gate.run("the offline queue") {
+            if let shared {
+                let (list, result) = try sharedStorageCall {
+                    try shared.update { blob throws -> (value: [UInt8]?, result: ([QueueEntry], R)) in
+                        var list = try blob.map(QueueCodec.decode) ?? []
+                        let result = try change(&list)
+                        return (list.isEmpty ? nil : QueueCodec.encode(list), (list, result))
+                    }
+                }
+                entries.withLock { $0 = list }
+                return result
+            }
             let before = entries.withLock { $0 }
-            let after = before.filter { !match($0) }
-            if after.count != before.count { try persist(after) }
-            return before.count - after.count
+            var list = before
+            let result = try change(&list)
+            if list != before {
+                let blob = list.isEmpty ? nil : QueueCodec.encode(list)
+                try storageCall("saving the offline queue") { try storage.save(blob) }
+                entries.withLock { $0 = list }
+            }
+            return result
         }
     }
 
-    /// Saves first, then updates memory, so memory never runs ahead of
-    /// storage. Runs inside the gate, outside the data lock.
-    private func persist(_ newEntries: [QueueEntry]) throws {
-        let blob = newEntries.isEmpty ? nil : QueueCodec.encode(newEntries)
-        try storageCall("saving the offline queue") { try storage.save(blob) }
-        entries.withLock { $0 = newEntries }
+    /// A full queue stays `.full`; storage failures become `.storage`.
+    private func sharedStorageCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as AppNorthOfflineQueueError {
+            throw error
+        } catch {
+            return try storageCall("saving the offline queue") { throw error }
+        }
     }
 }

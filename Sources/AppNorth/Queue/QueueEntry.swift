@@ -11,6 +11,11 @@ public struct QueueEntry: Sendable, Equatable {
     public let body: [UInt8]
     public let idempotencyKey: String
     public let createdMs: Int64
+    /// How many times a send was tried and failed (the first try at submit
+    /// included), and the last failure's message: a host uses them to find
+    /// an entry that will never succeed (a comment on a deleted idea).
+    public var attempts: Int = 0
+    public var lastError: String? = nil
 }
 
 /// The queue's stored blob: a tagged, versioned JSON document.
@@ -32,6 +37,8 @@ enum QueueCodec {
             item.set("body", .string(String(decoding: e.body, as: UTF8.self)))
             item.set("idempotency_key", .string(e.idempotencyKey))
             item.set("created_ms", .int(e.createdMs))
+            item.set("attempts", .int(Int64(e.attempts)))
+            if let lastError = e.lastError { item.set("last_error", .string(lastError)) }
             list.append(item)
         }
         root.set("entries", list)
@@ -69,7 +76,11 @@ enum QueueCodec {
               let key = item["idempotency_key"]?.stringValue, !key.isEmpty,
               let created = item["created_ms"]?.intValue else { return nil }
         let range = StoredWallTime.range
+        // Added later: optional, and clamped, since the blob may be old or
+        // written by host storage.
+        let attempts = Int(clamping: max(0, min(item["attempts"]?.intValue ?? 0, Int64(Int32.max))))
         return QueueEntry(id: id, scope: scope, kind: kind, path: path, body: Array(body.utf8), idempotencyKey: key,
-                          createdMs: min(max(created, range.lowerBound), range.upperBound))
+                          createdMs: min(max(created, range.lowerBound), range.upperBound),
+                          attempts: attempts, lastError: item["last_error"]?.stringValue)
     }
 }

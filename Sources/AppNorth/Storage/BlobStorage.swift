@@ -16,6 +16,18 @@ public protocol AppNorthReadCacheStorage: AnyObject, Sendable {
     func save(_ data: [UInt8]?) throws
 }
 
+/// Storage whose blob can be changed atomically against other users of
+/// the same stored blob: other handles in this process and other processes.
+/// The built-in SQLite storage is one. A queue or cache on such a storage
+/// re-reads the blob inside every change instead of trusting its loaded
+/// copy, so two of them on one name never overwrite each other's entries.
+public protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
+    /// Runs `change` on the stored blob (nil when none) and stores what it
+    /// returns (nil erases), as one step no other writer can interleave
+    /// with. An error thrown by `change` leaves the stored blob untouched.
+    func update<T>(_ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T
+}
+
 /// Storage in memory only.
 public final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
     private let data = Lock<[UInt8]?>(nil)
@@ -24,8 +36,10 @@ public final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCache
     public func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
 }
 
-/// Storage as one row of the data directory's SQLite database.
-public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
+/// Storage as one row of the data directory's SQLite database. Several
+/// instances, in one process or several, may use the same name: changes
+/// go through `update`, one write transaction each.
+public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage, AppNorthAtomicBlobStorage {
     private let store: SQLiteStore
     private let name: String
     private let clock: any AppNorthClock
@@ -54,6 +68,10 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
         } else {
             try store.kvDelete(namespace: "blob", key: name)
         }
+    }
+
+    public func update<T>(_ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
+        try store.kvUpdate(namespace: "blob", key: name, updatedMs: clock.wallMilliseconds(), change)
     }
 }
 

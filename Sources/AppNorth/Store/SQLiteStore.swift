@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// One SQLite database in the data directory: WAL journal, a schema version
 /// kept in `PRAGMA user_version`, and migrations applied in order at open.
@@ -59,8 +60,10 @@ public final class SQLiteStore: Sendable {
         }
         let conn = Connection(db)
         do throws(AppNorthError) {
-            sqlite3_busy_timeout(db, 5000)
-            try conn.exec("PRAGMA journal_mode=WAL")
+            // Several processes may open one fresh directory at the same
+            // moment: every step below waits for the others' locks.
+            sqlite3_busy_timeout(db, Self.busyTimeoutMs)
+            try Self.setWALJournal(conn)
             try conn.exec("PRAGMA synchronous=NORMAL")
             try conn.exec("PRAGMA foreign_keys=ON")
             try Self.migrate(conn)
@@ -70,6 +73,10 @@ public final class SQLiteStore: Sendable {
         }
         connection = Lock(conn)
     }
+
+    /// How long a statement waits for another connection's lock (another
+    /// handle or process on the same file) before failing as busy.
+    static let busyTimeoutMs: Int32 = 5000
 
     deinit { connection.withLock { $0.close() } }
 
@@ -99,23 +106,49 @@ public final class SQLiteStore: Sendable {
         }) ?? 0
     }
 
-    private static func migrate(_ conn: Connection) throws(AppNorthError) {
-        let current = try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
-        // A damaged header can hold any 32-bit value; only 0...count are ours.
-        guard current >= 0 else { throw .storage("database schema version \(current) is not valid: the file is damaged") }
-        guard current <= migrations.count else {
-            throw .storage("database schema version \(current) is newer than this library (\(migrations.count))")
-        }
-        for version in current..<migrations.count {
-            try conn.exec("BEGIN IMMEDIATE")
+    /// Switching to WAL needs a moment of exclusive access, and SQLite
+    /// may report "database is locked" for it without calling the busy
+    /// handler while another process is doing the same. Retried for up to
+    /// the busy timeout; once any connection has switched, the mode is
+    /// persistent and the pragma is a no-op.
+    private static func setWALJournal(_ conn: Connection) throws(AppNorthError) {
+        var waitedMs: Int32 = 0
+        while true {
             do throws(AppNorthError) {
-                try conn.exec(migrations[version])
-                try conn.exec("PRAGMA user_version = \(version + 1)")
-                try conn.exec("COMMIT")
+                try conn.exec("PRAGMA journal_mode=WAL")
+                return
             } catch {
-                try? conn.exec("ROLLBACK")
-                throw error
+                let code = sqlite3_errcode(conn.db) & 0xff
+                guard code == SQLITE_BUSY || code == SQLITE_LOCKED, waitedMs < busyTimeoutMs else { throw error }
+                usleep(10_000)
+                waitedMs += 10
             }
+        }
+    }
+
+    /// Applies the missing migrations in one write transaction. The schema
+    /// version is read inside it, after the write lock is taken, so that of
+    /// several processes opening a fresh directory at once exactly one
+    /// migrates and the others find the work done.
+    private static func migrate(_ conn: Connection) throws(AppNorthError) {
+        try conn.exec("BEGIN IMMEDIATE")
+        do throws(AppNorthError) {
+            let current = try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
+            // A damaged header can hold any 32-bit value; only 0...count are ours.
+            guard current >= 0 else { throw .storage("database schema version \(current) is not valid: the file is damaged") }
+            guard current <= migrations.count else {
+                throw .storage("database schema version \(current) is newer than this library (\(migrations.count))")
+            }
+            for version in current..<migrations.count {
+                try conn.exec(migrations[version])
+            }
+            if current < migrations.count {
+                try conn.exec("PRAGMA user_version = \(migrations.count)")
+            }
+            try conn.exec("COMMIT")
+        } catch {
+            try? conn.exec("ROLLBACK")
+            throw error
         }
     }
 
@@ -139,6 +172,38 @@ public final class SQLiteStore: Sendable {
     public func kvDelete(namespace: String, key: String) throws(AppNorthError) {
         _ = try withConnection { conn throws(AppNorthError) in
             try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(namespace), .text(key)])
+        }
+    }
+
+    /// Reads a row, lets `change` compute its new value (nil deletes it),
+    /// and writes it back, all in one write transaction: a concurrent
+    /// writer, another handle or another process, waits instead of having
+    /// its change overwritten. `change` must not call back into this store.
+    public func kvUpdate<T>(namespace: String, key: String, updatedMs: Int64,
+                            _ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
+        var failure: (any Error)?
+        do {
+            return try transaction { conn throws(AppNorthError) -> T in
+                let current = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
+                                             [.text(namespace), .text(key)]) { $0.blob(0) }.first
+                let next: (value: [UInt8]?, result: T)
+                do {
+                    next = try change(current)
+                } catch {
+                    failure = error
+                    throw .storage("update abandoned")  // rolls back; the caller sees `failure`
+                }
+                if let value = next.value {
+                    try conn.run("INSERT INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?) "
+                                 + "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms",
+                                 [.text(namespace), .text(key), .blob(value), .int(updatedMs)])
+                } else {
+                    try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(namespace), .text(key)])
+                }
+                return next.result
+            }
+        } catch {
+            throw failure ?? error
         }
     }
 

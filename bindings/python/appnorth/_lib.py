@@ -389,9 +389,11 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_queue_submit_feedback",
                 [QueuePtr, ClientPtr, FeedbackPtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_flush", [QueuePtr, ClientPtr, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_flush_v2", [QueuePtr, ClientPtr, Int32Out, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_pending_count", [QueuePtr, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_entries", [QueuePtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_discard", [QueuePtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_discard_entry", [QueuePtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     # Clocks
     Declaration("appnorth_clock_new_manual", [c_int64, POINTER(ClockPtr), ErrorPtr], c_int32, _S),
     Declaration("appnorth_clock_free", [ClockPtr], None, None),

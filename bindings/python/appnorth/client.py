@@ -11,6 +11,8 @@ that every method raises :class:`~appnorth.errors.WrongStateError`.
 
 fork(): handles do not survive fork(). In a child process every method
 raises WrongStateError, and closing there only forgets the parent's handle.
+A forked child (a pre-fork server's worker) makes its own Client and uses it
+normally.
 """
 
 from __future__ import annotations

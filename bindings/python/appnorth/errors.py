@@ -94,6 +94,10 @@ class AppNorthError(Exception):
         http_status: the server's HTTP status, or 0 when no server answered.
         message: the library's human-readable message (never holds tokens or
             identity values).
+        entry_id: for an OfflineQueue.flush error, the id of the pending
+            entry that failed; None otherwise.
+        sent: for an OfflineQueue.flush error, how many entries were sent
+            before it.
     """
 
     #: The status this class stands for; the base class covers unknown codes.
@@ -105,6 +109,10 @@ class AppNorthError(Exception):
         self.code: int = Status(raw) if raw in Status._value2member_map_ else raw
         self.http_status: int = http_status
         self.message: str = message
+        #: Set by OfflineQueue.flush: the id of the entry whose error this
+        #: is (still pending), and how many entries were sent before it.
+        self.entry_id: Optional[str] = None
+        self.sent: int = 0
 
     def __str__(self) -> str:
         # The status once: library messages often name it already.

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from . import _lib, errors
 from ._handle import Handle
 from ._lib import C, TextArg, appnorth_error
+from .errors import AppNorthError
 from .client import Client, Feedback, JSONArg, Screenshot, feedback_for, json_text
 
 __all__ = ["Storage", "OfflineQueue", "ReadCache", "ManualClock"]
@@ -214,10 +215,19 @@ class OfflineQueue(Handle):
         """Replay the client's scope's entries in order with their original
         keys; returns how many were sent. A network failure stops the flush
         quietly (the rest stay); any other error is raised and the failing
-        entry stays pending."""
+        entry stays pending. The raised AppNorthError carries that entry's
+        id as ``entry_id`` (see :meth:`entries` and :meth:`discard_entry`)
+        and how many were sent before it as ``sent``."""
         sent = ctypes.c_int32(0)
-        with self._use() as q, client._use() as c, _lib.callback_errors():
-            C.appnorth_queue_flush(q, c, sent, appnorth_error())
+        failed = ctypes.c_void_p()
+        try:
+            with self._use() as q, client._use() as c, _lib.callback_errors():
+                C.appnorth_queue_flush_v2(q, c, sent, failed, appnorth_error())
+        except AppNorthError as error:
+            error.entry_id = _lib.take_string(failed)
+            error.sent = sent.value
+            raise
+        _lib.take_string(failed)
         return sent.value
 
     def pending_count(self) -> int:
@@ -231,8 +241,9 @@ class OfflineQueue(Handle):
         return self.pending_count()
 
     def entries(self) -> List[Dict[str, Any]]:
-        """Pending entries, oldest first: id, scope, kind, idempotency_key,
-        created_ms (no payloads)."""
+        """Pending entries over all scopes, oldest first: id, scope, kind,
+        idempotency_key, created_ms, attempts (failed sends so far) and
+        last_error (the last failure's message or None); no payloads."""
         with self._use() as q, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_queue_entries, q)
         result: List[Dict[str, Any]] = json.loads(text)
@@ -246,6 +257,16 @@ class OfflineQueue(Handle):
         with self._use() as q, _lib.callback_errors():
             C.appnorth_queue_discard(q, c_scope, discarded, appnorth_error())
         return discarded.value
+
+    def discard_entry(self, entry_id: TextArg) -> bool:
+        """Discard one entry by id (from :meth:`entries` or a flush error's
+        ``entry_id``); False when no pending entry has that id (already
+        sent or discarded, perhaps by another process)."""
+        c_id = _lib.to_c_string(entry_id, "entry_id")
+        discarded = ctypes.c_int32(0)
+        with self._use() as q, _lib.callback_errors():
+            C.appnorth_queue_discard_entry(q, c_id, discarded, appnorth_error())
+        return bool(discarded.value)
 
     def __repr__(self) -> str:
         return f"<appnorth.OfflineQueue {'closed' if self._closed else 'open'}>"

@@ -60,6 +60,10 @@ class Admin:
             {"board_id": board_id, "title": title, "body": body, "status": status})["idea"]
         return result
 
+    def delete_idea(self, app: str, idea_id: str) -> None:
+        """Remove an idea (and its comments): later comments on it get 404."""
+        self._call("DELETE", f"/admin/apps/{app}/ideas/{idea_id}")
+
     def add_user(self, app: str, email: str, token: str) -> None:
         self._call("POST", "/admin/users", {"app": app, "email": email, "token": token})
 

@@ -119,6 +119,47 @@ def test_discard_by_client_scope_and_all(server_url: str, admin: Admin, queue: a
         assert len(queue) == 0
 
 
+def test_poison_entry_is_named_listed_and_discarded_alone(queue: appnorth.OfflineQueue, client: appnorth.Client,
+                                                          admin: Admin, board: Dict[str, Any]) -> None:
+    """Issue 10: a comment on an idea deleted since it was queued fails
+    NOT_FOUND on every flush; the error names it, entries() shows its
+    attempts and last error, and discard_entry() removes it alone."""
+    doomed = admin.add_idea(APP, board["id"], "Soon deleted")
+    kept = admin.add_idea(APP, board["id"], "Kept")
+    admin.outage()
+    assert queue.submit_comment(client, doomed["id"], "poison") is False
+    assert queue.submit_comment(client, kept["id"], "valid 1") is False
+    assert queue.submit_comment(client, kept["id"], "valid 2") is False
+    admin.clear_faults()
+    admin.delete_idea(APP, doomed["id"])
+    poison = queue.entries()[0]
+    assert (poison["attempts"], poison["kind"], poison["scope"]) == (1, "comment", client.scope)
+    assert isinstance(poison["created_ms"], int) and poison["last_error"]
+
+    for attempt in (2, 3):
+        with pytest.raises(appnorth.NotFoundError) as raised:
+            queue.flush(client)
+        assert raised.value.entry_id == poison["id"] and raised.value.sent == 0
+        listed = queue.entries()
+        assert len(listed) == 3, "the seed's rule: the failing entry stays pending, and so do the others"
+        assert listed[0]["attempts"] == attempt and "not found" in listed[0]["last_error"]
+        assert listed[1]["attempts"] == 1
+    assert admin.state(APP)["comments"] == []
+
+    assert queue.discard_entry(poison["id"]) is True
+    assert queue.discard_entry(poison["id"]) is False, "already gone"
+    assert queue.flush(client) == 2
+    assert [c["body"] for c in admin.state(APP)["comments"]] == ["valid 1", "valid 2"]
+
+
+def test_discard_entry_bad_arguments(queue: appnorth.OfflineQueue) -> None:
+    with pytest.raises(appnorth.InvalidArgumentError):
+        queue.discard_entry(None)
+    with pytest.raises(appnorth.InvalidUTF8Error):
+        queue.discard_entry(b"\xff")
+    assert queue.discard_entry("no-such-entry") is False
+
+
 def test_sqlite_queue_survives_a_restart(tmp_path: Path, client: appnorth.Client, admin: Admin,
                                          board: Dict[str, Any]) -> None:
     data_dir = tmp_path / "appdata"

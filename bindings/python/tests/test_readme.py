@@ -61,3 +61,20 @@ def test_binding_readme_first_snippet_runs(seeded: Admin, server_url: str, tmp_p
     assert result.returncode == 0, result.stderr
     titles = [i["title"] for i in seeded.state(DEMO_APP)["ideas"]]
     assert "Dark mode for the editor" in titles
+
+
+EXAMPLES = REPO_ROOT / "examples" / "python"
+
+
+@pytest.mark.parametrize("name,expect", [
+    ("boards", "open ideas about search: ['Faster search']"),
+    ("offline_comment", "3. bob's flush sent 0; ada's entry pending: 1"),
+    ("track_events", "the server holds 3 level_complete event(s)"),
+    ("remote_config", "4. restarted offline: CACHED tier, banner 'remote v2'"),
+])
+def test_python_example_walkthrough_runs(seeded: Admin, server_url: str, tmp_path: Path, name: str,
+                                         expect: str) -> None:
+    result = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), server_url, DEMO_APP,
+                             str(tmp_path / "data")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert expect in result.stdout, result.stdout

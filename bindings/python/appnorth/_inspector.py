@@ -1,0 +1,126 @@
+"""``python -m appnorth inspect DIR``: why are my events not arriving?
+
+Reads a data directory without changing it: the SQLite database is opened
+read-only for the event queue, consent and the cached config; the pending
+writes of each offline queue come from the library's own per-entry view
+(``OfflineQueue.entries()``). The inspector uploads, sends and discards
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+DATABASE = "appnorth.sqlite3"
+
+
+def _when(ms: Optional[int]) -> str:
+    if ms is None:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+def _json(blob: Any) -> Any:
+    try:
+        return json.loads(bytes(blob).decode("utf-8"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _queues(directory: str, names: List[str]) -> List[Dict[str, Any]]:
+    from . import OfflineQueue, Storage  # the library's own reading of each queue
+
+    queues = []
+    for name in names:
+        with Storage.sqlite(directory, name) as storage, OfflineQueue(storage) as queue:
+            entries = queue.entries()
+        scopes: Dict[str, List[Dict[str, Any]]] = {}
+        for entry in entries:
+            scopes.setdefault(entry.get("scope", "?"), []).append(entry)
+        queues.append({"name": name, "pending": len(entries), "scopes": scopes})
+    return queues
+
+
+def inspect(directory: str) -> Dict[str, Any]:
+    """What the data directory holds, as a dict (see ``--json``)."""
+    path = os.path.join(directory, DATABASE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} does not exist: not an appnorth data directory")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        kv = list(db.execute("SELECT namespace, key, value, updated_ms FROM kv")) if "kv" in tables else []
+        events: Dict[str, Any] = {"queued": 0, "bytes": 0, "oldest_ms": None, "newest_ms": None}
+        if "events" in tables:
+            count, size = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events").fetchone()
+            events.update(queued=count, bytes=size)
+            for key, order in (("oldest_ms", "ASC"), ("newest_ms", "DESC")):
+                row = db.execute(f"SELECT payload FROM events ORDER BY seq {order} LIMIT 1").fetchone()
+                payload = _json(row[0]) if row else None
+                events[key] = payload.get("timestamp") if isinstance(payload, dict) else None
+    finally:
+        db.close()
+    # The last upload error lives in the memory of a running queue only.
+    events["last_error"] = None
+    consent = "unknown"
+    configs = []
+    queue_names = []
+    for namespace, key, value, updated_ms in kv:
+        document = _json(value)
+        if namespace == "consent" and key == "analytics":
+            consent = bytes(value).decode("utf-8", "replace")
+        elif namespace == "config":
+            record = document if isinstance(document, dict) else {}
+            configs.append({"app_id": key, "tier": "cached" if record else "unreadable",
+                            "fetched_ms": record.get("fetched_ms"), "etag": record.get("etag"),
+                            "version": record.get("config_version")})
+        elif namespace == "blob" and isinstance(document, dict) and document.get("format") == "appnorth.offline-queue":
+            queue_names.append(key)
+    return {"directory": os.path.abspath(directory), "events": events, "consent": consent,
+            "config": configs, "queues": _queues(directory, sorted(queue_names))}
+
+
+def render(report: Dict[str, Any]) -> str:
+    events = report["events"]
+    lines = [f"data directory {report['directory']}",
+             f"events: {events['queued']} queued, {events['bytes']} bytes; oldest {_when(events['oldest_ms'])}, "
+             f"newest {_when(events['newest_ms'])}",
+             "  last upload error: only a running queue knows it (Events.stats()['last_error'])",
+             f"consent: {report['consent']}"
+             + ("  (revoked: nothing is queued or sent)" if report["consent"] == "revoked" else "")]
+    if not report["config"]:
+        lines.append("config: nothing cached (the bundled tier or your defaults until a fetch succeeds)")
+    for config in report["config"]:
+        lines.append(f"config for {config['app_id']}: {config['tier']} tier, fetched {_when(config['fetched_ms'])}, "
+                     f"version {config['version']}, etag {config['etag']}")
+    if not report["queues"]:
+        lines.append("offline queues: none")
+    for queue in report["queues"]:
+        lines.append(f"offline queue {queue['name']!r}: {queue['pending']} pending write(s)")
+        for scope, entries in queue["scopes"].items():
+            lines.append(f"  {scope}: {len(entries)}")
+            for entry in entries:
+                lines.append(f"    {entry.get('kind')} {entry.get('id')} queued {_when(entry.get('created_ms'))}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m appnorth", description="Tools for libappnorth data.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser("inspect", help="show what a data directory holds, without changing it")
+    command.add_argument("directory")
+    command.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    try:
+        report = inspect(args.directory)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"appnorth inspect: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0

@@ -47,11 +47,23 @@ class EventsTestCase: XCTestCase {
         try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
     }
 
-    /// The event uploads of the "swift" app.
+    /// The event uploads of the "swift" app. The server logs a request
+    /// just after answering it, so a count read right after a flush is
+    /// read again until it settles.
     func eventPosts() throws -> Int {
-        try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
-            $0["method"]?.stringValue == "POST" && $0["path"]?.stringValue == "/v1/apps/swift/events"
-        }.count
+        func read() throws -> Int {
+            try (TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).filter {
+                $0["method"]?.stringValue == "POST" && $0["path"]?.stringValue == "/v1/apps/swift/events"
+            }.count
+        }
+        var count = try read()
+        for _ in 0..<50 {
+            sleepMilliseconds(10)
+            let again = try read()
+            if again == count { break }
+            count = again
+        }
+        return count
     }
 
     /// Polls until `condition` holds or 5 s pass.

@@ -185,15 +185,21 @@ final class SeedDefaultsTests: EventsTestCase {
         try events.track("e")
         try failEventPosts(count: 100)
         // Time runs fast: 30 s timer cycles and their 1/2/4 s retries pass
-        // in a fraction of a second.
+        // in about a second (more on a loaded machine, hence the deadline).
         try spawn("fast-clock") { thread in
             while !thread.isStopping {
-                clock.advance(milliseconds: 250)
+                clock.advance(milliseconds: 500)
                 sleepMilliseconds(2)
             }
         }
-        XCTAssertTrue(try eventually { try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue == true })
-        XCTAssertEqual(try eventPosts(), 20, "5 failed flushes of 1 attempt and 3 retries")
+        let deadline = SystemClock().monotonicNanoseconds() + 30_000_000_000
+        while try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue != true,
+              SystemClock().monotonicNanoseconds() < deadline {
+            sleepMilliseconds(20)
+        }
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["open"]?.boolValue, true)
+        // The server logs a request just after answering it.
+        XCTAssertTrue(try eventually { try eventPosts() == 20 }, "5 failed flushes of 1 attempt and 3 retries")
         XCTAssertEqual(try JSON.parse(events.statsJSON())["breaker"]?["consecutive_failures"]?.intValue, 5)
         sleepMilliseconds(settle)  // many more 30 s cycles pass
         XCTAssertEqual(try eventPosts(), 20, "paused")

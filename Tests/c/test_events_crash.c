@@ -36,7 +36,8 @@
 #include "check.h"
 
 #define APP "tcrash"
-#define ROUNDS 5
+/* Rounds of kill -9; APPNORTH_CRASH_ROUNDS overrides it for a longer campaign. */
+static int kill_rounds = 5;
 
 static const char *server;
 
@@ -243,7 +244,7 @@ static int parent_main(void) {
     longs printed = {0};
     long max_printed = -1, first = 0;
     int64_t start = mono_ms();
-    for (int round = 0; round < ROUNDS; round++) {
+    for (int round = 0; round < kill_rounds; round++) {
         run_round(self, dir, round, first, &printed, &max_printed);
         /* A killed child may have tracked one more event than it printed:
          * never reuse its number. */
@@ -309,10 +310,10 @@ static int parent_main(void) {
     CHECK(missing == 0, "every printed event arrived: %zu of %zu missing (first: crash-%ld)", missing, printed.len,
           first_missing);
     CHECK(strangers == 0, "no unexpected events: %zu", strangers);
-    CHECK(total >= printed.len && total - printed.len <= ROUNDS,
+    CHECK(total >= printed.len && total - printed.len <= (size_t)kill_rounds,
           "at most one unprinted event per round: %zu stored, %zu printed", total, printed.len);
     printf("crash test: %d rounds, %zu events printed, %zu uploaded by the children, %zu stored in all, %lld ms\n",
-           ROUNDS, printed.len, by_children, total, (long long)(mono_ms() - start));
+           kill_rounds, printed.len, by_children, total, (long long)(mono_ms() - start));
     free(seen);
     json_decref(state);
     free(printed.items);
@@ -337,6 +338,10 @@ int main(int argc, char **argv) {
     (void)admin_idea;
     if (argc == 4 && strcmp(argv[1], "--child") == 0) return child_main(argv[2], atol(argv[3]));
     signal(SIGALRM, watchdog);
+    if (getenv("APPNORTH_CRASH_ROUNDS")) {
+        int rounds = atoi(getenv("APPNORTH_CRASH_ROUNDS"));
+        if (rounds > 0 && rounds <= 100000) kill_rounds = rounds;
+    }
     alarm(getenv("APPNORTH_TEST_TIMEOUT") ? (unsigned)atoi(getenv("APPNORTH_TEST_TIMEOUT")) : 60);
     curl_global_init(CURL_GLOBAL_ALL);
     int rc = parent_main();

@@ -39,7 +39,7 @@ static void reset_server(void) {
 }
 
 /* Logged API requests with this method whose path ends with `suffix`. */
-static size_t requests_to(const char *method, const char *suffix) {
+static size_t requests_now(const char *method, const char *suffix) {
     json_t *reply = NULL;
     admin_request(server, "GET", "/admin/requests", NULL, &reply);
     size_t i, n = 0, len = strlen(suffix);
@@ -50,6 +50,19 @@ static size_t requests_to(const char *method, const char *suffix) {
         if (m && p && strcmp(m, method) == 0 && strlen(p) >= len && strcmp(p + strlen(p) - len, suffix) == 0) n++;
     }
     json_decref(reply);
+    return n;
+}
+
+/* The same, read again until it settles: the server logs a request just
+ * after answering it. */
+static size_t requests_to(const char *method, const char *suffix) {
+    size_t n = requests_now(method, suffix);
+    for (int i = 0; i < 50; i++) {
+        sleep_ms(10);
+        size_t again = requests_now(method, suffix);
+        if (again == n) break;
+        n = again;
+    }
     return n;
 }
 

@@ -10,8 +10,9 @@
  * ten times fast, while the dev server (another process) holds each request
  * for 30 real seconds. With the defaults the library must give up after 30
  * and 60 of its own seconds, 3 and 6 real ones (measured: 30001 and 60038
- * ms). The upper bounds leave 0.8 real seconds for a loaded machine: a
- * default of 30 s must give up within [29.5, 38) s, 60 s within [59.5, 68).
+ * ms). The upper bounds leave several real seconds for a loaded machine
+ * while still telling each default from its double: a default of 30 s must
+ * give up within [29.5, 55) s, 60 s within [59.5, 115).
  * A client with the same defaults answers normally when the server does not
  * hang, so the failures below are the timeouts and nothing else. */
 #define _XOPEN_SOURCE 700
@@ -72,7 +73,7 @@ static void test_api_requests_time_out_after_30_seconds(void) {
     CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_E_NETWORK, err);
     int64_t waited = mono_ms() - start;
     printf("API request gave up after %lld ms of its clock\n", (long long)waited);
-    CHECK(waited >= 29500 && waited < 38000, "gave up after %lld ms of the process's clock (default 30000)",
+    CHECK(waited >= 29500 && waited < 55000, "gave up after %lld ms of the process's clock (default 30000)",
           (long long)waited);
     CHECK(json == NULL, "no result");
     appnorth_client_free(c);
@@ -95,7 +96,7 @@ static void test_resource_downloads_time_out_after_60_seconds(void) {
     CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_E_NETWORK, err);
     int64_t waited = mono_ms() - start;
     printf("config download gave up after %lld ms of its clock\n", (long long)waited);
-    CHECK(waited >= 59500 && waited < 68000, "gave up after %lld ms of the process's clock (default 60000)",
+    CHECK(waited >= 59500 && waited < 115000, "gave up after %lld ms of the process's clock (default 60000)",
           (long long)waited);
     appnorth_config_free(config);
     appnorth_client_free(c);

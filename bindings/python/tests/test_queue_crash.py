@@ -39,7 +39,8 @@ ENTRIES = 12
 
 def test_a_host_killed_during_a_flush_loses_no_entry(tmp_path: Path, server_url: str, admin: Admin) -> None:
     rng = random.Random(7)
-    for round_number in range(3):
+    # APPNORTH_CRASH_ROUNDS makes a longer kill -9 campaign of the same test.
+    for round_number in range(int(os.environ.get("APPNORTH_CRASH_ROUNDS", "3"))):
         admin.reset()
         board = admin.add_board(APP, "Features")
         idea = admin.add_idea(APP, board["id"], "Dark mode")

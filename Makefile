@@ -117,7 +117,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-wheel
 
 test-swift:
-	scripts/with-devserver.sh $(SWIFT) test
+	DEVSERVER_TLS=1 scripts/with-devserver.sh $(SWIFT) test
 
 # A fresh venv from the wheel imports appnorth from any folder with no
 # environment variable (system jansson/curl/sqlite hidden when root) and runs
@@ -127,7 +127,7 @@ test-wheel: wheel
 
 # Runs every C test program through the real .so; one summary line.
 test-c: $(C_TESTS)
-	@scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+	@DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
 
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;

@@ -18,13 +18,17 @@ public final class HTTPTransport: Sendable {
     public let maxResponseBytes: Int
     private let pool = Lock<[EasyHandle]>([])
     private let userAgent: String
+    /// CA, pins and proxy for every transfer.
+    public let trust: HTTPTrust
     /// DEBUG traces each request: method, path, status, duration, bytes.
     private let logger: Logger
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
-                userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent) {
+                userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
+                trust: HTTPTrust = HTTPTrust()) {
         _ = curlGlobalInit
         self.timeouts = timeouts
+        self.trust = trust
         self.maxResponseBytes = maxResponseBytes
         self.userAgent = userAgent
         self.logger = logger
@@ -110,6 +114,7 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
                 cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
                 cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
                 if idleTimeoutMs > 0 {
@@ -169,6 +174,29 @@ public final class HTTPTransport: Sendable {
         cshim_getinfo_long(h, CURLINFO_NUM_CONNECTS, &connects)
         context.connectionsOpened = connects
         return status
+    }
+
+    /// CA, pins and proxy. curl_easy_reset cleared them, so every transfer
+    /// sets them again; curl copies the strings and the blob.
+    private func applyTrust(_ h: UnsafeMutableRawPointer) {
+        if let pem = trust.caPEM {
+            pem.withUnsafeBytes { _ = cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
+        } else if let file = trust.caFile {
+            cshim_setopt_pointer(h, CURLOPT_CAINFO, file)
+        }
+        if let pins = trust.pinnedPublicKeys {
+            cshim_setopt_pointer(h, CURLOPT_PINNEDPUBLICKEY, pins)
+        }
+        if let proxy = trust.proxyURL {
+            cshim_setopt_pointer(h, CURLOPT_PROXY, proxy)
+        } else if trust.ignoreProxyEnvironment {
+            // An empty proxy string tells curl: no proxy, whatever the environment says.
+            cshim_setopt_pointer(h, CURLOPT_PROXY, "")
+        }
+        if trust.ignoreProxyEnvironment {
+            // Without this, an explicit proxy would still be bypassed for hosts in no_proxy.
+            cshim_setopt_pointer(h, CURLOPT_NOPROXY, "")
+        }
     }
 
     /// Runs a transfer. A cancellable one runs on its own multi handle so

@@ -703,7 +703,7 @@ class IdempotencyGuard:
 @dataclasses.dataclass
 class Fault:
     id: str
-    kind: str                 # "status" | "drop" | "delay"
+    kind: str                 # "status" | "drop" | "delay" | "endless_line" | "raw_response"
     path_prefix: str | None
     method: str | None
     remaining: int
@@ -725,6 +725,8 @@ class Fault:
             out["drop"] = True
         elif self.kind == "endless_line":
             out["endless_line"] = True
+        elif self.kind == "raw_response":
+            out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
         if self.delay_ms or self.kind == "delay":
             out["delay_ms"] = self.delay_ms
         return out
@@ -775,12 +777,12 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop", "endless_line") if spec.get(k) is not None] or (
+        kinds = [k for k in ("status", "drop", "endless_line", "raw_response") if spec.get(k) is not None] or (
             ["delay_ms"] if spec.get("delay_ms") is not None else [])
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop', 'delay_ms' or 'endless_line'"
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'"
                              " (a delay may precede status or drop)")
-        if kinds[0] == "endless_line" and spec.get("delay_ms") is not None:
+        if kinds[0] in ("endless_line", "raw_response") and spec.get("delay_ms") is not None:
             raise validation("'delay_ms' may precede 'status' or 'drop' only")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
         delay = spec.get("delay_ms")
@@ -813,6 +815,15 @@ class FaultQueue:
             if spec["endless_line"] is not True:
                 raise validation("'endless_line' must be true")
             fault.kind = "endless_line"
+        elif kinds[0] == "raw_response":
+            raw = spec["raw_response"]
+            try:
+                fault.body = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+            except binascii.Error:
+                fault.body = None
+            if not fault.body:
+                raise validation("'raw_response' must be non-empty base64 (the bytes sent as the whole response)")
+            fault.kind = "raw_response"
         else:
             fault.kind = "delay"
         return fault
@@ -1522,12 +1533,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     log["fault"] = fault.kind
                     if fault.delay_ms:  # a slow server, then its answer (or none)
                         dev.stopped.wait(fault.delay_ms / 1000)
-                    if fault.kind in ("drop", "endless_line"):
+                    if fault.kind in ("drop", "endless_line", "raw_response"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
                         self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
-                    if response is not None or fault.kind in ("drop", "endless_line"):
+                    if response is not None or fault.kind in ("drop", "endless_line", "raw_response"):
                         return response
             func, params = dev.router.resolve(self.command, path)
             params_query = dict(parse_qsl(query, keep_blank_values=True))
@@ -1658,6 +1669,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if fault.kind == "endless_line":
             self._send_endless_line()
+            return None
+        if fault.kind == "raw_response":
+            # A broken or hostile server: these bytes are the whole answer.
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(fault.body or b"")
+                self.connection.shutdown(socket.SHUT_WR)
             return None
         headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
         return Response(fault.status, fault.body or b"", headers)

@@ -236,7 +236,11 @@ static void check_refused(const char *url, const char *ca_file, const char *pins
 
 static void test_bad_certificates_and_pins_are_refused(void) {
     admin_request(tls, "POST", "/admin/reset", "{}", NULL);
-    check_refused(tls, NULL, NULL, "unable to get local issuer certificate"); /* system store only */
+    /* Trusting only an unrelated certificate: the server's CA is unknown.
+     * (Not the system store, whose presence varies between machines.) */
+    char other_ca[1024];
+    snprintf(other_ca, sizeof other_ca, "%.*s/selfsigned.pem", (int)(strrchr(ca, '/') - ca), ca);
+    check_refused(tls, other_ca, NULL, "unable to get local issuer certificate");
     check_refused(getenv("APPNORTH_TEST_TLS_SELF_SIGNED"), ca, NULL, "self-signed certificate");
     check_refused(getenv("APPNORTH_TEST_TLS_WRONG_HOST"), ca, NULL, "no alternative certificate subject name");
     check_refused(getenv("APPNORTH_TEST_TLS_EXPIRED"), ca, NULL, "certificate has expired");

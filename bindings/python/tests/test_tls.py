@@ -152,12 +152,24 @@ def _assert_refused(client: appnorth.Client, reason: str, tmp_path: Path) -> Non
         assert entry["kind"] == "idea"
 
 
-def test_a_certificate_from_an_untrusted_ca_is_refused(https_server: DevServer, tls_admin: Admin,
+def test_a_certificate_from_an_untrusted_ca_is_refused(https_server: DevServer, tls_admin: Admin, pki: Path,
                                                       tmp_path: Path) -> None:
-    # Same server, but the client trusts only the system store.
-    with appnorth.Client(https_server.url, APP, api_timeout_ms=TIMEOUT_MS) as client:
+    # Same server, but the client trusts only an unrelated certificate (not
+    # the system store, whose presence varies between machines).
+    with appnorth.Client(https_server.url, APP, ca_file=pki / "selfsigned.pem", api_timeout_ms=TIMEOUT_MS) as client:
         _assert_refused(client, "unable to get local issuer certificate", tmp_path)
     assert tls_admin.requests() == []
+
+
+def test_the_system_store_does_not_trust_the_test_ca(https_server: DevServer, tmp_path: Path) -> None:
+    with appnorth.Client(https_server.url, APP, api_timeout_ms=TIMEOUT_MS) as client:
+        _assert_refused(client, "certificate", tmp_path)
+
+
+def test_tls_flags_go_together(pki: Path) -> None:
+    from appnorth_devserver import ApiError
+    with pytest.raises(ApiError, match="go together"):
+        DevServer("127.0.0.1", 0, tls_cert=str(pki / "server.pem"))
 
 
 def test_a_self_signed_certificate_is_refused(bad_urls: Dict[str, str], pki: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@
 #                  packages, and a cffi cdef, in dist/ (relocatable: copy it anywhere)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
 #   make install   PREFIX=/usr/local by default
+#   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
 
 VERSION      := 0.3.0
 SOVERSION    := 0
@@ -28,7 +29,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
-        test-python test-hosts test-wheel wheel check-dist bench sanitize clean
+        test-python test-hosts test-wheel wheel check-dist bench sanitize fuzz clean
 
 all: dist
 
@@ -117,7 +118,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-wheel
 
 test-swift:
-	scripts/with-devserver.sh $(SWIFT) test
+	DEVSERVER_TLS=1 scripts/with-devserver.sh $(SWIFT) test
 
 # A fresh venv from the wheel imports appnorth from any folder with no
 # environment variable (system jansson/curl/sqlite hidden when root) and runs
@@ -127,7 +128,7 @@ test-wheel: wheel
 
 # Runs every C test program through the real .so; one summary line.
 test-c: $(C_TESTS)
-	@scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+	@DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
 
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
@@ -195,6 +196,15 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 
 bench:
 	@bench/run.sh
+
+# Fuzzing: builds the core and each harness in fuzz/harnesses with
+# swiftc -sanitize=fuzzer,address into build/fuzz, then runs each harness for
+# FUZZ_SECONDS from the seed corpus in fuzz/corpus (one at a time, niced).
+# FUZZ_TARGETS picks harnesses, e.g. make fuzz FUZZ_TARGETS="sse json_text".
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
 
 # Not part of `make test`: swift test and the C tests under AddressSanitizer
 # (+UBSan for the C tests) and ThreadSanitizer, in .build/sanitize-*; logs

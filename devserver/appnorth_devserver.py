@@ -39,6 +39,7 @@ import signal
 import socket
 import socketserver
 import sqlite3
+import ssl
 import sys
 import threading
 import time
@@ -702,7 +703,7 @@ class IdempotencyGuard:
 @dataclasses.dataclass
 class Fault:
     id: str
-    kind: str                 # "status" | "drop" | "delay"
+    kind: str                 # "status" | "drop" | "delay" | "endless_line" | "raw_response"
     path_prefix: str | None
     method: str | None
     remaining: int
@@ -724,6 +725,8 @@ class Fault:
             out["drop"] = True
         elif self.kind == "endless_line":
             out["endless_line"] = True
+        elif self.kind == "raw_response":
+            out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
         if self.delay_ms or self.kind == "delay":
             out["delay_ms"] = self.delay_ms
         return out
@@ -774,12 +777,12 @@ class FaultQueue:
         count = spec.get("count", 1)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
-        kinds = [k for k in ("status", "drop", "endless_line") if spec.get(k) is not None] or (
+        kinds = [k for k in ("status", "drop", "endless_line", "raw_response") if spec.get(k) is not None] or (
             ["delay_ms"] if spec.get("delay_ms") is not None else [])
         if len(kinds) != 1:
-            raise validation("give exactly one of 'status', 'drop', 'delay_ms' or 'endless_line'"
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'"
                              " (a delay may precede status or drop)")
-        if kinds[0] == "endless_line" and spec.get("delay_ms") is not None:
+        if kinds[0] in ("endless_line", "raw_response") and spec.get("delay_ms") is not None:
             raise validation("'delay_ms' may precede 'status' or 'drop' only")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
         delay = spec.get("delay_ms")
@@ -812,6 +815,15 @@ class FaultQueue:
             if spec["endless_line"] is not True:
                 raise validation("'endless_line' must be true")
             fault.kind = "endless_line"
+        elif kinds[0] == "raw_response":
+            raw = spec["raw_response"]
+            try:
+                fault.body = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+            except binascii.Error:
+                fault.body = None
+            if not fault.body:
+                raise validation("'raw_response' must be non-empty base64 (the bytes sent as the whole response)")
+            fault.kind = "raw_response"
         else:
             fault.kind = "delay"
         return fault
@@ -1521,12 +1533,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     log["fault"] = fault.kind
                     if fault.delay_ms:  # a slow server, then its answer (or none)
                         dev.stopped.wait(fault.delay_ms / 1000)
-                    if fault.kind in ("drop", "endless_line"):
+                    if fault.kind in ("drop", "endless_line", "raw_response"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.
                         self._finish_log(log, self._started)
                     response = self._apply_fault(fault)
-                    if response is not None or fault.kind in ("drop", "endless_line"):
+                    if response is not None or fault.kind in ("drop", "endless_line", "raw_response"):
                         return response
             func, params = dev.router.resolve(self.command, path)
             params_query = dict(parse_qsl(query, keep_blank_values=True))
@@ -1658,6 +1670,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if fault.kind == "endless_line":
             self._send_endless_line()
             return None
+        if fault.kind == "raw_response":
+            # A broken or hostile server: these bytes are the whole answer.
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(fault.body or b"")
+                self.connection.shutdown(socket.SHUT_WR)
+            return None
         headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
         return Response(fault.status, fault.body or b"", headers)
 
@@ -1752,6 +1771,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                # A TLS record may be only partly here: never block on it.
+                previous = self.connection.gettimeout()
+                self.connection.settimeout(0)
+                try:
+                    return self.connection.recv(4096) == b""
+                except ssl.SSLWantReadError:
+                    return False
+                finally:
+                    self.connection.settimeout(previous)
             return self.connection.recv(4096) == b""
         except (OSError, ValueError):
             return True
@@ -1765,15 +1794,40 @@ class _AlreadyAnswered(Exception):
         self.status = status
 
 
-class _HTTPServer(http.server.ThreadingHTTPServer):
+class TrackedConnections:
+    """Mixin for a socketserver server: remembers open connections so that
+    stop() can close them all (SSE streams and proxy tunnels included)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._tracked: set[socket.socket] = set()
+        self._tracked_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: socket.socket, client_address: Any) -> None:
+        with self._tracked_lock:
+            self._tracked.add(request)
+        super().process_request(request, client_address)  # type: ignore[misc]
+
+    def shutdown_request(self, request: socket.socket) -> None:
+        with self._tracked_lock:
+            self._tracked.discard(request)
+        super().shutdown_request(request)  # type: ignore[misc]
+
+    def close_connections(self) -> None:
+        with self._tracked_lock:
+            conns = list(self._tracked)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+class _HTTPServer(TrackedConnections, http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
 
     def __init__(self, address: tuple, dev: "DevServer"):
         self.dev = dev
-        self.connections: set[socket.socket] = set()
-        self._conn_lock = threading.Lock()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -1783,22 +1837,15 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = self.server_address[:2]
 
-    def process_request(self, request: socket.socket, client_address: Any) -> None:
-        with self._conn_lock:
-            self.connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: socket.socket) -> None:
-        with self._conn_lock:
-            self.connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._conn_lock:
-            conns = list(self.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+    def finish_request(self, request: socket.socket, client_address: Any) -> None:
+        # With TLS the handshake runs here, on the connection's own thread, so
+        # a slow or refusing client never stalls the accept loop. A client
+        # that rejects the certificate ends up in handle_error (an OSError).
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(30)
+            request.do_handshake()
+            request.settimeout(None)
+        super().finish_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
@@ -1819,8 +1866,16 @@ class DevServer:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, db_path: str | None = None, *,
                  seed_demo: bool = False, events_max_body: int = DEFAULT_EVENTS_MAX_BODY,
-                 sse_keepalive: float = DEFAULT_SSE_KEEPALIVE, verbose: bool = False):
+                 sse_keepalive: float = DEFAULT_SSE_KEEPALIVE, verbose: bool = False,
+                 tls_cert: str | None = None, tls_key: str | None = None):
         self.host = host
+        # HTTPS when given a PEM certificate (chain) and its key.
+        self.tls_context: ssl.SSLContext | None = None
+        if tls_cert or tls_key:
+            if not (tls_cert and tls_key):
+                raise ApiError(400, "invalid_argument", "--tls-cert and --tls-key go together")
+            self.tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls_context.load_cert_chain(tls_cert, tls_key)
         self.requested_port = port
         self.seed_demo = seed_demo
         self.verbose = verbose
@@ -1843,6 +1898,9 @@ class DevServer:
         if self.seed_demo:
             self.store.seed_demo()
         self._httpd = _HTTPServer((self.host, self.requested_port), self)
+        if self.tls_context is not None:
+            self._httpd.socket = self.tls_context.wrap_socket(self._httpd.socket, server_side=True,
+                                                              do_handshake_on_connect=False)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="appnorth-devserver", daemon=True)
         self._thread.start()
@@ -1873,7 +1931,8 @@ class DevServer:
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls_context is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     # -- admin operations -------------------------------------------------
 
@@ -1911,12 +1970,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events-max-body", type=int, default=DEFAULT_EVENTS_MAX_BODY,
                         help="max bytes of a POST .../events body (default 1048576)")
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
+    parser.add_argument("--tls-cert", default=None, help="serve HTTPS with this PEM certificate (chain)")
+    parser.add_argument("--tls-key", default=None, help="the PEM private key of --tls-cert")
     args = parser.parse_args(argv)
 
     try:
         server = DevServer(args.host, args.port, args.db, seed_demo=args.seed_demo,
                            events_max_body=args.events_max_body, sse_keepalive=args.sse_keepalive,
-                           verbose=args.verbose)
+                           verbose=args.verbose, tls_cert=args.tls_cert, tls_key=args.tls_key)
     except ApiError as exc:
         parser.error(exc.message)
     stop = threading.Event()

@@ -989,8 +989,21 @@ def test_fault_endless_line_on_stream(c, server):
     assert c.get("/admin/requests").json["requests"][-1]["fault"] == "endless_line"
 
 
+def test_fault_raw_response_is_sent_as_is(c, server):
+    raw = b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\n{}"
+    c.post("/admin/faults", {"path_prefix": f"{API}/boards", "raw_response": base64.b64encode(raw).decode()})
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    sock.sendall(f"GET {API}/boards HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    got = b""
+    while chunk := sock.recv(4096):
+        got += chunk
+    sock.close()
+    assert got == raw
+    assert c.get("/admin/requests").json["requests"][-1]["fault"] == "raw_response"
+
+
 @pytest.mark.parametrize("spec", [
-    {}, {"status": 500, "drop": True}, {"status": 99}, {"status": "500"}, {"drop": False},
+    {}, {"status": 500, "drop": True}, {"raw_response": ""}, {"raw_response": "not base64!"}, {"status": 99}, {"status": "500"}, {"drop": False},
     {"endless_line": 1}, {"endless_line": True, "drop": True},
     {"delay_ms": -1}, {"status": 500, "count": 0}, {"status": 500, "path_prefix": "v1"},
     {"status": 500, "retry_after": 5},

@@ -325,6 +325,62 @@ APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options 
                                                         void *user_data,
                                                         appnorth_error *err);
 
+/* Trust and proxy. Every handle made with the client (its events queue,
+ * remote config and config stream) uses them. A TLS failure they cause
+ * (an untrusted or expired certificate, a wrong host name, a pin that does
+ * not match) is APPNORTH_E_NETWORK with curl's reason in the message. */
+
+/**
+ * Verify servers against the PEM CA bundle in the file at `path` instead of
+ * the system store. The file is read at each new connection. NULL clears it.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for an empty path, APPNORTH_E_TOO_LARGE
+ * over 4096 bytes, APPNORTH_E_INVALID_UTF8 for bad text.
+ */
+APPNORTH_API int32_t appnorth_client_options_set_ca_file(appnorth_client_options *options,
+                                                         const char *path,
+                                                         appnorth_error *err);
+
+/** The largest in-memory CA bundle accepted, in bytes (4 MiB). */
+#define APPNORTH_MAX_CA_PEM_BYTES 4194304
+
+/**
+ * Verify servers against a PEM CA bundle held in memory (`length` bytes,
+ * copied; no NUL needed; it must hold a "-----BEGIN CERTIFICATE-----" line,
+ * so at least 27 bytes). Takes precedence over appnorth_client_options_set_ca_file().
+ * NULL `pem` with `length` 0 clears it.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for NULL with a length or for text
+ * without a BEGIN CERTIFICATE block, APPNORTH_E_TOO_LARGE above
+ * APPNORTH_MAX_CA_PEM_BYTES (including (size_t)-1).
+ */
+APPNORTH_API int32_t appnorth_client_options_set_ca_pem(appnorth_client_options *options,
+                                                        const void *pem, size_t length,
+                                                        appnorth_error *err);
+
+/**
+ * Pin the server's public key: one or more "sha256//<base64 SHA-256 of the
+ * DER public key>" joined by ";" (at most 64). A connection whose key
+ * matches none fails. NULL clears the pins.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for a malformed pin,
+ * APPNORTH_E_TOO_LARGE over 4096 bytes.
+ */
+APPNORTH_API int32_t appnorth_client_options_set_pinned_public_keys(appnorth_client_options *options,
+                                                                    const char *pins,
+                                                                    appnorth_error *err);
+
+/**
+ * Choose the proxy. `proxy_url` (for instance "http://proxy.example:3128";
+ * NULL for none) is used for every request. curl's standard proxy
+ * environment variables (http_proxy, https_proxy, all_proxy, no_proxy) are
+ * honoured by default; `ignore_environment` 1 turns them off, 0 keeps them.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for an empty URL, one with spaces or
+ * non-ASCII bytes, or `ignore_environment` not 0 or 1; APPNORTH_E_TOO_LARGE
+ * over 4096 bytes.
+ */
+APPNORTH_API int32_t appnorth_client_options_set_proxy(appnorth_client_options *options,
+                                                       const char *proxy_url,
+                                                       int32_t ignore_environment,
+                                                       appnorth_error *err);
+
 /**
  * Create a client from options (copied; the options may be freed after).
  * No network traffic happens here.

@@ -11,6 +11,7 @@ final class ClientOptions {
     var credential: AppNorthCredential?
     var timeouts = HTTPTimeouts.default
     var logger = Logger.silent
+    var trust = HTTPTrust()
 }
 
 @c @implementation
@@ -89,6 +90,60 @@ public func appnorth_client_options_set_logger(_ options: OpaquePointer?, _ fn: 
 }
 
 @c @implementation
+public func appnorth_client_options_set_ca_file(_ options: OpaquePointer?, _ path: UnsafePointer<CChar>?,
+                                                _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        opts.trust.caFile = try optionalString(path, "path", maxBytes: HTTPTrust.maxTextBytes)
+            .map { path throws(AppNorthError) in try HTTPTrust.validatedCAFile(path) }
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_ca_pem(_ options: OpaquePointer?, _ pem: UnsafeRawPointer?, _ length: Int,
+                                               _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        // size_t arrives as Int: above Int.max it is negative here.
+        guard length >= 0, length <= HTTPTrust.maxCABytes else {
+            throw AppNorthError.tooLarge("CA bundle is \(UInt(bitPattern: length)) bytes; the limit is \(HTTPTrust.maxCABytes)")
+        }
+        if pem == nil && length == 0 {
+            opts.trust.caPEM = nil
+            return
+        }
+        let bytes = Array(UnsafeRawBufferPointer(start: try required(pem, "pem"), count: length))
+        opts.trust.caPEM = try HTTPTrust.validatedCAPEM(bytes)
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_pinned_public_keys(_ options: OpaquePointer?, _ pins: UnsafePointer<CChar>?,
+                                                           _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        opts.trust.pinnedPublicKeys = try optionalString(pins, "pins", maxBytes: HTTPTrust.maxTextBytes)
+            .map { pins throws(AppNorthError) in try HTTPTrust.validatedPins(pins) }
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_set_proxy(_ options: OpaquePointer?, _ proxyURL: UnsafePointer<CChar>?,
+                                              _ ignoreEnvironment: Int32,
+                                              _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        guard ignoreEnvironment == 0 || ignoreEnvironment == 1 else {
+            throw AppNorthError.invalidArgument("ignore_environment must be 0 or 1")
+        }
+        let url = try optionalString(proxyURL, "proxy_url", maxBytes: HTTPTrust.maxTextBytes)
+            .map { url throws(AppNorthError) in try HTTPTrust.validatedProxyURL(url) }
+        opts.trust.proxyURL = url
+        opts.trust.ignoreProxyEnvironment = ignoreEnvironment == 1
+    }
+}
+
+@c @implementation
 public func appnorth_client_set_log_level(_ client: OpaquePointer?, _ minLevel: Int32,
                                           _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     guarded(err) {
@@ -123,7 +178,8 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
         guard let apiURL = opts.apiURL else { throw AppNorthError.invalidArgument("options have no API URL") }
         guard let appID = opts.appID else { throw AppNorthError.invalidArgument("options have no App ID") }
         let configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
-                                                            timeouts: opts.timeouts, logger: opts.logger)
+                                                            timeouts: opts.timeouts, logger: opts.logger,
+                                                            trust: opts.trust)
         out.pointee = Handle.make(AppNorthClient(configuration: configuration))
     }
 }

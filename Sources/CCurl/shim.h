@@ -20,3 +20,12 @@ static inline CURLcode cshim_setopt_xferinfo_function(CURL *h, curl_xferinfo_cal
 static inline CURLcode cshim_getinfo_long(CURL *h, CURLINFO info, long *out) {
     return curl_easy_getinfo(h, info, out);
 }
+/* CURLOPT_CAINFO_BLOB: curl copies the bytes (CURL_BLOB_COPY), so they need
+ * only live for the call. */
+static inline CURLcode cshim_setopt_blob_copy(CURL *h, CURLoption opt, const void *data, size_t len) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = len;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(h, opt, &blob);
+}

@@ -80,6 +80,30 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(second.connectionsOpened, 0)
     }
 
+    func testMalformedAnswersLeaveTheTransportWorking() throws {
+        // Found by the transport fuzz harness: this pair of answers made
+        // libcurl 7.88 read freed memory when the easy handle was reused
+        // (ASan: heap-use-after-free in its header unfolding). Now every
+        // transfer gets a fresh easy handle; keep-alive lives in the pool.
+        let transport = HTTPTransport()
+        let url = try TestServer.url() + "/v1/apps/swift/boards"
+        _ = try transport.perform(HTTPRequest(method: .get, url: url))
+        let answers = ["HTTP/1.1 200 OK\r\nETag: \"2\"\rC\nontent-Length: \r35\n\r\n{\"rsion\":2,\"config\":{\"a\":9.99}} ",
+                       "HTTP/1.1 304 Not Modified\r\u{8}ETag 2\n Moevent:\"1\" ng\r\nco&n"]
+        for answer in answers {
+            try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/swift/boards","raw_response":"\#(Base64.encode(Array(answer.utf8)))"}"#)
+            do {
+                let response = try transport.perform(HTTPRequest(method: .get, url: url))
+                XCTAssertTrue((100...599).contains(response.status), "\(response.status)")
+            } catch {
+                guard case AppNorthError.network = error else { return XCTFail("\(error)") }
+            }
+        }
+        let after = try transport.perform(HTTPRequest(method: .get, url: url))
+        XCTAssertEqual(after.status, 200)
+        XCTAssertEqual(try JSON.parse(after.body)["boards"]?.kind, .array)
+    }
+
     func testAPIAndResourceTimeoutsAreSeparate() throws {
         let transport = HTTPTransport(timeouts: HTTPTimeouts(apiRequestMilliseconds: 300, resourceDownloadMilliseconds: 5000))
         let url = try TestServer.url() + "/v1/apps/swift/boards"

@@ -38,6 +38,8 @@ static inline long admin_request(const char *base, const char *method, const cha
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, admin_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    /* The HTTPS test server's certificate comes from the test CA. */
+    if (getenv("APPNORTH_TEST_TLS_CA")) curl_easy_setopt(h, CURLOPT_CAINFO, getenv("APPNORTH_TEST_TLS_CA"));
     if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     long status = 0;
     if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

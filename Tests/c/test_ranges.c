@@ -24,6 +24,7 @@ static appnorth_events *events;
 static appnorth_config_options *config_options;
 static appnorth_config *config;
 static unsigned char *screenshot; /* APPNORTH_MAX_SCREENSHOT_BYTES + 1 readable bytes */
+static unsigned char *ca_pem;     /* APPNORTH_MAX_CA_PEM_BYTES + 1 bytes, a PEM marker first */
 
 static void quiet_log(int32_t level, const char *message, void *user_data) {
     (void)level;
@@ -52,6 +53,12 @@ static int32_t client_log_level(int64_t v, appnorth_error *err) {
 }
 static int32_t client_live_log_level(int64_t v, appnorth_error *err) {
     return appnorth_client_set_log_level(client, (int32_t)v, err);
+}
+static int32_t ca_pem_length(int64_t v, appnorth_error *err) {
+    return appnorth_client_options_set_ca_pem(client_options, ca_pem, (size_t)v, err);
+}
+static int32_t proxy_ignore_environment(int64_t v, appnorth_error *err) {
+    return appnorth_client_options_set_proxy(client_options, NULL, (int32_t)v, err);
 }
 static int32_t screenshot_length(int64_t v, appnorth_error *err) {
     appnorth_feedback *f = appnorth_feedback_new();
@@ -215,6 +222,9 @@ static const range_row rows[] = {
     {"appnorth_client_options_set_timeouts", "resource_download_ms", T_INT32, download_timeout, 1, 600000, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_options_set_logger", "min_level", T_INT32, client_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_set_log_level", "min_level", T_INT32, client_live_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
+    /* Below 27 bytes there is no room for the BEGIN CERTIFICATE line. */
+    {"appnorth_client_options_set_ca_pem", "length", T_SIZE, ca_pem_length, 27, APPNORTH_MAX_CA_PEM_BYTES, OK, 0, INV, BIG, 0, 0},
+    {"appnorth_client_options_set_proxy", "ignore_environment", T_INT32, proxy_ignore_environment, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_feedback_add_screenshot", "length", T_SIZE, screenshot_length, 1, APPNORTH_MAX_SCREENSHOT_BYTES, OK, 0, INV, BIG, 0, 0},
     /* In-range lengths above 64 KiB would copy up to 1 GiB: not called. */
     {"appnorth_buffer_set", "length", T_SIZE, buffer_set_length, 0, APPNORTH_MAX_BUFFER_BYTES, OK, 0, INV, BIG, 65536, 0},
@@ -316,6 +326,8 @@ int main(void) {
     client = make_client(server, "ranges-app", NULL, NULL);
     client_options = appnorth_client_options_new();
     screenshot = calloc(APPNORTH_MAX_SCREENSHOT_BYTES + 1, 1);
+    ca_pem = calloc(APPNORTH_MAX_CA_PEM_BYTES + 1, 1);
+    memcpy(ca_pem, "-----BEGIN CERTIFICATE-----", 27);
     CHECK_STATUS(appnorth_storage_new_memory(&memory, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_clock_new_manual(1700000000000, &clock_, &err), APPNORTH_OK, err);
 
@@ -342,6 +354,7 @@ int main(void) {
     appnorth_client_options_free(client_options);
     appnorth_client_free(client);
     free(screenshot);
+    free(ca_pem);
     remove_tree(dir);
     return check_summary();
 }

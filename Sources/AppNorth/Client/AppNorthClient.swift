@@ -10,7 +10,8 @@ public final class AppNorthClient: Sendable {
 
     public init(configuration: AppNorthClientConfiguration) {
         self.configuration = configuration
-        self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger)
+        self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger,
+                                       trust: configuration.trust)
     }
 
     /// See `AppNorthClientConfiguration.scope`.

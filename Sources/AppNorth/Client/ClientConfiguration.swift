@@ -21,10 +21,13 @@ public struct AppNorthClientConfiguration: Sendable {
     public var credential: AppNorthCredential?
     public var timeouts: HTTPTimeouts
     public var logger: Logger
+    /// CA bundle, key pins and proxy; curl's defaults when left empty.
+    public var trust: HTTPTrust
 
     /// Checks the URL and App ID; the URL loses any trailing slash.
     public init(apiURL: String, appID: String, credential: AppNorthCredential? = nil,
-                timeouts: HTTPTimeouts = .default, logger: Logger = .silent) throws(AppNorthError) {
+                timeouts: HTTPTimeouts = .default, logger: Logger = .silent,
+                trust: HTTPTrust = HTTPTrust()) throws(AppNorthError) {
         self.apiURL = try Self.validatedURL(apiURL)
         self.appID = try Self.validatedAppID(appID)
         if let credential {
@@ -33,6 +36,7 @@ public struct AppNorthClientConfiguration: Sendable {
         self.credential = credential
         self.timeouts = timeouts
         self.logger = logger
+        self.trust = trust
     }
 
     /// "<api url>|<app id>|<lowercased email or anonymous>": what queue

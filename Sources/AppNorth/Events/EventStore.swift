@@ -200,7 +200,7 @@ final class EventStore: Sendable {
             try conn.exec("BEGIN IMMEDIATE")
             do throws(AppNorthError) {
                 for id in ids {
-                    sizes += try conn.query("DELETE FROM events WHERE id = ? RETURNING bytes", [.text(id)]) { $0.int(0) }
+                    sizes += try conn.query("DELETE FROM events WHERE id = ? RETURNING length(payload)", [.text(id)]) { $0.int(0) }
                 }
                 try conn.exec("COMMIT")
             } catch {

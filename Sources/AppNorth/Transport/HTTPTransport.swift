@@ -9,22 +9,30 @@ private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 /// HTTP over libcurl: keep-alive connection reuse, TLS verification on,
 /// separate API and resource timeouts, and streaming responses.
 ///
-/// Thread-safe: each transfer borrows an easy handle from a small pool, and
-/// a handle keeps its connections alive between transfers.
+/// Thread-safe: each transfer borrows a slot from a small pool. A slot is a
+/// curl multi handle whose connection cache keeps connections alive between
+/// transfers; every transfer runs on a fresh easy handle added to it.
+/// (Fuzzing found that libcurl 7.88 reads freed memory when an easy handle
+/// that finished one transfer receives a response with a folded header
+/// line: no easy handle is ever reused.)
 public final class HTTPTransport: Sendable {
     public let timeouts: HTTPTimeouts
     /// Responses larger than this fail with `.tooLarge` instead of growing
     /// memory without bound.
     public let maxResponseBytes: Int
-    private let pool = Lock<[EasyHandle]>([])
+    private let pool = Lock<[TransferSlot]>([])
     private let userAgent: String
+    /// CA, pins and proxy for every transfer.
+    public let trust: HTTPTrust
     /// DEBUG traces each request: method, path, status, duration, bytes.
     private let logger: Logger
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
-                userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent) {
+                userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
+                trust: HTTPTrust = HTTPTrust()) {
         _ = curlGlobalInit
         self.timeouts = timeouts
+        self.trust = trust
         self.maxResponseBytes = maxResponseBytes
         self.userAgent = userAgent
         self.logger = logger
@@ -80,10 +88,10 @@ public final class HTTPTransport: Sendable {
 
     private func run(_ request: HTTPRequest, context: TransferContext,
                      totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> Int {
-        let easy = try borrow()
-        defer { giveBack(easy) }
-        let h = easy.handle
-        curl_easy_reset(h)
+        let slot = try borrow()
+        defer { giveBack(slot) }
+        guard let h = curl_easy_init() else { throw .internal("curl_easy_init failed") }
+        defer { curl_easy_cleanup(h) }
 
         var headerList: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(headerList) }
@@ -110,6 +118,7 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
                 cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
                 cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
                 if idleTimeoutMs > 0 {
@@ -142,10 +151,10 @@ public final class HTTPTransport: Sendable {
                         // curl reads the body in place during perform, which
                         // runs inside this closure.
                         cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                        return Self.perform(easy, context: context, idleTimeoutMs: idleTimeoutMs)
+                        return Self.perform(h, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
                     }
                 }
-                return Self.perform(easy, context: context, idleTimeoutMs: idleTimeoutMs)
+                return Self.perform(h, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
             }
         }
 
@@ -171,34 +180,54 @@ public final class HTTPTransport: Sendable {
         return status
     }
 
-    /// Runs a transfer. A cancellable one runs on its own multi handle so
-    /// that `StreamCancellation.cancel()` wakes it at once (curl's easy loop
-    /// only checks the progress callback about once a second while a
-    /// stream is idle), and so that its idle time is measured exactly
-    /// (curl's low-speed check averages over several seconds, so a burst
-    /// at connect would hide a silent stream). Such a transfer uses a
-    /// connection of its own, closed when it ends.
-    private static func perform(_ easy: EasyHandle, context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
-        let h = easy.handle
-        // The multi handle lives as long as the easy handle, so its
-        // connection cache (keep-alive) survives between transfers.
-        guard let cancel = context.cancel, let multi = easy.multiHandle() else { return curl_easy_perform(h) }
+    /// CA, pins and proxy, set on every transfer's fresh easy handle; curl
+    /// copies the strings and the blob.
+    private func applyTrust(_ h: UnsafeMutableRawPointer) {
+        if let pem = trust.caPEM {
+            pem.withUnsafeBytes { _ = cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
+        } else if let file = trust.caFile {
+            cshim_setopt_pointer(h, CURLOPT_CAINFO, file)
+        }
+        if let pins = trust.pinnedPublicKeys {
+            cshim_setopt_pointer(h, CURLOPT_PINNEDPUBLICKEY, pins)
+        }
+        if let proxy = trust.proxyURL {
+            cshim_setopt_pointer(h, CURLOPT_PROXY, proxy)
+        } else if trust.ignoreProxyEnvironment {
+            // An empty proxy string tells curl: no proxy, whatever the environment says.
+            cshim_setopt_pointer(h, CURLOPT_PROXY, "")
+        }
+        if trust.ignoreProxyEnvironment {
+            // Without this, an explicit proxy would still be bypassed for hosts in no_proxy.
+            cshim_setopt_pointer(h, CURLOPT_NOPROXY, "")
+        }
+    }
+
+    /// Runs a transfer on the slot's multi handle, whose connection cache
+    /// outlives the easy handle. A cancellable transfer is woken at once by
+    /// `StreamCancellation.cancel()` (curl's easy loop only checks the
+    /// progress callback about once a second while a stream is idle), and
+    /// its idle time is measured exactly (curl's low-speed check averages
+    /// over several seconds, so a burst at connect would hide a silent
+    /// stream).
+    private static func perform(_ h: UnsafeMutableRawPointer, on slot: TransferSlot, context: TransferContext,
+                                idleTimeoutMs: Int) -> CURLcode {
+        let multi = slot.multi
+        let cancel = context.cancel
         // Cancelled before it started: send nothing (the first multi_perform
         // below may already write the request).
-        if cancel.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
-        guard curl_multi_add_handle(multi, h) == CURLM_OK else {
-            return curl_easy_perform(h)
-        }
-        cancel.attach(multi)
+        if cancel?.isCancelled == true { return CURLE_ABORTED_BY_CALLBACK }
+        guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
+        cancel?.attach(multi)
         defer {
-            cancel.detach()
+            cancel?.detach()
             curl_multi_remove_handle(multi, h)
         }
         let idleNs = UInt64(clamping: idleTimeoutMs).multipliedSaturating(by: 1_000_000)
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
         var mcode = curl_multi_perform(multi, &running)
-        while mcode == CURLM_OK && running > 0 && !cancel.isCancelled {
+        while mcode == CURLM_OK && running > 0 && cancel?.isCancelled != true {
             var waitMs: Int32 = 1000
             if idleNs > 0 {
                 let silent = monotonicNow() &- context.lastActivityNs
@@ -209,10 +238,10 @@ public final class HTTPTransport: Sendable {
                 waitMs = Int32(min(1000, (idleNs - silent) / 1_000_000 + 1))
             }
             mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
-            if mcode != CURLM_OK || cancel.isCancelled { break }
+            if mcode != CURLM_OK || cancel?.isCancelled == true { break }
             mcode = curl_multi_perform(multi, &running)
         }
-        if cancel.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
+        if cancel?.isCancelled == true { return CURLE_ABORTED_BY_CALLBACK }
         guard mcode == CURLM_OK else { return CURLE_RECV_ERROR }
         var result = CURLE_RECV_ERROR
         var queued: Int32 = 0
@@ -222,24 +251,24 @@ public final class HTTPTransport: Sendable {
         return result
     }
 
-    private func borrow() throws(AppNorthError) -> EasyHandle {
-        if let easy = pool.withLock({ $0.popLast() }) { return easy }
-        guard let handle = curl_easy_init() else { throw .internal("curl_easy_init failed") }
-        return EasyHandle(handle)
+    private func borrow() throws(AppNorthError) -> TransferSlot {
+        if let slot = pool.withLock({ $0.popLast() }) { return slot }
+        guard let multi = curl_multi_init() else { throw .internal("curl_multi_init failed") }
+        return TransferSlot(multi)
     }
 
-    /// Keeps a few idle handles (and their live connections) for reuse.
-    private func giveBack(_ easy: EasyHandle) {
-        let kept = pool.withLock { handles -> Bool in
-            guard handles.count < 8 else { return false }
-            handles.append(easy)
+    /// Keeps a few idle slots (and their live connections) for reuse.
+    private func giveBack(_ slot: TransferSlot) {
+        let kept = pool.withLock { slots -> Bool in
+            guard slots.count < 8 else { return false }
+            slots.append(slot)
             return true
         }
-        if !kept { easy.close() }
+        if !kept { slot.close() }
     }
 
     deinit {
-        for easy in pool.withLock({ $0 }) { easy.close() }
+        for slot in pool.withLock({ $0 }) { slot.close() }
     }
 }
 
@@ -273,19 +302,12 @@ private struct MultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 }
 
-/// An owned curl easy handle. Only one transfer uses it at a time.
-private final class EasyHandle: @unchecked Sendable {
-    let handle: UnsafeMutableRawPointer
-    private var multi: UnsafeMutableRawPointer?
-    init(_ handle: UnsafeMutableRawPointer) { self.handle = handle }
-    func multiHandle() -> UnsafeMutableRawPointer? {
-        if multi == nil { multi = curl_multi_init() }
-        return multi
-    }
-    func close() {
-        if let multi { curl_multi_cleanup(multi) }
-        curl_easy_cleanup(handle)
-    }
+/// An owned curl multi handle and its connection cache. Only one transfer
+/// uses it at a time.
+private final class TransferSlot: @unchecked Sendable {
+    let multi: UnsafeMutableRawPointer
+    init(_ multi: UnsafeMutableRawPointer) { self.multi = multi }
+    func close() { curl_multi_cleanup(multi) }
 }
 
 /// State shared with curl's C callbacks for one transfer.

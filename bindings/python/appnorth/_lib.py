@@ -111,6 +111,8 @@ MAX_DIAGNOSTICS_BYTES = 256 * 1024
 MAX_URL_BYTES = 2048
 MAX_SCREENSHOTS = 5
 MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
+#: Largest in-memory CA bundle for Client(ca_pem=...), in bytes.
+MAX_CA_PEM_BYTES = 4 * 1024 * 1024
 MAX_BUFFER_BYTES = 1024 * 1024 * 1024
 QUEUE_DEFAULT_LIMIT = 50
 NETWORK_UNKNOWN = NetworkType.UNKNOWN
@@ -342,6 +344,13 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ClientOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_logger",
                 [ClientOptionsPtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_ca_file", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_ca_pem",
+                [ClientOptionsPtr, c_void_p, c_size_t, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_pinned_public_keys",
+                [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_proxy",
+                [ClientOptionsPtr, c_char_p, c_int32, ErrorPtr], c_int32, _S),
     # Client: reads
     Declaration("appnorth_client_new", [ClientOptionsPtr, POINTER(ClientPtr), ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_free", [ClientPtr], None, None),

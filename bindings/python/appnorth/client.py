@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
-from typing import Any, Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from . import _lib, errors
 from ._handle import Handle, report_callback_error
@@ -191,6 +192,19 @@ class Client(Handle):
             :class:`logging.Logger`, or ``False`` for silence. The library
             follows the logger's effective level as it changes (re-read on
             every call into the library); lines below it are never made.
+        ca_file: a PEM CA bundle file to verify the server with, instead of
+            the system store (``str``, ``bytes`` or a path object).
+        ca_pem: a PEM CA bundle in memory (``bytes`` or ``str``); wins over
+            ``ca_file``.
+        pinned_public_keys: one ``"sha256//<base64>"`` pin or a list of
+            them; the server's key must match one.
+        proxy: an explicit proxy URL such as ``"http://proxy:3128"``.
+        proxy_from_environment: ``False`` ignores curl's proxy environment
+            variables (``http_proxy``, ``https_proxy``, ``no_proxy``...);
+            they are honoured by default.
+
+    A TLS failure (untrusted, expired or wrong-host certificate, or a pin
+    that does not match) raises :class:`NetworkError` with curl's reason.
 
     Text arguments take ``str`` (encoded to UTF-8) or ``bytes`` (passed
     unchanged). No network traffic happens here.
@@ -213,6 +227,11 @@ class Client(Handle):
         api_timeout_ms: Optional[int] = None,
         resource_timeout_ms: Optional[int] = None,
         logger: LoggerArg = None,
+        ca_file: Union[TextArg, "os.PathLike[str]"] = None,
+        ca_pem: Union[bytes, str, None] = None,
+        pinned_public_keys: Union[TextArg, Sequence[str]] = None,
+        proxy: TextArg = None,
+        proxy_from_environment: bool = True,
     ) -> None:
         self._init_state()
         self._description = f"api_url={api_url!r}, app_id={app_id!r}"
@@ -230,6 +249,16 @@ class Client(Handle):
                               else resource_timeout_ms, "resource_timeout_ms"),
             )
         py_logger = self._resolve_logger(logger)
+        c_ca_file = _lib.to_c_string(os.fspath(ca_file) if ca_file is not None else None, "ca_file")
+        pem = ca_pem.encode("utf-8") if isinstance(ca_pem, str) else ca_pem
+        if pem is not None and not isinstance(pem, bytes):
+            raise TypeError(f"ca_pem must be bytes or str, not {type(ca_pem).__name__}")
+        if pinned_public_keys is not None and not isinstance(pinned_public_keys, (str, bytes)):
+            pinned_public_keys = ";".join(pinned_public_keys)
+        c_pins = _lib.to_c_string(pinned_public_keys, "pinned_public_keys")
+        c_proxy = _lib.to_c_string(proxy, "proxy")
+        if not isinstance(proxy_from_environment, bool):
+            raise TypeError("proxy_from_environment must be a bool")
 
         err = appnorth_error()
         callback = None
@@ -245,6 +274,14 @@ class Client(Handle):
                 callback = _make_log_callback(py_logger, self._local)
                 self._library_level = _min_library_level(py_logger)
                 C.appnorth_client_options_set_logger(options, callback, self._library_level, None, err)
+            if c_ca_file is not None:
+                C.appnorth_client_options_set_ca_file(options, c_ca_file, err)
+            if pem is not None:
+                C.appnorth_client_options_set_ca_pem(options, pem, len(pem), err)
+            if c_pins is not None:
+                C.appnorth_client_options_set_pinned_public_keys(options, c_pins, err)
+            if c_proxy is not None or not proxy_from_environment:
+                C.appnorth_client_options_set_proxy(options, c_proxy, 0 if proxy_from_environment else 1, err)
             handle = _lib.ClientPtr()
             C.appnorth_client_new(options, handle, err)
         finally:

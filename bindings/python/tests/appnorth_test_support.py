@@ -7,6 +7,7 @@ even when pytest collects several test folders in one run.
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -28,8 +29,9 @@ FAST_TIMEOUT_MS = 2000
 class Admin:
     """The dev server's /admin endpoints, through urllib."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, context: Optional[ssl.SSLContext] = None) -> None:
         self.url = url.rstrip("/")
+        self.context = context  # trusts the test CA for an https:// server
 
     def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None, *,
               text: Optional[str] = None) -> Any:
@@ -40,7 +42,7 @@ class Admin:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=10, context=self.context) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             raise AssertionError(f"admin {method} {path} -> HTTP {exc.code}: {exc.read()!r}") from None

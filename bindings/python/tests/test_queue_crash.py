@@ -62,7 +62,13 @@ def test_a_host_killed_during_a_flush_loses_no_entry(tmp_path: Path, server_url:
                                  stdout=subprocess.PIPE, text=True, env=dict(os.environ))
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "flushing"
-        time.sleep(rng.uniform(0.1, 0.5))
+        # Kill mid-flush: after the first entry reached the server (a loaded
+        # machine may start the child late), while the other 11 still take
+        # at least 60 ms each.
+        deadline = time.monotonic() + 60
+        while not admin.state(APP)["comments"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.3))
         child.send_signal(signal.SIGKILL)
         child.wait()
         child.stdout.close()

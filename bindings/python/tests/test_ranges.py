@@ -127,6 +127,7 @@ class Fixtures:
         self.clock = c_void_p()
         assert r.appnorth_clock_new_manual(1_700_000_000_000, ctypes.byref(self.clock), e) == OK
         self.screenshot = ctypes.create_string_buffer(_define("APPNORTH_MAX_SCREENSHOT_BYTES") + 1)
+        self.ca_pem = ctypes.create_string_buffer(b"-----BEGIN CERTIFICATE-----", _define("APPNORTH_MAX_CA_PEM_BYTES") + 1)
         self.events_options = r.appnorth_events_options_new()
         assert r.appnorth_events_options_set_client(self.events_options, self.client, e) == OK
         assert r.appnorth_events_options_set_data_dir(self.events_options, str(directory).encode(), e) == OK
@@ -227,6 +228,12 @@ TABLE: Dict[Tuple[str, str], Row] = {
         "int32_t", 1, 600_000, lambda f, v: f.raw.appnorth_client_options_set_timeouts(f.client_options, 3000, v, f.e)),
     ("appnorth_client_options_set_logger", "min_level"): Row(
         "int32_t", 0, 3, lambda f, v: f.raw.appnorth_client_options_set_logger(f.client_options, f.log, v, None, f.e)),
+    # Below 27 bytes there is no room for the BEGIN CERTIFICATE line.
+    ("appnorth_client_options_set_ca_pem", "length"): Row(
+        "size_t", 27, _define("APPNORTH_MAX_CA_PEM_BYTES"),
+        lambda f, v: f.raw.appnorth_client_options_set_ca_pem(f.client_options, f.ca_pem, v, f.e), above=BIG),
+    ("appnorth_client_options_set_proxy", "ignore_environment"): Row(
+        "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_proxy(f.client_options, None, v, f.e)),
     ("appnorth_feedback_add_screenshot", "length"): Row("size_t", 1, MAX_SCREENSHOT, _screenshot, above=BIG),
     # In-range lengths above 64 KiB would copy up to 1 GiB: not called.
     ("appnorth_buffer_set", "length"): Row("size_t", 0, MAX_BUFFER, _buffer_set, above=BIG, probe_max=65536),

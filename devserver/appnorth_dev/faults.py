@@ -1,0 +1,143 @@
+"""Fault injection: the queue of faults the admin endpoints arm."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import threading
+from typing import Any
+
+from .protocol import ERROR_CODES, PRINTABLE_ASCII_RE, json_bytes, validation
+
+@dataclasses.dataclass
+class Fault:
+    id: str
+    kind: str                 # "status" | "drop" | "delay" | "endless_line" | "raw_response"
+    path_prefix: str | None
+    method: str | None
+    remaining: int
+    status: int | None = None
+    retry_after: str | None = None
+    body: bytes | None = None
+    delay_ms: float = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        return ((self.method is None or self.method == method)
+                and (self.path_prefix is None or path.startswith(self.path_prefix)))
+
+    def describe(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "path_prefix": self.path_prefix,
+                               "method": self.method, "count": self.remaining}
+        if self.kind == "status":
+            out.update(status=self.status, retry_after=self.retry_after)
+        elif self.kind == "drop":
+            out["drop"] = True
+        elif self.kind == "endless_line":
+            out["endless_line"] = True
+        elif self.kind == "raw_response":
+            out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
+        if self.delay_ms or self.kind == "delay":
+            out["delay_ms"] = self.delay_ms
+        return out
+
+
+class FaultQueue:
+    """FIFO list of injected faults; the first fault matching a request serves it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._next_id = 1
+
+    def add(self, spec: dict) -> Fault:
+        fault = self._parse(spec)
+        with self._lock:
+            fault.id = f"fault_{self._next_id}"
+            self._next_id += 1
+            self._faults.append(fault)
+        return fault
+
+    def take(self, method: str, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, path):
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def list(self) -> list[dict]:
+        with self._lock:
+            return [f.describe() for f in self._faults]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    @staticmethod
+    def _parse(spec: dict) -> Fault:
+        prefix = spec.get("path_prefix")
+        if prefix is not None and (not isinstance(prefix, str) or not prefix.startswith("/")):
+            raise validation("'path_prefix' must be a string starting with '/'")
+        method = spec.get("method")
+        if method is not None and (not isinstance(method, str) or not method.isalpha()):
+            raise validation("'method' must be an HTTP method name")
+        count = spec.get("count", 1)
+        if not _is_int(count) or not 1 <= count <= 1_000_000:
+            raise validation("'count' must be an integer >= 1")
+        kinds = [k for k in ("status", "drop", "endless_line", "raw_response") if spec.get(k) is not None] or (
+            ["delay_ms"] if spec.get("delay_ms") is not None else [])
+        if len(kinds) != 1:
+            raise validation("give exactly one of 'status', 'drop', 'delay_ms', 'endless_line' or 'raw_response'"
+                             " (a delay may precede status or drop)")
+        if kinds[0] in ("endless_line", "raw_response") and spec.get("delay_ms") is not None:
+            raise validation("'delay_ms' may precede 'status' or 'drop' only")
+        fault = Fault("", "", prefix, method.upper() if method else None, count)
+        delay = spec.get("delay_ms")
+        if delay is not None:
+            if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:
+                raise validation("'delay_ms' must be a number 0-600000")
+            fault.delay_ms = delay
+        if kinds[0] == "status":
+            status = spec["status"]
+            if not _is_int(status) or not 100 <= status <= 599:
+                raise validation("'status' must be an integer 100-599")
+            fault.kind, fault.status = "status", status
+            retry_after = spec.get("retry_after")
+            if retry_after is not None:
+                if not isinstance(retry_after, str) or not PRINTABLE_ASCII_RE.fullmatch(retry_after):
+                    raise validation("'retry_after' must be a printable ASCII string")
+                fault.retry_after = retry_after
+            body = spec.get("body")
+            if body is None:
+                code = ERROR_CODES.get(status, "injected")
+                body = {"error": {"code": "injected" if status >= 500 else code,
+                                  "message": f"injected fault: HTTP {status}"}}
+            # A string body is sent verbatim (e.g. an HTML page from a proxy).
+            fault.body = body.encode("utf-8") if isinstance(body, str) else json_bytes(body)
+        elif kinds[0] == "drop":
+            if spec["drop"] is not True:
+                raise validation("'drop' must be true")
+            fault.kind = "drop"
+        elif kinds[0] == "endless_line":
+            if spec["endless_line"] is not True:
+                raise validation("'endless_line' must be true")
+            fault.kind = "endless_line"
+        elif kinds[0] == "raw_response":
+            raw = spec["raw_response"]
+            try:
+                fault.body = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+            except binascii.Error:
+                fault.body = None
+            if not fault.body:
+                raise validation("'raw_response' must be non-empty base64 (the bytes sent as the whole response)")
+            fault.kind = "raw_response"
+        else:
+            fault.kind = "delay"
+        return fault
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

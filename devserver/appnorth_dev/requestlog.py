@@ -1,0 +1,31 @@
+"""The request log that tests read through /admin/requests."""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+from .protocol import REQUEST_LOG_LIMIT
+
+class RequestLog:
+    """Bounded log of API (non-admin) requests for tests to inspect."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: collections.deque[dict] = collections.deque(maxlen=REQUEST_LOG_LIMIT)
+        self._seq = 0
+
+    def add(self, entry: dict) -> None:
+        with self._lock:
+            self._seq += 1
+            entry["seq"] = self._seq
+            self._entries.append(entry)
+
+    def since(self, seq: int) -> list[dict]:
+        with self._lock:
+            return [dict(e) for e in self._entries if e["seq"] > seq]
+
+    def clear(self) -> None:
+        # seq keeps counting so a stale ?since= never re-reads old entries.
+        with self._lock:
+            self._entries.clear()

@@ -6,6 +6,7 @@ import contextlib
 import threading
 from typing import Iterator
 
+
 class ConfigHub:
     """Wakes config streams when a version is published.
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from .protocol import ERROR_CODES, PRINTABLE_ASCII_RE, json_bytes, validation
 
+
 @dataclasses.dataclass
 class Fault:
     id: str

@@ -154,13 +154,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _read_body(self, limit: int, log: dict | None) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            body = self._read_chunked(limit)
+            body = self._read_chunked(limit, log)
         else:
             length = self._declared_length() or 0
             if log is not None:
                 log["body_size"] = length
             if length > limit:
-                self._reject_oversize(limit)
+                self._reject_oversize(limit, log)
             body = self.rfile.read(length) if length else b""
             if len(body) < length:
                 raise ApiError(400, "validation", "request body shorter than Content-Length", close=True)
@@ -168,7 +168,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             log["body_size"] = len(body)
         return body
 
-    def _read_chunked(self, limit: int) -> bytes:
+    def _read_chunked(self, limit: int, log: dict | None) -> bytes:
         parts, total = [], 0
         while True:
             line = self.rfile.readline(1024)
@@ -182,14 +182,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return b"".join(parts)
             total += size
             if total > limit:
-                self._reject_oversize(limit)
+                self._reject_oversize(limit, log)
             parts.append(self.rfile.read(size))
             self.rfile.readline(3)
 
-    def _reject_oversize(self, limit: int) -> None:
+    def _reject_oversize(self, limit: int, log: dict | None) -> None:
         """Answer 413 without reading the body, then close. A short, bounded
         drain afterwards lets a client that is still sending see the 413
         instead of a connection reset."""
+        if log is not None:  # log before answering, as _handle does
+            log["status"] = 413
+            self._finish_log(log, self._started)
         self._send(Response(413, error_body("payload_too_large", f"request body exceeds {limit} bytes")),
                    close=True)
         with contextlib.suppress(OSError):
@@ -210,10 +213,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     "method": self.command, "path": path, "query": urlsplit(self.path).query,
                     "headers": self._logged_headers(), "body_size": length, "status": 413,
                     "fault": None, "time_ms": now_ms(), "duration_ms": 0}
+                if log is not None:  # log before answering, as _handle does
+                    self.server.dev.request_log.add(log)
                 self._send(Response(413, error_body(
                     "payload_too_large", f"request body exceeds {self._body_limit(path)} bytes")), close=True)
-                if log is not None:
-                    self.server.dev.request_log.add(log)
                 return False
         except ApiError:
             pass  # a bad Content-Length is reported by the normal path

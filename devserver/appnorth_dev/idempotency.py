@@ -7,6 +7,7 @@ from typing import Callable
 from .protocol import ApiError, Response
 from .storage import Storage
 
+
 class IdempotencyGuard:
     """Runs a write at most once per (app, identity, Idempotency-Key).
 

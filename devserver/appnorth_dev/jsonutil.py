@@ -8,6 +8,7 @@ from typing import Any
 
 from .protocol import validation
 
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

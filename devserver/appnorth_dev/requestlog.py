@@ -7,6 +7,7 @@ import threading
 
 from .protocol import REQUEST_LOG_LIMIT
 
+
 class RequestLog:
     """Bounded log of API (non-admin) requests for tests to inspect."""
 

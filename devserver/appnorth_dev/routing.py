@@ -11,6 +11,7 @@ from .validation import check_app_id
 from .api import ApiEndpoints
 from .admin import AdminEndpoints
 
+
 class Router:
     """Maps (method, path template) to endpoint functions; a path that matches
     with another method yields 405."""

@@ -17,6 +17,7 @@ from .admin import AdminEndpoints
 from .routing import build_router
 from .httpd import _HTTPServer
 
+
 class DevServer:
     """The development server: storage + endpoints + HTTP listener.
 

@@ -7,6 +7,7 @@ import dataclasses
 from .protocol import DEFAULT_EVENTS_MAX_BODY, DEFAULT_SSE_KEEPALIVE, MAX_BODY, validation
 from .faults import _is_int
 
+
 @dataclasses.dataclass
 class Settings:
     events_max_body: int = DEFAULT_EVENTS_MAX_BODY

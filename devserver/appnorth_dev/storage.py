@@ -12,6 +12,7 @@ from .protocol import now_ms
 from .jsonutil import canonical_json
 from .validation import make_id, parse_id
 
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
     app TEXT NOT NULL, email TEXT NOT NULL, token TEXT NOT NULL,

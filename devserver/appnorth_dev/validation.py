@@ -6,6 +6,7 @@ import re
 
 from .protocol import APP_ID_RE, validation
 
+
 def req_str(obj: dict, key: str, lo: int, hi: int, *, where: str = "",
             optional: bool = False, not_blank: bool = False) -> str | None:
     name = f"{where}{key}"

@@ -361,23 +361,21 @@ static void test_damaged_event_rows_are_dropped(void) {
     CHECK(sql_count(dir, "SELECT COUNT(*) FROM events WHERE seq > 4611686018427387904") == 1, "the seq row is in place");
     CHECK(sql_count(dir, "SELECT COUNT(*) FROM events") == 11, "11 rows: %ld", sql_count(dir, "SELECT COUNT(*) FROM events"));
     log_clear();
+    /* The server refuses one event by id: its row (bytes column INT64_MIN)
+     * is removed without trusting that column. Set before the reopen, whose
+     * start-up upload may already send it. */
+    CHECK(admin_request(server, "POST", "/admin/settings", "{\"rejected_event_names\":[\"bytes-min\"]}", NULL) == 200,
+          "settings");
     e = open_events(client, dir, 120000);
     CHECK(e != NULL, "the queue opens over damaged rows");
     if (e) {
         CHECK(log_has("impossible sequence number"), "the seq row is logged: %s", log_text);
         track(e, "after");
-        /* The server refuses one event by id: its row (bytes column
-         * INT64_MIN) is removed without trusting that column. */
-        CHECK(admin_request(server, "POST", "/admin/settings", "{\"rejected_event_names\":[\"bytes-min\"]}", NULL) == 200,
-              "settings");
         CHECK_STATUS(appnorth_events_flush(e, 20000, &err), APPNORTH_OK, err);
         CHECK(admin_request(server, "POST", "/admin/settings", "{\"rejected_event_names\":[]}", NULL) == 200, "settings");
         CHECK(log_has("damaged event row"), "damaged payloads are logged: %s", log_text);
         CHECK(server_events_named("good1") == 1, "good1 delivered");
-        /* Refused by id, it is dropped; the point here is that dropping it
-         * does not crash. (Delivered at most once either way: seen once in
-         * a loaded full run; not understood yet, so not asserted.) */
-        CHECK(server_events_named("bytes-min") <= 1, "the rejected event is not duplicated");
+        CHECK(server_events_named("bytes-min") == 0, "the rejected event is dropped, not delivered");
         CHECK(server_events_named("bytes-max") == 1, "a damaged bytes column does not stop an event");
         CHECK(server_events_named("after") == 1, "tracking carries on after a damaged sequence");
         CHECK(sql_count(dir, "SELECT COUNT(*) FROM events") == 0, "nothing damaged is left behind");

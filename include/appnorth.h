@@ -419,8 +419,11 @@ APPNORTH_API int32_t appnorth_client_set_log_level(appnorth_client *client, int3
  * This covers the client's reads and writes, offline queue submits and
  * flushes, and config fetches and event uploads that use this client.
  * Calls started after it behave normally: there is nothing to reset.
- * An event flush already waiting keeps waiting for its next upload cycle
- * (its in-flight upload is cancelled and the events stay queued).
+ * An appnorth_events_flush() waiting on an events queue made with this
+ * client (and the flush part of appnorth_events_close()) returns
+ * APPNORTH_E_CANCELLED too; the upload in flight is cancelled and its
+ * events stay queued for the next cycle. A config stream in progress on
+ * this client is dropped and reconnects as after a network failure.
  * A cancelled offline queue submit is queued like a network failure (it
  * returns OK with *out_submitted = 0; its idempotency key makes a replay
  * harmless if the server did receive it). A cancelled queue flush stops and
@@ -1092,7 +1095,9 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
  * Upload everything now and wait up to timeout_ms (0 to INT32_MAX; 0 only
  * asks, and returns APPNORTH_E_TIMEOUT unless it was already done). Returns the error that
  * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
- * while the circuit breaker pauses uploads, or APPNORTH_E_TIMEOUT.
+ * while the circuit breaker pauses uploads, APPNORTH_E_TIMEOUT, or
+ * APPNORTH_E_CANCELLED when appnorth_client_cancel() on the events' client
+ * ended the wait (the events stay queued).
  */
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);

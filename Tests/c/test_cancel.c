@@ -218,10 +218,50 @@ static void test_cancelled_flush_loses_nothing(void) {
     appnorth_client_free(c);
 }
 
+/* An events flush waiting on a held upload returns CANCELLED; the event
+ * stays queued and the next flush delivers it. */
+static void test_cancelled_events_flush_keeps_the_events(void) {
+    appnorth_client *c = patient_client();
+    char *dir = make_temp_dir("cancel-events");
+    appnorth_error err;
+    appnorth_events_options *o = appnorth_events_options_new();
+    CHECK_STATUS(appnorth_events_options_set_client(o, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_options_set_data_dir(o, dir, &err), APPNORTH_OK, err);
+    /* The cancelled upload is retried after 2 s: long enough that the
+     * cancel, not a quick retry, ends the first flush. */
+    CHECK_STATUS(appnorth_events_options_set_retry(o, 2000, 3, 120000, 5, &err), APPNORTH_OK, err);
+    appnorth_events *e = NULL;
+    CHECK_STATUS(appnorth_events_new(o, &e, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(o);
+    int32_t queued = 0;
+    CHECK_STATUS(appnorth_events_track(e, "cancelled_flush", NULL, &queued, &err), APPNORTH_OK, err);
+
+    char prefix[128], spec[256];
+    snprintf(prefix, sizeof prefix, "/v1/apps/%s/events", APP);
+    snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
+    add_fault(spec);
+    canceller cancel = {c, prefix, 0, -1};
+    pthread_t thread;
+    pthread_create(&thread, NULL, cancel_when_held, &cancel);
+    CHECK_STATUS(appnorth_events_flush(e, 60000, &err), APPNORTH_E_CANCELLED, err);
+    int64_t returned = mono_ms();
+    pthread_join(thread, NULL);
+    printf("cancelled events flush returned %lld ms after the cancel\n", (long long)(returned - cancel.cancelled_at));
+    CHECK(returned - cancel.cancelled_at < 5000, "events flush returned %lld ms after the cancel",
+          (long long)(returned - cancel.cancelled_at));
+    int64_t sent = -1;
+    CHECK_STATUS(appnorth_events_flush_sent(e, 30000, &sent, &err), APPNORTH_OK, err);
+    CHECK(sent == 1, "the kept event is delivered by the next flush, sent %lld", (long long)sent);
+    appnorth_events_free(e);
+    remove_tree(dir);
+    appnorth_client_free(c);
+}
+
 int main(void) {
     server = test_start("test_cancel", 120);
     if (!server) return 2;
     test_cancel_ends_a_held_request();
     test_cancelled_flush_loses_nothing();
+    test_cancelled_events_flush_keeps_the_events();
     return check_summary();
 }

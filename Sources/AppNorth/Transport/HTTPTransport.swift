@@ -95,6 +95,10 @@ public final class HTTPTransport: Sendable {
         inFlight.cancelAll()
     }
 
+    /// Moves on every `cancelInFlight()`: a wait that began under an older
+    /// value was cancelled.
+    public var cancelGeneration: UInt64 { inFlight.generation }
+
     // MARK: -
 
     private func run(_ request: HTTPRequest, context: TransferContext,

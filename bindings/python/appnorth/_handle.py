@@ -68,7 +68,12 @@ def run_interruptible(call: Callable[[], _T], cancel: Callable[[], None]) -> _T:
             outcome.append((False, exc))
 
     worker = threading.Thread(target=work, name="appnorth-call", daemon=True)
-    worker.start()
+    try:
+        worker.start()
+    except RuntimeError:
+        # No new threads at interpreter shutdown (the exit hook closing
+        # handles): call directly.
+        return call()
     try:
         while worker.is_alive():
             worker.join(INTERRUPT_POLL_S)

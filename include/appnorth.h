@@ -178,6 +178,8 @@ enum {
     APPNORTH_E_INTERNAL = 15,
     /** The operation did not finish within the time the caller allowed. */
     APPNORTH_E_TIMEOUT = 16,
+    /** appnorth_client_cancel() ended the call while it was in flight. */
+    APPNORTH_E_CANCELLED = 17,
     APPNORTH_STATUS_INT32_MIN_ = INT32_MIN
 };
 
@@ -410,6 +412,29 @@ APPNORTH_API void appnorth_client_free(appnorth_client *client);
  */
 APPNORTH_API int32_t appnorth_client_set_log_level(appnorth_client *client, int32_t min_level,
                                                    appnorth_error *err);
+
+/**
+ * Cancel every request in flight on this client at the moment of the call:
+ * each returns APPNORTH_E_CANCELLED at once (within a few milliseconds).
+ * This covers the client's reads and writes, offline queue submits and
+ * flushes, and config fetches and event uploads that use this client.
+ * Calls started after it behave normally: there is nothing to reset.
+ * An appnorth_events_flush() waiting on an events queue made with this
+ * client (and the flush part of appnorth_events_close()) returns
+ * APPNORTH_E_CANCELLED too; the upload in flight is cancelled and its
+ * events stay queued for the next cycle. A config stream in progress on
+ * this client is dropped and reconnects as after a network failure.
+ * A cancelled offline queue submit is queued like a network failure (it
+ * returns OK with *out_submitted = 0; its idempotency key makes a replay
+ * harmless if the server did receive it). A cancelled queue flush stops and
+ * returns APPNORTH_E_CANCELLED; the entry in flight stays queued and
+ * nothing is lost or sent twice under another key.
+ * client: required. Thread-safe: callable from any thread while other
+ * threads are inside calls on the client; never blocks. Not
+ * async-signal-safe (it takes a lock): from a signal handler, set a flag
+ * and call it from a thread.
+ */
+APPNORTH_API int32_t appnorth_client_cancel(appnorth_client *client, appnorth_error *err);
 
 /**
  * The client's account scope: "<api url>|<app id>|<lowercased email or
@@ -1070,7 +1095,9 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
  * Upload everything now and wait up to timeout_ms (0 to INT32_MAX; 0 only
  * asks, and returns APPNORTH_E_TIMEOUT unless it was already done). Returns the error that
  * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
- * while the circuit breaker pauses uploads, or APPNORTH_E_TIMEOUT.
+ * while the circuit breaker pauses uploads, APPNORTH_E_TIMEOUT, or
+ * APPNORTH_E_CANCELLED when appnorth_client_cancel() on the events' client
+ * ended the wait (the events stay queued).
  */
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);

@@ -24,6 +24,7 @@ extension AppNorthError {
         case .storage: return Int32(APPNORTH_E_STORAGE)
         case .wrongState: return Int32(APPNORTH_E_WRONG_STATE)
         case .timeout: return Int32(APPNORTH_E_TIMEOUT)
+        case .cancelled: return Int32(APPNORTH_E_CANCELLED)
         case .internal: return Int32(APPNORTH_E_INTERNAL)
         }
     }

@@ -190,6 +190,13 @@ public func appnorth_client_free(_ client: OpaquePointer?) {
 }
 
 @c @implementation
+public func appnorth_client_cancel(_ client: OpaquePointer?, _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        try Handle.get(client, as: AppNorthClient.self, "client").cancelInFlight()
+    }
+}
+
+@c @implementation
 public func appnorth_client_scope(_ client: OpaquePointer?, _ outScope: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                   _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outScope?.pointee = nil

@@ -36,6 +36,7 @@ private func statusName(_ code: Int32) -> StaticString {
     case APPNORTH_E_WRONG_STATE: return "wrong state"
     case APPNORTH_E_INTERNAL: return "internal error"
     case APPNORTH_E_TIMEOUT: return "timeout"
+    case APPNORTH_E_CANCELLED: return "cancelled"
     default: return "unknown status"
     }
 }

@@ -142,4 +142,34 @@ final class ClientTests: XCTestCase {
             guard case AppNorthError.tooLarge = $0 else { return XCTFail("\($0)") }
         }
     }
+
+    /// A held request ends with `.cancelled` soon after another thread
+    /// cancels (the server holds it 20 s; the bound allows a loaded
+    /// machine), and calls after the cancel run normally.
+    func testCancelEndsTheRequestInFlightOnly() throws {
+        let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
+        try TestServer.post("/admin/faults", #"{"delay_ms":20000,"count":1,"path_prefix":"/v1/apps/swift/boards"}"#)
+        let cancelledAt = Lock<ContinuousClock.Instant?>(nil)
+        let canceller = Thread {
+            // Wait until the server took the request (its fault is gone).
+            let deadline = ContinuousClock.now + .seconds(15)
+            while ContinuousClock.now < deadline,
+                  (try? TestServer.get("/admin/faults"))?["faults"]?.arrayElements.isEmpty == false {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            cancelledAt.withLock { $0 = ContinuousClock.now }
+            client.cancelInFlight()
+        }
+        canceller.start()
+        XCTAssertThrowsError(try client.listBoards()) {
+            guard case AppNorthError.cancelled = $0 else { return XCTFail("\($0)") }
+        }
+        let returned = ContinuousClock.now
+        let at = try XCTUnwrap(cancelledAt.withLock { $0 })
+        XCTAssertLessThan(returned - at, .seconds(5))
+        XCTAssertEqual(try JSON.parse(Array(try client.listBoards().utf8))["boards"]?.kind, .array)
+        client.cancelInFlight()  // nothing in flight: no effect on later calls
+        XCTAssertNoThrow(try client.listBoards())
+    }
 }

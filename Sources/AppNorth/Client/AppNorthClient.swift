@@ -14,6 +14,14 @@ public final class AppNorthClient: Sendable {
                                        trust: configuration.trust)
     }
 
+    /// Ends every request in flight on this client at this moment with
+    /// `.cancelled` (reads, writes, queue submits and flushes, config
+    /// fetches and event uploads through it); later calls run normally.
+    /// Callable from any thread; never blocks.
+    public func cancelInFlight() {
+        transport.cancelInFlight()
+    }
+
     /// See `AppNorthClientConfiguration.scope`.
     public var scope: String { configuration.scope }
 

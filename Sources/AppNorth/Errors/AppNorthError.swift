@@ -33,6 +33,8 @@ public enum AppNorthError: Error, Sendable, Equatable {
     case wrongState(String)
     /// The operation did not finish within the time the caller allowed.
     case timeout(String)
+    /// `cancelInFlight()` (appnorth_client_cancel) ended the call.
+    case cancelled(String)
     /// A bug or an impossible condition.
     case `internal`(String)
 
@@ -41,7 +43,7 @@ public enum AppNorthError: Error, Sendable, Equatable {
         switch self {
         case .network(let m), .invalidArgument(let m), .invalidUTF8(let m),
              .notFound(let m), .conflict(let m), .storage(let m),
-             .wrongState(let m), .timeout(let m), .internal(let m):
+             .wrongState(let m), .timeout(let m), .cancelled(let m), .internal(let m):
             return m
         case .invalidJSON(let m, _), .tooLarge(let m, _), .validation(let m, _),
              .authentication(let m, _), .server(let m, _), .http(let m, _):

@@ -163,7 +163,9 @@ public final class AppNorthEvents: Sendable {
     /// `timeoutMilliseconds` for it. Returns how many events the server
     /// accepted meanwhile. Throws the cycle's error (network, server...),
     /// `.wrongState` while uploads are paused by the circuit breaker, or
-    /// `.timeout` (`deliveredCount` tells what went out before a failure).
+    /// `.timeout` (`deliveredCount` tells what went out before a failure),
+    /// or `.cancelled` when the client's `cancelInFlight()` ends the wait
+    /// (the events stay queued).
     @discardableResult
     public func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
         let start = state.withLock { s -> (target: UInt64, delivered: Int)? in
@@ -172,15 +174,32 @@ public final class AppNorthEvents: Sendable {
             return (s.flushRequested, s.delivered)
         }
         guard let start else { throw .wrongState("the event queue is closed") }
+        let generation = client.transport.cancelGeneration
         wakeUploader()
-        let finished = flushDone.wait(for: start.target, milliseconds: timeoutMilliseconds)
+        let finished = waitForFlush(start.target, timeoutMilliseconds, cancelledAfter: generation)
         let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
         guard finished else {
+            if client.transport.cancelGeneration != generation {
+                throw .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
+            }
             throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
         }
         if outcome.0 { throw Self.pausedError }
         if let error = outcome.1 { throw error }
         return max(0, outcome.2)
+    }
+
+    /// Waits for the flush cycle `target` in short slices of real time, so
+    /// that a client cancel ends the wait at once. False on timeout or
+    /// cancel.
+    private func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, cancelledAfter generation: UInt64) -> Bool {
+        var remaining = max(0, timeoutMilliseconds)
+        while true {
+            let slice = min(20, remaining)
+            if flushDone.wait(for: target, milliseconds: slice) { return true }
+            remaining -= slice
+            if remaining <= 0 || client.transport.cancelGeneration != generation { return false }
+        }
     }
 
     static let pausedError = AppNorthError.wrongState(

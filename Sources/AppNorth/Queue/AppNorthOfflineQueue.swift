@@ -74,7 +74,10 @@ public final class AppNorthOfflineQueue: Sendable {
         try submit(.feedback(feedback), using: client, idempotencyKey: idempotencyKey)
     }
 
-    /// Tries the write now; queues it only on a network failure.
+    /// Tries the write now; queues it only on a network failure or a
+    /// client cancel (the request may have reached the server: its
+    /// idempotency key makes the replay harmless, and dropping it could
+    /// lose the write).
     public func submit(_ write: CommunityWrite, using client: AppNorthClient, idempotencyKey key: String? = nil) throws -> Bool {
         try write.validate()
         let key = try idempotencyKey(key)
@@ -82,7 +85,7 @@ public final class AppNorthOfflineQueue: Sendable {
         do {
             _ = try client.post(write.path, body: body, key: key)
             return true
-        } catch .network(let message) {
+        } catch .network(let message), .cancelled(let message) {
             let now = clock.wallMilliseconds()
             let entry = QueueEntry(id: Random.uuidV7(unixMilliseconds: now), scope: client.scope,
                                    kind: write.kind, path: write.path, body: body, idempotencyKey: key,
@@ -97,7 +100,9 @@ public final class AppNorthOfflineQueue: Sendable {
 
     /// Replays this client's scope's entries in order. A network failure
     /// stops the flush and keeps the rest; any other error is thrown and
-    /// leaves the failing entry pending. Returns how many were sent.
+    /// leaves the failing entry pending. A client cancel throws
+    /// `.cancelled` and keeps the entry in flight and the rest (the entry
+    /// is not named as failed). Returns how many were sent.
     @discardableResult
     public func flush(using client: AppNorthClient) throws -> Int {
         var sent = 0
@@ -135,6 +140,7 @@ public final class AppNorthOfflineQueue: Sendable {
                 } catch {
                     try? recordFailure(of: entry.id, error.message)
                     if case .network = error { return }
+                    if case .cancelled = error { throw error }
                     failed = entry.id
                     throw error
                 }

@@ -26,6 +26,8 @@ public final class HTTPTransport: Sendable {
     public let trust: HTTPTrust
     /// DEBUG traces each request: method, path, status, duration, bytes.
     private let logger: Logger
+    /// Ends the transfers in flight on `cancelInFlight()`.
+    private let inFlight = InFlightTransfers()
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
                 userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
@@ -48,6 +50,7 @@ public final class HTTPTransport: Sendable {
                         logger: Logger? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
+        context.generation = inFlight.generation
         let trace = RequestTrace(request, logger ?? self.logger)
         let status: Int
         do {
@@ -72,6 +75,7 @@ public final class HTTPTransport: Sendable {
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.cancel = cancel
+        context.generation = inFlight.generation
         let trace = RequestTrace(request, logger ?? self.logger)
         let status: Int
         do {
@@ -84,12 +88,24 @@ public final class HTTPTransport: Sendable {
         return HTTPResponse(status: status, headers: context.headers, body: context.body)
     }
 
+    /// Ends every transfer in flight at this moment with `.cancelled`, at
+    /// once; transfers started afterwards run normally. Callable from any
+    /// thread; never blocks on a transfer.
+    public func cancelInFlight() {
+        inFlight.cancelAll()
+    }
+
+    /// Moves on every `cancelInFlight()`: a wait that began under an older
+    /// value was cancelled.
+    public var cancelGeneration: UInt64 { inFlight.generation }
+
     // MARK: -
 
     private func run(_ request: HTTPRequest, context: TransferContext,
                      totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> Int {
         let slot = try borrow()
         defer { giveBack(slot) }
+        context.inFlight = inFlight
         guard let h = curl_easy_init() else { throw .internal("curl_easy_init failed") }
         defer { curl_easy_cleanup(h) }
 
@@ -159,6 +175,9 @@ public final class HTTPTransport: Sendable {
         }
 
         if code != CURLE_OK {
+            if context.cancelledByClient {
+                throw .cancelled("request cancelled by appnorth_client_cancel")
+            }
             if context.overflowed {
                 throw .tooLarge("response larger than \(maxResponseBytes) bytes")
             }
@@ -214,9 +233,13 @@ public final class HTTPTransport: Sendable {
                                 idleTimeoutMs: Int) -> CURLcode {
         let multi = slot.multi
         let cancel = context.cancel
+        // Registered first, so a client cancel from now on wakes this
+        // transfer, and one since it began is seen by the check below.
+        context.inFlight?.register(slot)
+        defer { context.inFlight?.unregister(slot) }
         // Cancelled before it started: send nothing (the first multi_perform
         // below may already write the request).
-        if cancel?.isCancelled == true { return CURLE_ABORTED_BY_CALLBACK }
+        if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
         cancel?.attach(multi)
         defer {
@@ -227,7 +250,7 @@ public final class HTTPTransport: Sendable {
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
         var mcode = curl_multi_perform(multi, &running)
-        while mcode == CURLM_OK && running > 0 && cancel?.isCancelled != true {
+        while mcode == CURLM_OK && running > 0 && !context.isCancelled {
             var waitMs: Int32 = 1000
             if idleNs > 0 {
                 let silent = monotonicNow() &- context.lastActivityNs
@@ -238,10 +261,10 @@ public final class HTTPTransport: Sendable {
                 waitMs = Int32(min(1000, (idleNs - silent) / 1_000_000 + 1))
             }
             mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
-            if mcode != CURLM_OK || cancel?.isCancelled == true { break }
+            if mcode != CURLM_OK || context.isCancelled { break }
             mcode = curl_multi_perform(multi, &running)
         }
-        if cancel?.isCancelled == true { return CURLE_ABORTED_BY_CALLBACK }
+        if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard mcode == CURLM_OK else { return CURLE_RECV_ERROR }
         var result = CURLE_RECV_ERROR
         var queued: Int32 = 0
@@ -297,6 +320,34 @@ public final class StreamCancellation: Sendable {
     }
 }
 
+/// The transfers of one transport in progress, for `cancelInFlight()`: a
+/// generation that each transfer compares with the one it started under,
+/// and their multi handles, woken so that a transfer waiting in
+/// curl_multi_poll notices at once.
+private final class InFlightTransfers: Sendable {
+    private let counter = Atomic<UInt64>(0)
+    private let running = Lock<[ObjectIdentifier: MultiHandle]>([:])
+
+    var generation: UInt64 { counter.load(ordering: .acquiring) }
+
+    func cancelAll() {
+        // Under the lock: a transfer unregisters (under it too) before its
+        // multi handle can be reused or cleaned up.
+        running.withLock { handles in
+            counter.add(1, ordering: .acquiringAndReleasing)
+            for handle in handles.values { curl_multi_wakeup(handle.raw) }
+        }
+    }
+
+    func register(_ slot: TransferSlot) {
+        running.withLock { $0[ObjectIdentifier(slot)] = MultiHandle(raw: slot.multi) }
+    }
+
+    func unregister(_ slot: TransferSlot) {
+        _ = running.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
+    }
+}
+
 /// A curl multi handle; curl_multi_wakeup may be called from any thread.
 private struct MultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
@@ -318,6 +369,10 @@ private final class TransferContext {
     let limit: Int
     let onData: (([UInt8]) -> Bool)?
     var cancel: StreamCancellation?
+    /// The transport's in-flight set and its generation when this transfer
+    /// began: a later generation means the client cancelled it.
+    var inFlight: InFlightTransfers?
+    var generation: UInt64 = 0
     var overflowed = false
     var connectionsOpened = 0
     var stoppedByReceiver = false
@@ -329,6 +384,11 @@ private final class TransferContext {
         self.limit = limit
         self.onData = onData
     }
+
+    var cancelledByClient: Bool { inFlight.map { $0.generation != generation } ?? false }
+
+    /// The host's stream cancellation or a client cancel ended it.
+    var isCancelled: Bool { cancel?.isCancelled == true || cancelledByClient }
 
     var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
 }
@@ -380,7 +440,7 @@ private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: I
 private func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_off_t, _ dlNow: curl_off_t,
                               _ ulTotal: curl_off_t, _ ulNow: curl_off_t) -> Int32 {
     let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
-    return context.cancel?.isCancelled == true ? 1 : 0
+    return context.isCancelled ? 1 : 0
 }
 
 private func monotonicNow() -> UInt64 { SystemClock().monotonicNanoseconds() }

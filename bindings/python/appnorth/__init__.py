@@ -87,6 +87,7 @@ from .errors import (
     E_AUTHENTICATION,
     E_CONFLICT,
     E_HTTP,
+    E_CANCELLED,
     E_INTERNAL,
     E_INVALID_ARGUMENT,
     E_INVALID_JSON,
@@ -104,6 +105,7 @@ from .errors import (
     AppNorthError,
     AppNorthTimeoutError,
     AuthenticationError,
+    CancelledError,
     ConflictError,
     HTTPError,
     InternalError,
@@ -219,6 +221,7 @@ __all__ = [
     "E_WRONG_STATE",
     "E_INTERNAL",
     "E_TIMEOUT",
+    "E_CANCELLED",
     "AppNorthError",
     "InvalidArgumentError",
     "InvalidJSONError",
@@ -236,6 +239,7 @@ __all__ = [
     "WrongStateError",
     "InternalError",
     "AppNorthTimeoutError",
+    "CancelledError",
     # Not "TimeoutError": `from appnorth import *` must keep the built-in.
     # appnorth.TimeoutError is AppNorthTimeoutError, a subclass of it.
     "Status",

@@ -16,7 +16,11 @@ what the header asks of the host:
   finalising interpreter; one garbage-collected inside a library callback
   (where it cannot be freed) is kept alive until then;
 - CFUNCTYPE objects handed to the library (``_keep``) stay referenced
-  until the handle is freed.
+  until the handle is freed;
+- a network call made on the main thread stays interruptible
+  (:func:`run_interruptible`): Ctrl-C cancels it through
+  ``appnorth_client_cancel`` and raises KeyboardInterrupt at once, after
+  the call has returned (so no pointer is freed under it).
 """
 
 from __future__ import annotations
@@ -26,13 +30,67 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, TypeVar
+from typing import Any, Callable, Iterator, List, Optional, TypeVar
 
 from . import _lib, errors
 
 
 #: ``with X(...) as x`` gives ``x`` the type X (typing.Self needs 3.11).
 _H = TypeVar("_H", bound="Handle")
+_T = TypeVar("_T")
+
+#: How often the main thread wakes to take a pending signal while a network
+#: call runs on a worker: Ctrl-C is seen within this time.
+INTERRUPT_POLL_S = 0.02
+
+
+def run_interruptible(call: Callable[[], _T], cancel: Callable[[], None]) -> _T:
+    """Run a blocking library call so that KeyboardInterrupt (or any
+    exception a signal handler raises) reaches the main thread at once.
+
+    Python runs signal handlers only on the main thread, between bytecodes,
+    so a thread blocked inside C does not see Ctrl-C until the call returns.
+    On the main thread the call runs on a worker while the caller waits in
+    short slices; when a signal handler raises, ``cancel()`` ends the call
+    (it returns CANCELLED within milliseconds), the worker is waited for and
+    the exception is re-raised. Other threads call directly (no signals
+    reach them, and no thread is spent). ``call`` runs every callback of its
+    own on the worker: it must enter ``_lib.callback_errors()`` itself.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    outcome: List[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=work, name="appnorth-call", daemon=True)
+    try:
+        worker.start()
+    except RuntimeError:
+        # No new threads at interpreter shutdown (the exit hook closing
+        # handles): call directly.
+        return call()
+    try:
+        while worker.is_alive():
+            worker.join(INTERRUPT_POLL_S)
+    except BaseException:
+        cancel()
+        # The call uses pointers the caller's handles keep alive: wait for
+        # it before unwinding. A second Ctrl-C only cancels again.
+        while worker.is_alive():
+            try:
+                worker.join(INTERRUPT_POLL_S)
+            except BaseException:  # noqa: BLE001
+                cancel()
+        raise
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
 
 
 def report_callback_error(where: str) -> None:

@@ -356,6 +356,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_client_free", [ClientPtr], None, None),
     Declaration("appnorth_client_set_log_level", [ClientPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_scope", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_cancel", [ClientPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_list_boards", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_list_ideas", [ClientPtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
     # Client: writes

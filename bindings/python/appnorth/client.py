@@ -21,10 +21,10 @@ import json
 import logging
 import os
 import threading
-from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _lib, errors
-from ._handle import Handle, report_callback_error
+from ._handle import Handle, report_callback_error, run_interruptible
 from ._lib import C, TextArg, appnorth_error
 
 __all__ = [
@@ -73,6 +73,7 @@ LoggerArg = Union[bool, logging.Logger, None]
 #: JSON given as a Python value (serialised here) or as text (sent unchanged).
 JSONArg = Union[Dict[str, Any], str, bytes, None]
 Screenshot = Tuple[bytes, str]
+_T = TypeVar("_T")
 
 
 def _min_library_level(logger: logging.Logger) -> int:
@@ -338,6 +339,23 @@ class Client(Handle):
         state = "closed" if self._closed else "open"
         return f"<appnorth.Client {getattr(self, '_description', '')} {state}>"
 
+    # -- cancelling ----------------------------------------------------------
+
+    def cancel(self) -> None:
+        """End every request in flight on this client now: each raises
+        :class:`~appnorth.errors.CancelledError` (a queue submit queues
+        its write instead). Calls started afterwards run normally.
+        Callable from any thread; never blocks. Ctrl-C during a network
+        call on the main thread does this itself, then raises
+        KeyboardInterrupt."""
+        with self._use(sync=False) as handle:
+            C.appnorth_client_cancel(handle, appnorth_error())
+
+    def _network(self, handle: Any, call: Callable[[], _T]) -> _T:
+        """Run ``call`` (a network call on ``handle``, held by the caller's
+        ``_use``) so that Ctrl-C cancels it and is raised at once."""
+        return run_interruptible(call, lambda: C.appnorth_client_cancel(handle, None))
+
     # -- reads -------------------------------------------------------------
 
     @property
@@ -356,7 +374,7 @@ class Client(Handle):
         Blocks for at most the API request timeout.
         """
         with self._use() as handle:
-            return _lib.call_returning_string(C.appnorth_client_list_boards, handle)
+            return self._network(handle, lambda: _lib.call_returning_string(C.appnorth_client_list_boards, handle))
 
     def list_boards(self) -> Dict[str, Any]:
         """The server's ``{"boards": [...]}`` object, parsed."""
@@ -373,7 +391,8 @@ class Client(Handle):
         """
         c_query = _lib.to_c_string(query_json, "query_json")
         with self._use() as handle:
-            return _lib.call_returning_string(C.appnorth_client_list_ideas, handle, c_query)
+            return self._network(
+                handle, lambda: _lib.call_returning_string(C.appnorth_client_list_ideas, handle, c_query))
 
     def list_ideas(
         self,
@@ -397,14 +416,16 @@ class Client(Handle):
         """An idea's comments: ``{"comments": [...]}``."""
         c_id = _lib.to_c_string(idea_id, "idea_id")
         with self._use() as handle:
-            text = _lib.call_returning_string(C.appnorth_client_list_comments, handle, c_id)
+            text = self._network(
+                handle, lambda: _lib.call_returning_string(C.appnorth_client_list_comments, handle, c_id))
         result: Dict[str, Any] = json.loads(text)
         return result
 
     def list_chat_messages(self) -> Dict[str, Any]:
         """This identity's chat messages: ``{"messages": [...]}``."""
         with self._use() as handle:
-            text = _lib.call_returning_string(C.appnorth_client_list_chat_messages, handle)
+            text = self._network(
+                handle, lambda: _lib.call_returning_string(C.appnorth_client_list_chat_messages, handle))
         result: Dict[str, Any] = json.loads(text)
         return result
 
@@ -415,7 +436,7 @@ class Client(Handle):
 
     def _write(self, func: Any, *args: Any) -> Dict[str, Any]:
         with self._use() as handle:
-            text = _lib.call_returning_string(func, handle, *args)
+            text = self._network(handle, lambda: _lib.call_returning_string(func, handle, *args))
         result: Dict[str, Any] = json.loads(text)
         return result
 

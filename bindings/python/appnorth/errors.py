@@ -41,6 +41,7 @@ class Status(enum.IntEnum):
     E_WRONG_STATE = 14
     E_INTERNAL = 15
     E_TIMEOUT = 16
+    E_CANCELLED = 17
 
 
 # Module-level names, mirroring the enum in include/appnorth.h (a test checks it).
@@ -61,6 +62,7 @@ E_QUEUE_FULL = Status.E_QUEUE_FULL
 E_WRONG_STATE = Status.E_WRONG_STATE
 E_INTERNAL = Status.E_INTERNAL
 E_TIMEOUT = Status.E_TIMEOUT
+E_CANCELLED = Status.E_CANCELLED
 
 __all__ = [
     "Status",
@@ -81,6 +83,7 @@ __all__ = [
     "WrongStateError",
     "InternalError",
     "AppNorthTimeoutError",
+    "CancelledError",
     "error_class",
     "make_error",
 ]
@@ -229,6 +232,14 @@ class AppNorthTimeoutError(AppNorthError, builtins.TimeoutError):
     status_code = E_TIMEOUT
 
 
+class CancelledError(AppNorthError):
+    """:meth:`Client.cancel` (``appnorth_client_cancel``) ended the call
+    while it was in flight. Ctrl-C on the main thread raises
+    KeyboardInterrupt instead."""
+
+    status_code = E_CANCELLED
+
+
 #: The old name (``appnorth.TimeoutError``), kept for existing code.
 TimeoutError = AppNorthTimeoutError  # noqa: A001
 
@@ -239,7 +250,7 @@ _BY_CODE: Dict[int, Type[AppNorthError]] = {
         InvalidArgumentError, InvalidJSONError, InvalidUTF8Error, TooLargeError,
         NetworkError, ValidationError, AuthenticationError, NotFoundError,
         ConflictError, ServerError, HTTPError, StorageError, QueueFullError,
-        WrongStateError, InternalError, AppNorthTimeoutError,
+        WrongStateError, InternalError, AppNorthTimeoutError, CancelledError,
     )
 }
 

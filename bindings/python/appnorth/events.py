@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from typing import Any, Dict, MutableMapping, Optional, Union
+from typing import Any, Callable, Dict, MutableMapping, Optional, Union
 
 from . import _lib
 from . import errors as appnorth_errors
@@ -200,14 +200,32 @@ class Events(Handle):
                      and not getattr(self._local, "depth", 0) and not _lib.inside_callback())
         if can_flush:
             try:
-                with self._use() as events, _lib.callback_errors():
-                    C.appnorth_events_close(events, timeout, appnorth_error())
+                with self._use() as events:
+                    self._interruptible(lambda: C.appnorth_events_close(events, timeout, appnorth_error()))
             except appnorth_errors.WrongStateError:
                 pass  # closed meanwhile by another thread
             finally:
                 super().close()
         else:
             super().close()  # raises WrongStateError inside a call or callback
+
+    def _interruptible(self, call: Callable[[], None]) -> None:
+        """Run a waiting call (flush, close) so that Ctrl-C on the main
+        thread cancels it through the client, when the client is still
+        open (else the call waits out its timeout)."""
+        def work() -> None:
+            with _lib.callback_errors():
+                call()
+
+        client = self._client
+        try:
+            with client._use(sync=False) as c:
+                client._network(c, work)
+                return
+        except appnorth_errors.WrongStateError:
+            if not client.closed:
+                raise
+        work()
 
     def _call(self, func: Any, *args: Any) -> None:
         with self._use() as events, _lib.callback_errors():
@@ -229,7 +247,9 @@ class Events(Handle):
         accepted before it."""
         sent = ctypes.c_int64(0)
         try:
-            self._call(C.appnorth_events_flush_sent, _lib.to_int32(timeout_ms, "timeout_ms"), sent)
+            c_timeout = _lib.to_int32(timeout_ms, "timeout_ms")
+            with self._use() as events:
+                self._interruptible(lambda: C.appnorth_events_flush_sent(events, c_timeout, sent, appnorth_error()))
         except appnorth_errors.AppNorthError as error:
             error.sent = sent.value  # type: ignore[attr-defined]
             raise

@@ -184,8 +184,11 @@ class OfflineQueue(Handle):
 
     def _submit(self, client: Client, func: Any, *args: Any) -> bool:
         submitted = ctypes.c_int32(0)
-        with self._use() as q, client._use() as c, _lib.callback_errors():
-            func(q, c, *args, submitted, appnorth_error())
+        with self._use() as q, client._use() as c:
+            def call() -> None:
+                with _lib.callback_errors():
+                    func(q, c, *args, submitted, appnorth_error())
+            client._network(c, call)
         return bool(submitted.value)
 
     def submit_idea(self, client: Client, board_id: TextArg, title: TextArg, body: TextArg = None, *,
@@ -221,8 +224,11 @@ class OfflineQueue(Handle):
         sent = ctypes.c_int32(0)
         failed = ctypes.c_void_p()
         try:
-            with self._use() as q, client._use() as c, _lib.callback_errors():
-                C.appnorth_queue_flush_v2(q, c, sent, failed, appnorth_error())
+            with self._use() as q, client._use() as c:
+                def call() -> None:
+                    with _lib.callback_errors():
+                        C.appnorth_queue_flush_v2(q, c, sent, failed, appnorth_error())
+                client._network(c, call)
         except AppNorthError as error:
             error.entry_id = _lib.take_string(failed)
             error.sent = sent.value

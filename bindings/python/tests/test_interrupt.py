@@ -1,0 +1,193 @@
+"""Blocking calls stay interruptible: Ctrl-C (SIGINT) during a request held
+by the server raises KeyboardInterrupt at once, and Client.cancel() from
+another thread ends the calls in flight with CancelledError, losing no
+queued write.
+
+The server holds each request for 20 s (a delay fault); the bounds below
+(2 s) are far under that and generous for a loaded machine. The measured
+latency is printed (pytest -s shows it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+
+import appnorth
+from appnorth_test_support import APP, Admin
+
+HOLD_MS = 20000
+BOUND_S = 2.0
+
+CHILD = r"""
+import sys, time
+import appnorth
+url, app = sys.argv[1], sys.argv[2]
+with appnorth.Client(url, app, api_timeout_ms=60000) as client:
+    print("calling", flush=True)
+    try:
+        client.list_boards()
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+    # The client works normally afterwards.
+    print("boards", len(client.list_boards()["boards"]), flush=True)
+"""
+
+
+def hold(admin: Admin, path: str) -> str:
+    prefix = f"/v1/apps/{APP}{path}"
+    admin.add_fault(delay_ms=HOLD_MS, count=1, path_prefix=prefix)
+    return prefix
+
+
+def wait_until_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
+    """Until the server has taken the held request (its fault is gone)."""
+    deadline = time.monotonic() + timeout
+    while any(f.get("path_prefix") == prefix for f in admin.faults()):
+        assert time.monotonic() < deadline, "the request never reached the server"
+        time.sleep(0.02)
+    time.sleep(0.1)  # let it reach the server's wait
+
+
+def test_ctrl_c_interrupts_a_held_request(server_url: str, admin: Admin) -> None:
+    prefix = hold(admin, "/boards")
+    child = subprocess.Popen([sys.executable, "-c", CHILD, server_url, APP],
+                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "calling"
+        wait_until_taken(admin, prefix)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline().split()
+        assert line and line[0] == "interrupted", line
+        latency = float(line[1]) - sent
+        print(f"KeyboardInterrupt raised {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
+        assert latency < BOUND_S
+        assert child.stdout.readline().split()[0] == "boards"
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout:
+            child.stdout.close()
+
+
+def cancel_when_taken(admin: Admin, prefix: str, client: appnorth.Client) -> threading.Thread:
+    def run() -> None:
+        wait_until_taken(admin, prefix)
+        client.cancel()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def timed(call: Callable[[], Any]) -> float:
+    start = time.monotonic()
+    call()
+    return time.monotonic() - start
+
+
+def test_cancel_from_another_thread_ends_the_call(server_url: str, admin: Admin) -> None:
+    with appnorth.Client(server_url, APP, api_timeout_ms=60000) as client:
+        thread = cancel_when_taken(admin, hold(admin, "/boards"), client)
+        start = time.monotonic()
+        with pytest.raises(appnorth.CancelledError) as info:
+            client.list_boards()
+        elapsed = time.monotonic() - start
+        thread.join()
+        assert info.value.code == appnorth.Status.E_CANCELLED
+        assert elapsed < HOLD_MS / 1000 / 2
+        client.cancel()  # nothing in flight: later calls are unaffected
+        assert client.list_boards() == {"boards": []}
+    with pytest.raises(appnorth.WrongStateError):
+        client.cancel()
+
+
+def test_a_cancelled_flush_keeps_its_entries(server_url: str, admin: Admin) -> None:
+    board = admin.add_board(APP, "Cancel")["id"]
+    with appnorth.Client(server_url, APP, api_timeout_ms=60000) as client, \
+            appnorth.Storage.memory() as storage, appnorth.OfflineQueue(storage) as queue:
+        admin.outage()
+        for title in ("one", "two"):
+            assert queue.submit_idea(client, board, f"cancel {title}") is False
+        admin.clear_faults()
+        thread = cancel_when_taken(admin, hold(admin, "/ideas"), client)
+        with pytest.raises(appnorth.CancelledError) as info:
+            queue.flush(client)
+        thread.join()
+        assert info.value.entry_id is None and info.value.sent == 0
+        assert queue.pending_count() == 2
+        # A cancelled submit is queued like a network failure.
+        thread = cancel_when_taken(admin, hold(admin, "/ideas"), client)
+        assert queue.submit_idea(client, board, "cancel three") is False
+        thread.join()
+        assert queue.pending_count() == 3
+        assert queue.flush(client) == 3
+        titles = [idea["title"] for idea in client.list_ideas(limit=100)["ideas"]]
+        for title in ("one", "two", "three"):
+            assert titles.count(f"cancel {title}") == 1, titles
+
+
+EVENTS_CHILD = r"""
+import sys, time
+import appnorth
+url, app, data = sys.argv[1], sys.argv[2], sys.argv[3]
+with appnorth.Client(url, app, api_timeout_ms=60000) as client, \
+        appnorth.Events(client, data, close_timeout_ms=0) as events:
+    events.track("interrupted_flush")
+    print("calling", flush=True)
+    try:
+        events.flush(60000)
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_an_events_flush(server_url: str, admin: Admin, tmp_path: Any) -> None:
+    prefix = hold(admin, "/events")
+    child = subprocess.Popen([sys.executable, "-c", EVENTS_CHILD, server_url, APP, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "calling"
+        wait_until_taken(admin, prefix)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline().split()
+        assert line and line[0] == "interrupted", line
+        latency = float(line[1]) - sent
+        print(f"events flush: KeyboardInterrupt {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
+        assert latency < BOUND_S
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout:
+            child.stdout.close()
+    # The event stayed queued: a new handle on the same folder delivers it.
+    with appnorth.Client(server_url, APP, api_timeout_ms=5000) as client, \
+            appnorth.Events(client, tmp_path) as events:
+        assert events.flush(10000) == 1
+
+
+def test_cancel_ends_an_events_flush(server_url: str, admin: Admin, tmp_path: Any) -> None:
+    with appnorth.Client(server_url, APP, api_timeout_ms=60000) as client, \
+            appnorth.Events(client, tmp_path) as events:
+        events.track("cancelled_flush")
+        thread = cancel_when_taken(admin, hold(admin, "/events"), client)
+        with pytest.raises(appnorth.CancelledError):
+            events.flush(60000)
+        thread.join()
+        assert events.flush(10000) == 1

@@ -45,6 +45,47 @@ final class OfflineQueueTests: XCTestCase {
         XCTAssertEqual(try serverComments().count, 0)
     }
 
+    /// Cancels `client` once the server holds the request it delays.
+    func cancelWhenHeld(_ client: AppNorthClient) -> Thread {
+        let thread = Thread {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while ContinuousClock.now < deadline,
+                  (try? TestServer.get("/admin/faults"))?["faults"]?.arrayElements.isEmpty == false {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            client.cancelInFlight()
+        }
+        thread.start()
+        return thread
+    }
+
+    /// A cancelled submit is queued like a network failure; a cancelled
+    /// flush throws `.cancelled`, names no failed entry and keeps it; the
+    /// next flush sends it once (same idempotency key).
+    func testCancelledSubmitIsQueuedAndCancelledFlushKeepsTheEntry() throws {
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
+        let held = #"{"delay_ms":20000,"count":1,"path_prefix":"/v1/apps/swift/ideas"}"#
+        try TestServer.post("/admin/faults", held)
+        _ = cancelWhenHeld(client)
+        XCTAssertFalse(try queue.submitComment(using: client, handle: ideaID, body: "cancelled", idempotencyKey: "kc"))
+        XCTAssertEqual(try queue.pendingCount(), 1)
+
+        try TestServer.post("/admin/faults", held)
+        _ = cancelWhenHeld(client)
+        var sent = -1
+        var failed: String? = "unset"
+        XCTAssertThrowsError(try queue.flush(using: client, sentCount: &sent, failedEntryID: &failed)) {
+            guard case AppNorthError.cancelled = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(sent, 0)
+        XCTAssertNil(failed)
+        XCTAssertEqual(try queue.pendingCount(), 1)
+        XCTAssertEqual(try queue.flush(using: client), 1)
+        XCTAssertEqual(try serverComments().filter { $0["body"]?.stringValue == "cancelled" }.count, 1)
+    }
+
     func testVerify2_FlushAfterReconnectSendsOnceAndEmpties() throws {
         let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
         let client = try TestServer.client()

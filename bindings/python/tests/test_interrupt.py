@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -57,9 +57,12 @@ def wait_until_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
     time.sleep(0.1)  # let it reach the server's wait
 
 
-def test_ctrl_c_interrupts_a_held_request(server_url: str, admin: Admin) -> None:
-    prefix = hold(admin, "/boards")
-    child = subprocess.Popen([sys.executable, "-c", CHILD, server_url, APP],
+def interrupt_held_child(admin: Admin, prefix: str, script: str, *args: str) -> "subprocess.Popen[str]":
+    """Run `script` in a child that prints "calling" before a call the server
+    holds, send it SIGINT once the server has the request, and check that it
+    prints "interrupted <time>" within BOUND_S. Returns the running child,
+    whose stdout has the rest of its output; the caller waits for it."""
+    child = subprocess.Popen([sys.executable, "-c", script, *args],
                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
         assert child.stdout is not None
@@ -70,16 +73,30 @@ def test_ctrl_c_interrupts_a_held_request(server_url: str, admin: Admin) -> None
         line = child.stdout.readline().split()
         assert line and line[0] == "interrupted", line
         latency = float(line[1]) - sent
-        print(f"KeyboardInterrupt raised {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
+        print(f"{prefix}: KeyboardInterrupt {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
         assert latency < BOUND_S
+    except BaseException:
+        stop(child)
+        raise
+    return child
+
+
+def stop(child: "subprocess.Popen[str]") -> None:
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+    if child.stdout:
+        child.stdout.close()
+
+
+def test_ctrl_c_interrupts_a_held_request(server_url: str, admin: Admin) -> None:
+    child = interrupt_held_child(admin, hold(admin, "/boards"), CHILD, server_url, APP)
+    try:
+        assert child.stdout is not None
         assert child.stdout.readline().split()[0] == "boards"
         assert child.wait(timeout=30) == 0
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stdout:
-            child.stdout.close()
+        stop(child)
 
 
 def cancel_when_taken(admin: Admin, prefix: str, client: appnorth.Client) -> threading.Thread:
@@ -89,12 +106,6 @@ def cancel_when_taken(admin: Admin, prefix: str, client: appnorth.Client) -> thr
     thread = threading.Thread(target=run)
     thread.start()
     return thread
-
-
-def timed(call: Callable[[], Any]) -> float:
-    start = time.monotonic()
-    call()
-    return time.monotonic() - start
 
 
 def test_cancel_from_another_thread_ends_the_call(server_url: str, admin: Admin) -> None:
@@ -155,27 +166,11 @@ with appnorth.Client(url, app, api_timeout_ms=60000) as client, \
 
 
 def test_ctrl_c_interrupts_an_events_flush(server_url: str, admin: Admin, tmp_path: Any) -> None:
-    prefix = hold(admin, "/events")
-    child = subprocess.Popen([sys.executable, "-c", EVENTS_CHILD, server_url, APP, str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    child = interrupt_held_child(admin, hold(admin, "/events"), EVENTS_CHILD, server_url, APP, str(tmp_path))
     try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "calling"
-        wait_until_taken(admin, prefix)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        line = child.stdout.readline().split()
-        assert line and line[0] == "interrupted", line
-        latency = float(line[1]) - sent
-        print(f"events flush: KeyboardInterrupt {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
-        assert latency < BOUND_S
         assert child.wait(timeout=30) == 0
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stdout:
-            child.stdout.close()
+        stop(child)
     # The event stayed queued: a new handle on the same folder delivers it.
     with appnorth.Client(server_url, APP, api_timeout_ms=5000) as client, \
             appnorth.Events(client, tmp_path) as events:

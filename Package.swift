@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // libappnorth: an offline-first client SDK core in Swift, shipped as a
-// C-ABI shared library (libappnorth.so) and as a Swift library (AppNorth).
+// C-ABI shared library (libappnorth.so) and as a Swift library (AppNorthCore).
 import PackageDescription
 
 let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -10,8 +10,8 @@ let package = Package(
     products: [
         // The C-ABI shared library: libappnorth.so.
         .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),
-        // The Swift core, for Swift hosts.
-        .library(name: "AppNorth", targets: ["AppNorth"]),
+        // The Foundation-free Swift core that libappnorth.so is built from.
+        .library(name: "AppNorthCore", targets: ["AppNorthCore"]),
     ],
     targets: [
         // System libraries the core is built on.
@@ -26,11 +26,11 @@ let package = Package(
         .systemLibrary(name: "CAppNorthAPI"),
         .systemLibrary(name: "CSystem"),
 
-        .target(name: "AppNorth", dependencies: ["CJansson", "CSQLite", "CCurl", "CSystem"],
+        .target(name: "AppNorthCore", dependencies: ["CJansson", "CSQLite", "CCurl", "CSystem"],
                 swiftSettings: swift6),
-        .target(name: "AppNorthC", dependencies: ["AppNorth", "CAppNorthAPI"],
+        .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI"],
                 swiftSettings: swift6),
-        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth"],
+        .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore"],
                     swiftSettings: swift6),
     ]
 )

@@ -20,13 +20,13 @@ mkdir -p "$OUT"
 
 # The core, once, as a static library with its module (-enable-testing, so
 # harnesses reach internal parsers with @testable import).
-core_sources=$(find Sources/AppNorth -name '*.swift' | sort)
-if [ ! -f "$OUT/libAppNorth.a" ] || [ -n "$(find Sources/AppNorth -newer "$OUT/libAppNorth.a" -name '*.swift')" ]; then
+core_sources=$(find Sources/AppNorthCore -name '*.swift' | sort)
+if [ ! -f "$OUT/libAppNorthCore.a" ] || [ -n "$(find Sources/AppNorthCore -newer "$OUT/libAppNorthCore.a" -name '*.swift')" ]; then
     echo "fuzz: building the core with -sanitize=fuzzer,address"
     # shellcheck disable=SC2086
-    nice -n 10 "$SWIFTC" -swift-version 6 $FLAGS -enable-testing -module-name AppNorth -wmo \
-        -emit-module -emit-module-path "$OUT/AppNorth.swiftmodule" -emit-library -static \
-        $INCLUDES $core_sources -o "$OUT/libAppNorth.a"
+    nice -n 10 "$SWIFTC" -swift-version 6 $FLAGS -enable-testing -module-name AppNorthCore -wmo \
+        -emit-module -emit-module-path "$OUT/AppNorthCore.swiftmodule" -emit-library -static \
+        $INCLUDES $core_sources -o "$OUT/libAppNorthCore.a"
 fi
 
 if [ $# -gt 0 ]; then harnesses="$*"; else
@@ -36,13 +36,13 @@ fi
 for h in $harnesses; do
     src=fuzz/harnesses/$h.swift
     [ -f "$src" ] || { echo "fuzz: no harness $src"; exit 1; }
-    if [ ! -x "$OUT/$h" ] || [ "$src" -nt "$OUT/$h" ] || [ "$OUT/libAppNorth.a" -nt "$OUT/$h" ] \
+    if [ ! -x "$OUT/$h" ] || [ "$src" -nt "$OUT/$h" ] || [ "$OUT/libAppNorthCore.a" -nt "$OUT/$h" ] \
        || [ fuzz/support/FuzzInput.swift -nt "$OUT/$h" ]; then
         echo "fuzz: building $h"
         rm -f "$OUT/$h"  # a failed build must not leave an old binary to run
         # shellcheck disable=SC2086
         nice -n 10 "$SWIFTC" -swift-version 5 $FLAGS -module-name "fuzz_$h" -I "$OUT" $INCLUDES \
-            "$src" fuzz/support/FuzzInput.swift "$OUT/libAppNorth.a" \
+            "$src" fuzz/support/FuzzInput.swift "$OUT/libAppNorthCore.a" \
             -ljansson -lsqlite3 -lcurl -o "$OUT/$h" 2>&1 | grep -v "Cannot export local symbol" || true
         [ -x "$OUT/$h" ] || { echo "fuzz: building $h failed"; exit 1; }
     fi

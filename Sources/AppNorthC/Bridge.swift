@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 import Glibc
 

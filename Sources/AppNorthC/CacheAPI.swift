@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_cache_* and the cached-then-fresh appnorth_read_*.

@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_clock_*: a manual clock for tests and host-driven time.

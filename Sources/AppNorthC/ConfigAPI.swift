@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_config_options_* and appnorth_config_*: remote config.

@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_events_options_* and appnorth_events_*.

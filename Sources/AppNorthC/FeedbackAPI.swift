@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_feedback_*: a builder the host fills before submitting.

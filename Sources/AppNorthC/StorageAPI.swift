@@ -1,4 +1,4 @@
-import AppNorth
+import AppNorthCore
 import CAppNorthAPI
 
 // appnorth_storage_* and appnorth_buffer_set.

@@ -95,10 +95,10 @@ def version_place_errors(header, version_text):
         errors.append(f"APPNORTH_VERSION_STRING should be \"{version_text}\"")
     if not number or int(number.group(1)) != major * 10000 + minor * 100 + patch:
         errors.append(f"APPNORTH_VERSION_NUMBER should be {major * 10000 + minor * 100 + patch}")
-    swift = (ROOT / "Sources/AppNorth/Version.swift").read_text()
+    swift = (ROOT / "Sources/AppNorthCore/Version.swift").read_text()
     parts = [re.search(rf"static let {name} = (\d+)", swift) for name in ("major", "minor", "patch")]
     if not all(parts) or tuple(int(p.group(1)) for p in parts) != (major, minor, patch):
-        errors.append(f"Sources/AppNorth/Version.swift should say major {major}, minor {minor}, patch {patch}")
+        errors.append(f"Sources/AppNorthCore/Version.swift should say major {major}, minor {minor}, patch {patch}")
     for path, pattern in VERSION_PLACES:
         found = re.search(pattern, (ROOT / path).read_text(), flags=re.M)
         if not found or found.group(1) != version_text:

@@ -1,6 +1,6 @@
 // The read cache's stored blob: entries that decode round-trip unchanged,
 // and a stored value's list member can be read as the cache reads it.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

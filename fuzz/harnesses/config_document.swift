@@ -1,6 +1,6 @@
 // The config document: two documents from one input, their values, exact
 // texts and changed keys, and the cached row's codec round trip.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -3,7 +3,7 @@
 // jansson read, and the request bodies that splice the host's text in
 // (feedback diagnostics, event properties) are valid JSON carrying it.
 import CJansson
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

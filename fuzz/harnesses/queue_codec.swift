@@ -1,6 +1,6 @@
 // The offline queue's stored blob: whatever decodes must encode and decode
 // back to the same entries.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -2,7 +2,7 @@
 // any body. Reads (boards, ideas, comments, chat), writes' answers, error
 // bodies, the config payload, the cached list members, and the upload
 // status policy.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -1,6 +1,6 @@
 // Retry-After: delay-seconds or an HTTP date, from a server, with any clock
 // and any cap. The answer is nil or a delay within the cap.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

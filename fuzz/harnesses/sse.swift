@@ -1,7 +1,7 @@
 // The Server-Sent Events parser, fed whole and in fuzz-chosen chunks: the
 // events must not depend on where the chunks split. Each event's data then
 // goes through the config payload reader, as the live stream does.
-@testable import AppNorth
+@testable import AppNorthCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -2,7 +2,7 @@
 // each request with the fuzz input as its bytes, then closes. The client
 // reads them as a list of boards, a config fetch, or a config stream.
 import Glibc
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The loopback server: accepts one connection at a time, reads the
 /// request head, writes the current answer and closes.

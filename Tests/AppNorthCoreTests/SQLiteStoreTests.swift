@@ -1,7 +1,7 @@
 import XCTest
 import Glibc
 import Dispatch
-@testable import AppNorth
+@testable import AppNorthCore
 
 final class SQLiteStoreTests: XCTestCase {
     var folder = ""

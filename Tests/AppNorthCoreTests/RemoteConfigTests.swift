@@ -1,6 +1,6 @@
 import Glibc
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// Remote config against the real local server: one test per rule of
 /// issue 4. Faults come from the server's admin endpoints; nothing is

@@ -1,7 +1,7 @@
 import XCTest
 import Glibc
 import Synchronization
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The seed's rules that issue 10 pinned down: one rejected event never
 /// takes its batch-mates with it, and nothing tracked before a revocation

@@ -2,7 +2,7 @@ import XCTest
 import Dispatch
 import Glibc
 import Synchronization
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The event queue against the real server: one test per rule of the seed.
 final class EventsTests: EventsTestCase {

@@ -1,7 +1,7 @@
 import XCTest
 import Glibc
 import Synchronization
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// HTTPS end to end and the transport's trust options, against the servers
 /// `DEVSERVER_TLS=1 scripts/with-devserver.sh` starts: an HTTPS dev server

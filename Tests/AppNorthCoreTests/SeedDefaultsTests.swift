@@ -1,7 +1,7 @@
 import XCTest
 import Glibc
 import Synchronization
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// Every number of the seeds, observed through behaviour on objects built
 /// with the library's own defaults (issue 10): a mutation of any default

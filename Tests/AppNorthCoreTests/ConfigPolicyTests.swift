@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The remote config's pure parts, driven directly: no server, no sleeps
 /// (except where a test is about threads).

@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 final class ReadCacheTests: XCTestCase {
     let scope = "http://h|app|anonymous"

@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The local API server the tests run against ($APPNORTH_TEST_SERVER, set by
 /// scripts/with-devserver.sh), and its admin endpoints.

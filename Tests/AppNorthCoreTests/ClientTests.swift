@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The client and transport against the real local server.
 final class ClientTests: XCTestCase {

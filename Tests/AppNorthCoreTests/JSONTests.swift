@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 final class JSONTests: XCTestCase {
     func testParsesAndReadsValues() throws {

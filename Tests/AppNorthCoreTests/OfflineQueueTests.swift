@@ -1,6 +1,6 @@
 import XCTest
 import Dispatch
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The seed's offline-queue rules, one test per rule, against the real server.
 final class OfflineQueueTests: XCTestCase {

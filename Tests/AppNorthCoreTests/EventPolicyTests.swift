@@ -1,5 +1,5 @@
 import XCTest
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// The seed's event rules that are pure policy, driven directly.
 final class EventPolicyTests: XCTestCase {

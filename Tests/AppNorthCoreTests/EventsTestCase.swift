@@ -1,7 +1,7 @@
 import XCTest
 import Glibc
 import Synchronization
-@testable import AppNorth
+@testable import AppNorthCore
 
 /// What the event-queue tests share: a fresh server and data folder per
 /// test, quiet options, and readers of what the server stored.

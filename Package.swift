@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // libappnorth: an offline-first client SDK core in Swift, shipped as a
-// C-ABI shared library (libappnorth.so) and as a Swift library (AppNorthCore).
+// C-ABI shared library (libappnorth.so), and as Swift libraries: AppNorthCore
+// (the Foundation-free core) and AppNorth (the Swift hosts' API over it).
 import PackageDescription
 
 let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -12,6 +13,8 @@ let package = Package(
         .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),
         // The Foundation-free Swift core that libappnorth.so is built from.
         .library(name: "AppNorthCore", targets: ["AppNorthCore"]),
+        // The Swift API for Swift hosts (Foundation-based), over the core.
+        .library(name: "AppNorth", targets: ["AppNorth"]),
     ],
     targets: [
         // System libraries the core is built on.
@@ -30,6 +33,10 @@ let package = Package(
                 swiftSettings: swift6),
         .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI"],
                 swiftSettings: swift6),
+        .target(name: "AppNorth", dependencies: ["AppNorthCore"],
+                swiftSettings: swift6),
+        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth"],
+                    swiftSettings: swift6),
         .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore"],
                     swiftSettings: swift6),
     ]

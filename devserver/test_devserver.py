@@ -896,6 +896,35 @@ def test_fault_status_with_retry_after_and_count(c):
     assert c.get("/admin/faults").json["faults"] == []
 
 
+def test_fault_window_serves_every_match_until_it_ends(c):
+    r = c.post("/admin/faults", {"path_prefix": f"{API}/boards", "status": 503, "retry_after": "1", "for_ms": 300})
+    assert r.status == 201 and r.json["fault"]["for_ms"] == 300
+    started = time.monotonic()
+    statuses = []
+    while time.monotonic() - started < 0.2:  # well inside the window
+        statuses.append(c.get(f"{API}/boards").status)
+    assert len(statuses) >= 2 and set(statuses) == {503}
+    assert wait_until(lambda: c.get(f"{API}/boards").status == 200, timeout=5)
+    assert time.monotonic() - started >= 0.3
+    assert c.get("/admin/faults").json["faults"] == []
+    log = c.get("/admin/requests").json["requests"]
+    assert log[0]["status"] == 503 and log[0]["retry_after"] == "1"
+    assert log[-1]["status"] == 200 and "retry_after" not in log[-1]
+
+
+@pytest.mark.parametrize("spec", [{"status": 503, "for_ms": 0}, {"status": 503, "for_ms": "1"},
+                                  {"status": 503, "for_ms": True}, {"status": 503, "for_ms": 3_600_001}])
+def test_fault_window_validation(c, spec):
+    assert c.post("/admin/faults", spec).status == 400
+
+
+def test_events_log_counts_accepted_and_resent_copies(c):
+    c.post(f"{API}/events", {"events": [ev(1), ev(2)]})
+    c.post(f"{API}/events", {"events": [ev(2), ev(3)]})
+    posts = [e for e in c.get("/admin/requests").json["requests"] if e["path"] == f"{API}/events"]
+    assert [(e["events_accepted"], e["events_duplicates"]) for e in posts] == [(2, 0), (1, 1)]
+
+
 def test_fault_rate_limit_and_custom_bodies(c):
     c.post("/admin/faults", {"status": 429, "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"})
     c.post("/admin/faults", {"status": 500, "body": {"error": {"code": "custom", "message": "m"}}})
@@ -1151,6 +1180,35 @@ def test_restart_on_same_port(tmp_path):
     with DevServer("127.0.0.1", port, db) as s2:
         assert s2.port == port
         assert Client(port).get(f"{API}/boards").json["boards"][0]["name"] == "Kept"
+
+
+def test_command_line_arms_faults_before_serving_and_sizes_the_log(tmp_path):
+    """A restart after an outage can answer 503 from its very first request."""
+    port_file = tmp_path / "port"
+    fault = json.dumps({"status": 503, "retry_after": "2", "for_ms": 60_000})
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--port", "0", "--port-file", str(port_file),
+         "--fault", fault, "--request-log-limit", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("appnorth-devserver listening")
+        port = int(port_file.read_text())
+        client = Client(port)
+        for _ in range(5):
+            r = client.get(f"{API}/boards")
+            assert r.status == 503 and r.headers["Retry-After"] == "2"
+        assert len(client.get("/admin/requests").json["requests"]) == 3
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    bad = subprocess.run([sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--fault", '{"status":7}'],
+                         capture_output=True, text=True, timeout=10)
+    assert bad.returncode == 2 and "status" in bad.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

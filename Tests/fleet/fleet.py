@@ -260,6 +260,9 @@ def run(binary: str, p: Profile, jitter: bool, keep: bool) -> dict:
         done = [json.loads(proc.expect("done", 120)) for proc in procs]
         log = server.call("GET", "/admin/requests?since=0")["requests"]
         stored = server.call("GET", f"/admin/apps/{APP}/state")["events"]
+        if keep:
+            with open(os.path.join(work, "requests.json"), "w") as f:
+                json.dump({"down_ms": down_ms, "up_ms": up_ms, "requests": log, "events": stored}, f)
         result = analyse(p, jitter, log, stored, down_ms, up_ms)
         result["clients_report"] = {k: sum(d[k] for d in done) for k in ("opened", "tracked", "failures")}
         return result

@@ -5,6 +5,7 @@ from POST /admin/reset."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -1182,30 +1183,35 @@ def test_restart_on_same_port(tmp_path):
         assert Client(port).get(f"{API}/boards").json["boards"][0]["name"] == "Kept"
 
 
-def test_command_line_arms_faults_before_serving_and_sizes_the_log(tmp_path):
-    """A restart after an outage can answer 503 from its very first request."""
-    port_file = tmp_path / "port"
-    fault = json.dumps({"status": 503, "retry_after": "2", "for_ms": 60_000})
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--port", "0", "--port-file", str(port_file),
-         "--fault", fault, "--request-log-limit", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def server_command(*args: str):
+    """The server's command line as a child process, killed if still running."""
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "appnorth_devserver.py"), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline().startswith("appnorth-devserver listening")
-        port = int(port_file.read_text())
-        client = Client(port)
-        for _ in range(5):
-            r = client.get(f"{API}/boards")
-            assert r.status == 503 and r.headers["Retry-After"] == "2"
-        assert len(client.get("/admin/requests").json["requests"]) == 3
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_command_line_arms_faults_before_serving_and_sizes_the_log(tmp_path):
+    """A restart after an outage can answer 503 from its very first request."""
+    port_file = tmp_path / "port"
+    fault = json.dumps({"status": 503, "retry_after": "2", "for_ms": 60_000})
+    with server_command("--port", "0", "--port-file", str(port_file), "--fault", fault,
+                        "--request-log-limit", "3") as proc:
+        assert proc.stdout.readline().startswith("appnorth-devserver listening")
+        client = Client(int(port_file.read_text()))
+        for _ in range(5):
+            r = client.get(f"{API}/boards")
+            assert r.status == 503 and r.headers["Retry-After"] == "2"
+        assert len(client.get("/admin/requests").json["requests"]) == 3
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0
     bad = subprocess.run([sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--fault", '{"status":7}'],
                          capture_output=True, text=True, timeout=10)
     assert bad.returncode == 2 and "status" in bad.stderr
@@ -1214,11 +1220,8 @@ def test_command_line_arms_faults_before_serving_and_sizes_the_log(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_command_line(tmp_path, sig):
     port_file = tmp_path / "port"
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--host", "127.0.0.1", "--port", "0",
-         "--seed-demo", "--port-file", str(port_file), "--db", str(tmp_path / "db.sqlite")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with server_command("--host", "127.0.0.1", "--port", "0", "--seed-demo", "--port-file", str(port_file),
+                        "--db", str(tmp_path / "db.sqlite")) as proc:
         line = proc.stdout.readline()
         m = re.fullmatch(r"appnorth-devserver listening on http://127\.0\.0\.1:(\d+)\n", line)
         assert m, line
@@ -1229,9 +1232,3 @@ def test_command_line(tmp_path, sig):
         proc.send_signal(sig)
         assert proc.wait(timeout=5) == 0
         assert "Traceback" not in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()

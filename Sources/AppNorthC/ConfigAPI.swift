@@ -112,10 +112,7 @@ public func appnorth_config_options_set_jitter_for_testing(_ options: OpaquePoin
                                                            _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
-        guard enabled == 0 || enabled == 1 else {
-            throw AppNorthError.invalidArgument("enabled must be 0 or 1, not \(enabled)")
-        }
-        opts.options.reconnectBackoff.jitter = enabled == 1 ? Backoff.default.jitter : 0
+        opts.options.reconnectBackoff.jitter = try flag(enabled, "enabled") ? Backoff.default.jitter : 0
     }
 }
 

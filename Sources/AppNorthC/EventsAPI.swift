@@ -122,10 +122,7 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 public func appnorth_events_options_set_jitter_for_testing(_ options: OpaquePointer?, _ enabled: Int32,
                                                            _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in
-        guard enabled == 0 || enabled == 1 else {
-            throw AppNorthError.invalidArgument("enabled must be 0 or 1, not \(enabled)")
-        }
-        box.options.retry.jitterFraction = enabled == 1 ? RetrySchedule().jitterFraction : 0
+        box.options.retry.jitterFraction = try flag(enabled, "enabled") ? RetrySchedule().jitterFraction : 0
     }
 }
 
@@ -133,10 +130,7 @@ public func appnorth_events_options_set_jitter_for_testing(_ options: OpaquePoin
 public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
                                                         _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in
-        guard require == 0 || require == 1 else {
-            throw AppNorthError.invalidArgument("require must be 0 or 1, not \(require)")
-        }
-        box.options.requireConsent = require == 1
+        box.options.requireConsent = try flag(require, "require")
     }
 }
 

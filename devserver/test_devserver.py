@@ -910,6 +910,7 @@ def test_fault_window_serves_every_match_until_it_ends(c):
     assert c.get("/admin/faults").json["faults"] == []
     log = c.get("/admin/requests").json["requests"]
     assert log[0]["status"] == 503 and log[0]["retry_after"] == "1"
+    assert all(a["mono_ms"] < b["mono_ms"] for a, b in zip(log, log[1:]))
     assert log[-1]["status"] == 200 and "retry_after" not in log[-1]
 
 

@@ -352,14 +352,15 @@ def analyse(p: Profile, jitter: bool, log: list[dict], stored: list[dict], down_
                 if before["status"] not in (429, 503) or "retry_after" not in before:
                     continue
                 told.add(who)
-                # Logged before the answer left: the install got it later still.
-                answered = before["time_ms"] + int(before["duration_ms"])
+                # On the server's monotonic clock. Logged before the answer
+                # left, so the install got the answer later still.
+                answered = before["mono_ms"] + before["duration_ms"]
                 wait_ms = int(before["retry_after"]) * 1000
-                # 2 ms: the log keeps whole milliseconds of wall time.
-                if after["time_ms"] < answered + wait_ms - 2:
+                # 1 ms: the log rounds to microseconds.
+                if after["mono_ms"] < answered + wait_ms - 1:
                     violations.append({"client": who, "channel": name, "answered_ms": answered,
-                                       "retry_after_s": before["retry_after"], "next_ms": after["time_ms"],
-                                       "early_by_ms": answered + wait_ms - after["time_ms"]})
+                                       "retry_after_s": before["retry_after"], "next_ms": after["mono_ms"],
+                                       "early_by_ms": round(answered + wait_ms - after["mono_ms"], 3)})
     refused = sum(1 for e in api if e["status"] == 503)
     return {
         "jitter": jitter,

@@ -59,7 +59,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         log = None if is_admin_path(split.path) else {
             "method": self.command, "path": split.path, "query": split.query,
             "headers": self._logged_headers(), "body_size": 0, "status": None,
-            "fault": None, "time_ms": now_ms(), "duration_ms": 0}
+            "fault": None, "time_ms": now_ms(), "mono_ms": round(started * 1000, 3), "duration_ms": 0}
         response: Response | StreamResponse | None = None
         try:
             response = self._respond(split.path, split.query, log)
@@ -217,7 +217,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 log = None if is_admin_path(path) else {
                     "method": self.command, "path": path, "query": urlsplit(self.path).query,
                     "headers": self._logged_headers(), "body_size": length, "status": 413,
-                    "fault": None, "time_ms": now_ms(), "duration_ms": 0}
+                    "fault": None, "time_ms": now_ms(), "mono_ms": round(time.monotonic() * 1000, 3),
+                    "duration_ms": 0}
                 if log is not None:  # log before answering, as _handle does
                     self.server.dev.request_log.add(log)
                 self._send(Response(413, error_body(

@@ -196,6 +196,8 @@ final class JSONValidatorTests: XCTestCase {
             let string = String(decoding: text, as: UTF8.self)
             if string.utf8.elementsEqual(text) {
                 XCTAssertEqual((try? JSON.validateObject(string, what: "p")) != nil, acceptedObject, "\(what): validateObject")
+                // What a config read with a default JSON text runs.
+                XCTAssertEqual((try? JSON.validate(string, what: "p")) != nil, strictValid, "\(what): validate")
             }
         }
     }

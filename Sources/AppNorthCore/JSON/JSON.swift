@@ -94,6 +94,15 @@ public final class JSON: @unchecked Sendable {
         guard top == .object else { throw .invalidJSON("\(what) must be a JSON object", position: 0) }
     }
 
+    /// Checks that text is JSON (any value), judged as `parse` judges it,
+    /// without building a tree: for text that is passed on as it is.
+    public static func validate(_ text: String, what: String) throws(AppNorthError) {
+        var text = text
+        _ = try text.withUTF8 { buffer in
+            Result { () throws(AppNorthError) in try JSONValidator.validate(buffer, what: what, integersAsReals: false) }
+        }.get()
+    }
+
     /// Parses text that must be a JSON object.
     public static func parseObject(_ text: String, what: String) throws(AppNorthError) -> JSON {
         let value = try parse(text, what: what)

@@ -20,14 +20,21 @@
 static const char *plain, *tls, *h2, *ca, *pin;
 static const char *other_pin = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
-/* A client for `url` with the given trust options (NULL: not set). */
-static appnorth_client *client_with(const char *url, const char *ca_file, const char *pins,
-                                    const char *proxy, int32_t ignore_env) {
+/* Options for `url`, the test's App ID and generous timeouts. */
+static appnorth_client_options *options_for(const char *url) {
     appnorth_error err;
     appnorth_client_options *o = appnorth_client_options_new();
     CHECK_STATUS(appnorth_client_options_set_api_url(o, url, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_timeouts(o, TIMEOUT_MS, TIMEOUT_MS, &err), APPNORTH_OK, err);
+    return o;
+}
+
+/* A client for `url` with the given trust options (NULL: not set). */
+static appnorth_client *client_with(const char *url, const char *ca_file, const char *pins,
+                                    const char *proxy, int32_t ignore_env) {
+    appnorth_error err;
+    appnorth_client_options *o = options_for(url);
     CHECK_STATUS(appnorth_client_options_set_ca_file(o, ca_file, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_pinned_public_keys(o, pins, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_proxy(o, proxy, ignore_env, &err), APPNORTH_OK, err);
@@ -129,6 +136,28 @@ static void count_protocols(int32_t level, const char *message, void *user_data)
 
 static void scenario(const char *base, appnorth_client *c);
 
+/* Runs the scenario against `base` with a client made from `o` (freed
+ * here), and checks that its DEBUG traces name HTTP/2 (`want_http2`) or
+ * HTTP/1.1 only: boards, the flushed idea, the event batch and the config
+ * fetch (the stream's trace comes when it ends; closed by the host, it has
+ * none). */
+static void scenario_over(const char *base, appnorth_client_options *o, int want_http2) {
+    appnorth_error err;
+    protocol_count seen = {.http1 = 0};
+    pthread_mutex_init(&seen.mu, NULL);
+    CHECK_STATUS(appnorth_client_options_set_logger(o, count_protocols, APPNORTH_LOG_DEBUG, &seen, &err),
+                 APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    scenario(base, c);
+    appnorth_client_free(c);
+    int wanted = want_http2 ? seen.http2 : seen.http1, other = want_http2 ? seen.http1 : seen.http2;
+    CHECK(wanted >= 4 && other == 0, "%s traces %d, other protocol %d", want_http2 ? "HTTP/2" : "HTTP/1.1",
+          wanted, other);
+    pthread_mutex_destroy(&seen.mu);
+}
+
 static void test_https_end_to_end(void) {
     appnorth_error err;
     admin_request(tls, "POST", "/admin/reset", "{}", NULL);
@@ -139,27 +168,12 @@ static void test_https_end_to_end(void) {
     CHECK(pem != NULL, "read %s", ca);
     char pins[256];
     snprintf(pins, sizeof pins, "%s;%s", other_pin, pin);
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, tls, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, TIMEOUT_MS, TIMEOUT_MS, &err), APPNORTH_OK, err);
+    appnorth_client_options *o = options_for(tls);
     CHECK_STATUS(appnorth_client_options_set_ca_pem(o, pem, pem_length, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_pinned_public_keys(o, pins, &err), APPNORTH_OK, err);
     free(pem);
     /* The HTTPS dev server speaks HTTP/1.1 only: ALPN falls back to it. */
-    protocol_count seen = {.http1 = 0};
-    pthread_mutex_init(&seen.mu, NULL);
-    CHECK_STATUS(appnorth_client_options_set_logger(o, count_protocols, APPNORTH_LOG_DEBUG, &seen, &err),
-                 APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    scenario(tls, c);
-    appnorth_client_free(c);
-    /* boards, the flushed idea, the event batch and the config fetch (the
-     * stream's trace comes when it ends; closed by the host, it has none). */
-    CHECK(seen.http1 >= 4 && seen.http2 == 0, "HTTP/1.1 traces %d, HTTP/2 traces %d", seen.http1, seen.http2);
-    pthread_mutex_destroy(&seen.mu);
+    scenario_over(tls, o, 0);
 }
 
 /* The same scenario through the HTTP/2 front: the client reports HTTP/2 for
@@ -169,22 +183,9 @@ static void test_http2_end_to_end(void) {
     admin_request(plain, "POST", "/admin/reset", "{}", NULL);
     size_t before = 0;
     free(read_file(getenv("APPNORTH_TEST_H2_LOG"), &before));
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, h2, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, TIMEOUT_MS, TIMEOUT_MS, &err), APPNORTH_OK, err);
+    appnorth_client_options *o = options_for(h2);
     CHECK_STATUS(appnorth_client_options_set_ca_file(o, ca, &err), APPNORTH_OK, err);
-    protocol_count seen = {.http1 = 0};
-    pthread_mutex_init(&seen.mu, NULL);
-    CHECK_STATUS(appnorth_client_options_set_logger(o, count_protocols, APPNORTH_LOG_DEBUG, &seen, &err),
-                 APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    scenario(h2, c);
-    appnorth_client_free(c);
-    CHECK(seen.http2 >= 4 && seen.http1 == 0, "HTTP/2 traces %d, HTTP/1.1 traces %d", seen.http2, seen.http1);
-    pthread_mutex_destroy(&seen.mu);
+    scenario_over(h2, o, 1);
 
     size_t length = 0;
     char *log = read_file(getenv("APPNORTH_TEST_H2_LOG"), &length);

@@ -6,19 +6,7 @@ import XCTest
 /// Task cancellation ends the request in flight (the server holds it for
 /// 20 s; each test waits until the server has it, then cancels), and the
 /// library's blocking calls never occupy the cooperative pool.
-final class CancellationTests: XCTestCase {
-    var ideaID = ""
-
-    override func setUp() async throws {
-        try TestServer.reset()
-        let board = try TestServer.board("swiftapi", "Features")
-        ideaID = try TestServer.idea("swiftapi", board: board, title: "Dark mode")
-    }
-
-    override func tearDown() async throws {
-        try? TestServer.online()
-    }
-
+final class CancellationTests: ServerTestCase {
     /// A client whose own timeout is far beyond the hold: only the cancel
     /// can end the request early.
     func heldClient() throws -> AppNorthClient {

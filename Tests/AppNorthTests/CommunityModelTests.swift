@@ -7,17 +7,7 @@ import XCTest
 /// The community model that AppNorthView renders: fresh cached boards and
 /// ideas at once, then the network's.
 @MainActor
-final class CommunityModelTests: XCTestCase {
-    override func setUp() async throws {
-        try TestServer.reset()
-        let board = try TestServer.board("swiftapi", "Features")
-        try TestServer.idea("swiftapi", board: board, title: "Dark mode")
-    }
-
-    override func tearDown() async throws {
-        try? TestServer.online()
-    }
-
+final class CommunityModelTests: ServerTestCase {
     func testShowsFreshCachedDataFirstThenTheNetworks() async throws {
         let client = try TestServer.client(timeoutMs: 60_000)
         let cache = AppNorthReadCache(storage: MemorySDKStorage())

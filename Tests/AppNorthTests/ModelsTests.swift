@@ -4,15 +4,11 @@ import XCTest
 
 /// The typed models against the server's own responses: every field the
 /// server sends is decoded, and encoding gives back the same JSON object.
-final class ModelsTests: XCTestCase {
+final class ModelsTests: ServerTestCase {
     var client: AppNorthClient!
-    var boardID = ""
-    var ideaID = ""
 
     override func setUp() async throws {
-        try TestServer.reset()
-        boardID = try TestServer.board("swiftapi", "Features")
-        ideaID = try TestServer.idea("swiftapi", board: boardID, title: "Dark mode")
+        try await super.setUp()
         for n in 2...3 { try TestServer.idea("swiftapi", board: boardID, title: "Idea \(n)") }
         client = try TestServer.client()
         XCTAssertTrue(try client.submitComment(handle: ideaID, body: "Yes please").contains("comment"))

@@ -3,19 +3,7 @@ import Foundation
 import XCTest
 
 /// The async queue's rules beyond the Verify list, against the local server.
-final class OfflineQueueTests: XCTestCase {
-    var ideaID = ""
-
-    override func setUp() async throws {
-        try TestServer.reset()
-        let board = try TestServer.board("swiftapi", "Features")
-        ideaID = try TestServer.idea("swiftapi", board: board, title: "Dark mode")
-    }
-
-    override func tearDown() async throws {
-        try? TestServer.online()
-    }
-
+final class OfflineQueueTests: ServerTestCase {
     func testOnlyNetworkFailuresQueue() async throws {
         let queue = AppNorthOfflineQueue(storage: MemorySDKStorage())
         let client = try TestServer.client()

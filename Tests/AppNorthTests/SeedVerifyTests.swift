@@ -5,20 +5,7 @@ import XCTest
 /// The seed page's Verify list, items 1-4, walked in Swift through the
 /// seed's own snippets (MemorySDKStorage, sendComment, retryPending)
 /// against the local server; each test asserts on what the server stored.
-final class SeedVerifyTests: XCTestCase {
-    var ideaID = ""
-
-    override func setUp() async throws {
-        try TestServer.reset()
-        let board = try TestServer.board("swiftapi", "Features")
-        ideaID = try TestServer.idea("swiftapi", board: board, title: "Dark mode")
-        XCTAssertFalse(ideaID.isEmpty)
-    }
-
-    override func tearDown() async throws {
-        try? TestServer.online()
-    }
-
+final class SeedVerifyTests: ServerTestCase {
     /// 1. Disable connectivity and submit one queued comment: expect
     /// `false` and one pending entry.
     func testVerify1_OfflineCommentIsQueued() async throws {

@@ -91,3 +91,22 @@ enum TestServer {
             timeouts: HTTPTimeouts(apiRequestMilliseconds: timeoutMs)))
     }
 }
+
+/// A test against a fresh server state: app "swiftapi" with one board,
+/// "Features", and one idea on it, "Dark mode". The server is back online
+/// after each test.
+class ServerTestCase: XCTestCase {
+    var boardID = ""
+    var ideaID = ""
+
+    override func setUp() async throws {
+        try TestServer.reset()
+        boardID = try TestServer.board("swiftapi", "Features")
+        ideaID = try TestServer.idea("swiftapi", board: boardID, title: "Dark mode")
+        XCTAssertFalse(ideaID.isEmpty)
+    }
+
+    override func tearDown() async throws {
+        try? TestServer.online()
+    }
+}

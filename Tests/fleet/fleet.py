@@ -408,9 +408,11 @@ def check(results: list[dict], p: Profile) -> list[str]:
     if True in by and False in by:
         with_j = by[True]["streams"]["first_attempt_ms"].get("spread_p10_p90", 0)
         without = by[False]["streams"]["first_attempt_ms"].get("spread_p10_p90", 0)
-        # Without jitter every stream retries in step; jitter spreads them
-        # over most of the reconnect cap. A factor of 2 leaves a wide margin.
-        if not with_j >= 2 * max(without, 1):
+        # Without jitter every stream retries in step (measured 30-50 ms
+        # p10-p90, the server's own queueing); jitter spreads them over most
+        # of the reconnect cap (about 900 ms). A factor of 3 leaves a wide
+        # margin on a loaded machine.
+        if not with_j >= 3 * max(without, 1):
             problems.append(f"jitter did not spread the reconnects: p10-p90 {with_j} ms with, {without} ms without")
     return problems
 

@@ -36,10 +36,9 @@ enum AppDNADevServer {
         return events.compactMap { $0["name"] as? String }
     }
 
-    /// Event requests the server received since the log was cleared.
-    static func eventRequests() throws -> Int {
-        let requests = try request(.get, "/admin/requests?since=0")["requests"] as? [[String: Any]] ?? []
-        return requests.filter { ($0["path"] as? String)?.hasSuffix("/events") == true }.count
+    /// How many injected faults are still waiting for a request.
+    static func faultsLeft() throws -> Int {
+        (try request(.get, "/admin/faults")["faults"] as? [Any])?.count ?? 0
     }
 }
 

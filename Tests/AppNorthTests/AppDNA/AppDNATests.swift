@@ -171,6 +171,32 @@ final class AppDNATests: XCTestCase {
         XCTAssertEqual(try AppDNADevServer.eventNames("appdna-alice"), ["alice_event"])
     }
 
+    /// Cancelling the task that awaits a flush ends the wait with
+    /// `.cancelled` while the server holds the upload; the event stays
+    /// queued and reaches the server once, later.
+    func testCancellingAFlushEndsItAndKeepsTheEvent() async throws {
+        AppDNA.configure(apiKey: "appdna-cancel",
+                         options: AppDNAOptions(flushInterval: 3600, batchSize: 10_000, liveUpdates: false))
+        AppDNA.track("held")
+        try await AppDNA.ready()
+        try AppDNADevServer.request(.post, "/admin/faults",
+                                    #"{"path_prefix":"/v1/apps/appdna-cancel/events","delay_ms":30000,"count":1}"#)
+        let flush = Task { try await AppDNA.flush(timeout: 120) }
+        // The fault is used up when the upload reaches the server.
+        let deadline = Date().addingTimeInterval(60)
+        while try AppDNADevServer.faultsLeft() > 0 && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        XCTAssertEqual(try AppDNADevServer.faultsLeft(), 0, "the upload never reached the server")
+        flush.cancel()
+        do {
+            let sent = try await flush.value
+            XCTFail("the flush was not cancelled: \(sent) sent")
+        } catch AppNorthError.cancelled {
+        }
+        try AppDNADevServer.request(.delete, "/admin/faults")
+        try await AppDNA.flush(timeout: 60)
+        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-cancel"), ["held"])
+    }
+
     /// Bad input gets a clear error, never a crash, and AppDNA keeps going.
     func testBadArgumentsAreReportedAndLeaveAppDNAUsable() async throws {
         let quiet = AppDNAOptions(logger: .silent)

@@ -1,9 +1,12 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
-@testable import AppNorthCore
 
 /// The local API server ($APPNORTH_TEST_SERVER, set by
 /// scripts/with-devserver.sh) and the admin endpoints the AppDNA tests use.
+/// Plain URLSession, so that these tests depend on nothing inside the core.
 enum AppDNADevServer {
     static func url() throws -> String {
         guard let url = ProcessInfo.processInfo.environment["APPNORTH_TEST_SERVER"] else {
@@ -12,33 +15,55 @@ enum AppDNADevServer {
         return url
     }
 
-    static let admin = HTTPTransport(timeouts: HTTPTimeouts(apiRequestMilliseconds: 10_000))
-
+    /// Sends an admin request and waits for it (10 s at most); returns the
+    /// JSON object answered.
     @discardableResult
-    static func request(_ method: HTTPRequest.Method, _ path: String, _ body: String? = nil) throws -> [String: Any] {
-        let response = try admin.perform(HTTPRequest(method: method, url: try url() + path,
-                                                     headers: body == nil ? [] : [("Content-Type", "application/json")],
-                                                     body: body.map { Array($0.utf8) }))
-        XCTAssertTrue(response.isSuccess, "admin \(method) \(path) -> \(response.status)")
-        return (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    static func request(_ method: String, _ path: String, _ body: String? = nil) throws -> [String: Any] {
+        guard let url = URL(string: try url() + path) else { throw URLError(.badURL) }
+        var request = URLRequest(url: url, timeoutInterval: 10)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let reply = Reply()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            reply.set(data, (response as? HTTPURLResponse)?.statusCode, error)
+            done.signal()
+        }.resume()
+        guard done.wait(timeout: .now() + 15) == .success else { throw URLError(.timedOut) }
+        let (data, status, error) = reply.get()
+        if let error { throw error }
+        XCTAssertTrue((200...299).contains(status ?? 0), "admin \(method) \(path) -> \(status ?? 0)")
+        return (data.flatMap { try? JSONSerialization.jsonObject(with: $0) }) as? [String: Any] ?? [:]
     }
 
-    static func reset() throws { try request(.post, "/admin/reset", "{}") }
+    /// One admin answer, handed from URLSession's queue to the test.
+    final class Reply: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: (Data?, Int?, (any Error)?) = (nil, nil, nil)
+
+        func set(_ data: Data?, _ status: Int?, _ error: (any Error)?) { lock.withLock { value = (data, status, error) } }
+        func get() -> (Data?, Int?, (any Error)?) { lock.withLock { value } }
+    }
+
+    static func reset() throws { try request("POST", "/admin/reset", "{}") }
 
     /// Publishes a config for `app`; live streams get it at once.
     static func publish(_ app: String, _ configJSON: String) throws {
-        try request(.post, "/admin/apps/\(app)/config", #"{"config":\#(configJSON)}"#)
+        try request("POST", "/admin/apps/\(app)/config", #"{"config":\#(configJSON)}"#)
     }
 
     /// The names of the events the server stored for `app`, in arrival order.
     static func eventNames(_ app: String) throws -> [String] {
-        let events = try request(.get, "/admin/apps/\(app)/state")["events"] as? [[String: Any]] ?? []
+        let events = try request("GET", "/admin/apps/\(app)/state")["events"] as? [[String: Any]] ?? []
         return events.compactMap { $0["name"] as? String }
     }
 
     /// How many injected faults are still waiting for a request.
     static func faultsLeft() throws -> Int {
-        (try request(.get, "/admin/faults")["faults"] as? [Any])?.count ?? 0
+        (try request("GET", "/admin/faults")["faults"] as? [Any])?.count ?? 0
     }
 }
 

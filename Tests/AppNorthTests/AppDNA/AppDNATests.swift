@@ -179,7 +179,7 @@ final class AppDNATests: XCTestCase {
                          options: AppDNAOptions(flushInterval: 3600, batchSize: 10_000, liveUpdates: false))
         AppDNA.track("held")
         try await AppDNA.ready()
-        try AppDNADevServer.request(.post, "/admin/faults",
+        try AppDNADevServer.request("POST", "/admin/faults",
                                     #"{"path_prefix":"/v1/apps/appdna-cancel/events","delay_ms":30000,"count":1}"#)
         let flush = Task { try await AppDNA.flush(timeout: 120) }
         // The fault is used up when the upload reaches the server.
@@ -192,7 +192,7 @@ final class AppDNATests: XCTestCase {
             XCTFail("the flush was not cancelled: \(sent) sent")
         } catch AppNorthError.cancelled {
         }
-        try AppDNADevServer.request(.delete, "/admin/faults")
+        try AppDNADevServer.request("DELETE", "/admin/faults")
         try await AppDNA.flush(timeout: 60)
         XCTAssertEqual(try AppDNADevServer.eventNames("appdna-cancel"), ["held"])
     }

@@ -151,27 +151,17 @@ public enum AppDNA {
     /// earlier calls to be applied and then for the upload, at most
     /// `timeout` seconds; returns how many events the server accepted.
     /// Throws the upload's error, `.timeout`, `.wrongState` when not
-    /// configured, or `.cancelled` when the task is cancelled (the events
-    /// stay queued).
+    /// configured, or `CancellationError` when the task is cancelled (the
+    /// request in flight ends at once; the events stay queued).
     @discardableResult
     public static func flush(timeout: TimeInterval = 10) async throws -> Int {
         let timeoutMs = try milliseconds(timeout, in: 0...3600, what: "flush timeout")
         guard let session = await onWorker({ state.withLock { $0.session } }) else {
             throw AppNorthError.wrongState("AppDNA is not configured")
         }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
-                // Its own queue, so that a flush never holds up track calls.
-                flusher.async {
-                    do {
-                        continuation.resume(returning: try session.events.flush(timeoutMilliseconds: timeoutMs))
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-            }
-        } onCancel: {
-            session.client.cancelInFlight()
+        // On the library's own threads, with the module's cancellation rules.
+        return try await BlockingCall.run(cancelling: session.client) {
+            try session.events.flush(timeoutMilliseconds: timeoutMs)
         }
     }
 
@@ -238,7 +228,6 @@ public enum AppDNA {
     /// Posts `configUpdated`, in order, never from a core thread: a
     /// `queue: .main` observer makes a post wait for the main queue.
     static let delivery = DispatchQueue(label: "AppDNA.delivery")
-    static let flusher = DispatchQueue(label: "AppDNA.flush")
 
     /// Runs `body` on the worker after the calls queued before it, and
     /// returns its result without blocking the awaiting thread.

@@ -11,8 +11,8 @@ final class AppDNATests: XCTestCase {
     static let observed = "Config updated — refreshing UI"
 
     override func setUpWithError() throws {
-        try AppDNADevServer.reset()
-        AppDNA.useDevServer(apiURL: try AppDNADevServer.url(), dataRoot: try temporaryDirectory("root"))
+        try TestServer.reset()
+        AppDNA.useDevServer(apiURL: try TestServer.url(), dataRoot: try temporaryDirectory("root"))
         // A fresh "process": no consent choice carried from another test.
         AppDNA.state.withLock { $0.consentChoice = nil }
     }
@@ -34,7 +34,7 @@ final class AppDNATests: XCTestCase {
         try runOnMainRunLoop { try await AppDNA.ready() }
         XCTAssertEqual(AppDNA.config.tier, .default)
 
-        try AppDNADevServer.publish(AppDNASeedSnippets.apiKey, #"{"welcome":"Hello","price":9.99,"slots":3,"dark":true,"banner":{"text":"Sale"}}"#)
+        try TestServer.publish(AppDNASeedSnippets.apiKey, #"{"welcome":"Hello","price":9.99,"slots":3,"dark":true,"banner":{"text":"Sale"}}"#)
         XCTAssertTrue(spinMainRunLoop(until: {
             SnippetOutput.count(of: Self.observed) > before && AppDNA.config.string("welcome", default: "") == "Hello"
         }), "the seed's observer did not run for a published config")
@@ -63,9 +63,9 @@ final class AppDNATests: XCTestCase {
         }
         defer { NotificationCenter.default.removeObserver(token) }
         AppDNA.configure(apiKey: "appdna-keys", environment: .production, options: AppDNAOptions(configTTL: 1800))
-        try AppDNADevServer.publish("appdna-keys", #"{"a":1,"b":2}"#)
+        try TestServer.publish("appdna-keys", #"{"a":1,"b":2}"#)
         XCTAssertTrue(spinMainRunLoop(until: { received.all.contains { $0.keys == ["a", "b"] } }))
-        try AppDNADevServer.publish("appdna-keys", #"{"a":1,"b":3}"#)
+        try TestServer.publish("appdna-keys", #"{"a":1,"b":3}"#)
         XCTAssertTrue(spinMainRunLoop(until: { received.all.contains { $0.keys == ["b"] } }))
         XCTAssertTrue(received.all.allSatisfy { $0.tier == .remote })
         XCTAssertEqual(AppDNA.config.int("b", default: 0), 3)
@@ -75,7 +75,7 @@ final class AppDNATests: XCTestCase {
     /// with one notification (tier cached) right after configure.
     func testACachedConfigIsServedAndAnnouncedAfterConfigure() throws {
         AppDNA.configure(apiKey: "appdna-cache", options: AppDNAOptions(configTTL: 1800))
-        try AppDNADevServer.publish("appdna-cache", #"{"theme":"dark"}"#)
+        try TestServer.publish("appdna-cache", #"{"theme":"dark"}"#)
         XCTAssertTrue(spinMainRunLoop(until: { AppDNA.config.string("theme", default: "") == "dark" }))
         try runOnMainRunLoop { await AppDNA.shutdown() }
         XCTAssertEqual(AppDNA.config.string("theme", default: "none"), "none", "reads give defaults after shutdown")
@@ -102,7 +102,7 @@ final class AppDNATests: XCTestCase {
         AppDNA.track("before_revoke", properties: ["price": 9.99, "tags": ["a", "b"]])
         let sent = try await AppDNA.flush()
         XCTAssertEqual(sent, 1)
-        XCTAssertEqual(try AppDNADevServer.eventNames(AppDNASeedSnippets.apiKey), ["before_revoke"])
+        XCTAssertEqual(try TestServer.eventNames(AppDNASeedSnippets.apiKey), ["before_revoke"])
 
         AppDNASeedSnippets.revokeConsent()
         AppDNA.track("while_revoked")
@@ -131,7 +131,7 @@ final class AppDNATests: XCTestCase {
         AppDNA.track("after_grant")
         let flushed1 = try await AppDNA.flush()
         XCTAssertEqual(flushed1, 1)
-        XCTAssertEqual(try AppDNADevServer.eventNames(AppDNASeedSnippets.apiKey), ["before_revoke", "after_grant"])
+        XCTAssertEqual(try TestServer.eventNames(AppDNASeedSnippets.apiKey), ["before_revoke", "after_grant"])
     }
 
     /// A choice made before configure, or under another account, applies
@@ -148,8 +148,8 @@ final class AppDNATests: XCTestCase {
         AppDNA.track("second_kept")
         let flushed1 = try await AppDNA.flush()
         XCTAssertEqual(flushed1, 1)
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-first"), [])
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-second"), ["second_kept"])
+        XCTAssertEqual(try TestServer.eventNames("appdna-first"), [])
+        XCTAssertEqual(try TestServer.eventNames("appdna-second"), ["second_kept"])
     }
 
     /// Two accounts keep apart: each key has its own data directory, so
@@ -162,39 +162,35 @@ final class AppDNATests: XCTestCase {
         AppDNA.track("bob_event")
         let flushed1 = try await AppDNA.flush()
         XCTAssertEqual(flushed1, 1)
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-bob"), ["bob_event"])
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-alice"), [])
+        XCTAssertEqual(try TestServer.eventNames("appdna-bob"), ["bob_event"])
+        XCTAssertEqual(try TestServer.eventNames("appdna-alice"), [])
         // Alice's event waited on disk for her next session (which uploads
         // it on opening: the flush may find it gone already).
         AppDNA.configure(apiKey: "appdna-alice")
         try await AppDNA.flush()
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-alice"), ["alice_event"])
+        XCTAssertEqual(try TestServer.eventNames("appdna-alice"), ["alice_event"])
     }
 
     /// Cancelling the task that awaits a flush ends the wait with
-    /// `.cancelled` while the server holds the upload; the event stays
+    /// `CancellationError` while the server holds the upload; the event stays
     /// queued and reaches the server once, later.
     func testCancellingAFlushEndsItAndKeepsTheEvent() async throws {
         AppDNA.configure(apiKey: "appdna-cancel",
                          options: AppDNAOptions(flushInterval: 3600, batchSize: 10_000, liveUpdates: false))
         AppDNA.track("held")
         try await AppDNA.ready()
-        try AppDNADevServer.request("POST", "/admin/faults",
-                                    #"{"path_prefix":"/v1/apps/appdna-cancel/events","delay_ms":30000,"count":1}"#)
+        try TestServer.hold("/v1/apps/appdna-cancel/events")
         let flush = Task { try await AppDNA.flush(timeout: 120) }
-        // The fault is used up when the upload reaches the server.
-        let deadline = Date().addingTimeInterval(60)
-        while try AppDNADevServer.faultsLeft() > 0 && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        XCTAssertEqual(try AppDNADevServer.faultsLeft(), 0, "the upload never reached the server")
+        try await TestServer.waitUntilFaultsTaken()
         flush.cancel()
         do {
             let sent = try await flush.value
             XCTFail("the flush was not cancelled: \(sent) sent")
-        } catch AppNorthError.cancelled {
+        } catch is CancellationError {
         }
-        try AppDNADevServer.request("DELETE", "/admin/faults")
+        try TestServer.online()
         try await AppDNA.flush(timeout: 60)
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-cancel"), ["held"])
+        XCTAssertEqual(try TestServer.eventNames("appdna-cancel"), ["held"])
     }
 
     /// Bad input gets a clear error, never a crash, and AppDNA keeps going.
@@ -214,7 +210,7 @@ final class AppDNATests: XCTestCase {
         AppDNA.stopUsingDevServer()
         AppDNA.configure(apiKey: "appdna-bad", environment: .custom(apiURL: "ftp://example.com"), options: quiet)
         await assertInvalidArgument { try await AppDNA.ready() }
-        AppDNA.useDevServer(apiURL: try AppDNADevServer.url(), dataRoot: try temporaryDirectory("root"))
+        AppDNA.useDevServer(apiURL: try TestServer.url(), dataRoot: try temporaryDirectory("root"))
         XCTAssertFalse(AppDNA.isConfigured)
         AppDNA.track("not_configured")
         await assertError({ try await AppDNA.flush() }) { if case .wrongState = $0 { return true } else { return false } }
@@ -229,7 +225,7 @@ final class AppDNATests: XCTestCase {
         XCTAssertNotNil(AppDNA.lastError)
         let flushed1 = try await AppDNA.flush()
         XCTAssertEqual(flushed1, 1)
-        XCTAssertEqual(try AppDNADevServer.eventNames("appdna-bad"), ["kept"])
+        XCTAssertEqual(try TestServer.eventNames("appdna-bad"), ["kept"])
         await assertInvalidArgument { try await AppDNA.flush(timeout: -1) }
     }
 
@@ -254,14 +250,14 @@ final class AppDNATests: XCTestCase {
         defer { NotificationCenter.default.removeObserver(token) }
         for round in 0..<5 { AppDNA.configure(apiKey: "appdna-round-\(round)") }
         AppDNA.configure(apiKey: "appdna-inside")
-        try AppDNADevServer.publish("appdna-inside", #"{"v":1}"#)
+        try TestServer.publish("appdna-inside", #"{"v":1}"#)
         XCTAssertTrue(spinMainRunLoop(until: { received.all.count >= 1 }))
         try runOnMainRunLoop {
             try await AppDNA.ready()
             await AppDNA.shutdown()
         }
         let after = received.all.count
-        try AppDNADevServer.publish("appdna-inside", #"{"v":2}"#)
+        try TestServer.publish("appdna-inside", #"{"v":2}"#)
         // The server has the new version; a closed AppDNA posts nothing.
         XCTAssertTrue(spinMainRunLoop(until: { AppDNA.config.tier == .default }, timeout: 1))
         _ = spinMainRunLoop(until: { false }, timeout: 0.5)

@@ -5,6 +5,8 @@ import PackageDescription
 
 let package = Package(
     name: "appnorth-swift-example",
+    // AppNorth's own floor on Apple platforms; Linux needs none.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     dependencies: [
         .package(name: "appnorth", path: "../.."),
     ],

@@ -134,6 +134,9 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
                 cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                // Sends "Accept-Encoding: gzip" and inflates a gzip answer
+                // (the response size limit counts the inflated bytes).
+                cshim_setopt_pointer(h, CURLOPT_ACCEPT_ENCODING, "gzip")
                 applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
                 cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)

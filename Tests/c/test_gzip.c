@@ -48,6 +48,28 @@ static appnorth_events *open_events(appnorth_client *client, const char *dir) {
     return e;
 }
 
+/* A client (`compression` as for gzip_client) with its events queue in a
+ * fresh data folder. */
+typedef struct {
+    char *dir;
+    appnorth_client *client;
+    appnorth_events *events;
+} uploader;
+
+static uploader open_uploader(const char *url, int32_t compression) {
+    uploader u;
+    u.dir = make_temp_dir("cgzip");
+    u.client = gzip_client(url, compression);
+    u.events = open_events(u.client, u.dir);
+    return u;
+}
+
+static void close_uploader(uploader *u) {
+    appnorth_events_free(u->events);
+    appnorth_client_free(u->client);
+    remove_tree(u->dir);
+}
+
 static void track_and_flush(appnorth_events *e, int first, int count) {
     appnorth_error err;
     for (int i = first; i < first + count; i++) {
@@ -122,10 +144,8 @@ static void reset(const char *base) {
 
 static void test_batches_arrive_gzip_and_are_stored_once(const char *base) {
     reset(base);
-    char *dir = make_temp_dir("cgzip");
-    appnorth_client *client = gzip_client(base, -1);
-    appnorth_events *e = open_events(client, dir);
-    track_and_flush(e, 0, 150);
+    uploader u = open_uploader(base, -1);
+    track_and_flush(u.events, 0, 150);
     char log[512];
     posts_to(base, EVENTS_PATH, log, sizeof log);
     CHECK(strcmp(log, "200 gzip 200 gzip") == 0, "%s: event posts: %s", base, log);
@@ -134,9 +154,7 @@ static void test_batches_arrive_gzip_and_are_stored_once(const char *base) {
     CHECK(wire > 0 && plain > 3 * wire, "%s: %lld bytes on the wire for %lld of JSON", base, wire, plain);
     size_t distinct = 0, n = stored_events(base, &distinct);
     CHECK(n == 150 && distinct == 150, "%s: stored %zu events, %zu distinct", base, n, distinct);
-    appnorth_events_free(e);
-    appnorth_client_free(client);
-    remove_tree(dir);
+    close_uploader(&u);
 }
 
 static void test_small_writes_stay_identity_large_ones_are_compressed(void) {
@@ -168,21 +186,17 @@ static void test_small_writes_stay_identity_large_ones_are_compressed(void) {
 static void test_415_falls_back_to_identity_and_is_remembered(void) {
     reset(server);
     CHECK(admin_request(server, "POST", "/admin/settings", "{\"accept_gzip\":false}", NULL) == 200, "settings");
-    char *dir = make_temp_dir("cgzip");
-    appnorth_client *client = gzip_client(server, -1);
-    appnorth_events *e = open_events(client, dir);
-    track_and_flush(e, 0, 3);
+    uploader u = open_uploader(server, -1);
+    track_and_flush(u.events, 0, 3);
     char log[256];
     posts_to(server, EVENTS_PATH, log, sizeof log);
     CHECK(strcmp(log, "415 gzip 200 identity") == 0, "first flush: %s", log);
-    track_and_flush(e, 3, 2);
+    track_and_flush(u.events, 3, 2);
     posts_to(server, EVENTS_PATH, log, sizeof log);
     CHECK(strcmp(log, "415 gzip 200 identity 200 identity") == 0, "remembered: %s", log);
     size_t distinct = 0, n = stored_events(server, &distinct);
     CHECK(n == 5 && distinct == 5, "stored %zu events, %zu distinct", n, distinct);
-    appnorth_events_free(e);
-    appnorth_client_free(client);
-    remove_tree(dir);
+    close_uploader(&u);
 }
 
 static void test_compression_can_be_turned_off(void) {
@@ -195,16 +209,12 @@ static void test_compression_can_be_turned_off(void) {
     CHECK_STATUS(appnorth_client_options_set_compression(o, 0, NULL), APPNORTH_OK, err);
     appnorth_client_options_free(o);
 
-    char *dir = make_temp_dir("cgzip");
-    appnorth_client *client = gzip_client(server, 0);
-    appnorth_events *e = open_events(client, dir);
-    track_and_flush(e, 0, 10);
+    uploader u = open_uploader(server, 0);
+    track_and_flush(u.events, 0, 10);
     char log[256];
     posts_to(server, EVENTS_PATH, log, sizeof log);
     CHECK(strcmp(log, "200 identity") == 0, "compression off: %s", log);
-    appnorth_events_free(e);
-    appnorth_client_free(client);
-    remove_tree(dir);
+    close_uploader(&u);
 }
 
 int main(void) {

@@ -863,6 +863,22 @@ def test_gzip_refused_with_415_when_the_setting_is_off_and_other_encodings_alway
     assert r.status == 415
 
 
+def test_gzip_responses_setting_compresses_for_clients_that_accept_gzip(c, board):
+    c.post("/admin/settings", {"gzip_responses": True})
+    conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+    try:
+        conn.request("GET", f"{API}/boards", headers={"Accept-Encoding": "gzip"})
+        resp = conn.getresponse()
+        raw = resp.read()
+        assert resp.getheader("Content-Encoding") == "gzip" and resp.getheader("Content-Length") == str(len(raw))
+        assert json.loads(gzip.decompress(raw))["boards"][0]["id"] == board
+        conn.request("GET", f"{API}/boards")  # no Accept-Encoding: identity
+        resp = conn.getresponse()
+        assert resp.getheader("Content-Encoding") is None and json.loads(resp.read())["boards"]
+    finally:
+        conn.close()
+
+
 def test_events_keep_raw_property_text(c):
     body = ('{"events": [{"id": "p1", "name": "purchase", "timestamp": 1, "anonymous_id": "a", '
             '"properties": {"price": 9.99, "big": 1.0E2, "name": "caf\\u00e9",\n "nested": {"x": [1, 2.50]}}}]}')
@@ -1106,16 +1122,20 @@ def test_request_log_records_oversize(c, server):
 def test_settings(c):
     r = c.get("/admin/settings")
     assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0, "rejected_event_names": [],
-                                  "accept_gzip": True}
-    r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5, "accept_gzip": False})
+                                  "accept_gzip": True, "gzip_responses": False}
+    r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5, "accept_gzip": False,
+                                   "gzip_responses": True})
     assert r.status == 200 and r.json["settings"] == {"events_max_body": 2048, "sse_keepalive": 0.5,
-                                                      "rejected_event_names": [], "accept_gzip": False}
+                                                      "rejected_event_names": [], "accept_gzip": False,
+                                                      "gzip_responses": True}
+    c.post("/admin/settings", {"gzip_responses": False})
     for bad in ({"events_max_body": 0}, {"sse_keepalive": "1"}, {"colour": 1}, {"events_max_body": 1.5},
-                {"accept_gzip": 1}, {"accept_gzip": "yes"}):
+                {"accept_gzip": 1}, {"accept_gzip": "yes"}, {"gzip_responses": None}):
         assert c.post("/admin/settings", bad).status == 400
     c.post("/admin/reset")
     settings = c.get("/admin/settings").json["settings"]
     assert settings["events_max_body"] == 1024 * 1024 and settings["accept_gzip"] is True
+    assert settings["gzip_responses"] is False
 
 
 def test_reset_wipes_everything(c, idea, alice):

@@ -99,6 +99,15 @@ final class CompressionTests: EventsTestCase {
         XCTAssertEqual(try TestServer.get("/admin/apps/swift/state")["feedback"]?.arrayElements.count, 1)
     }
 
+    func testResponsesAreAcceptedGzipEncoded() throws {
+        try TestServer.post("/admin/settings", #"{"gzip_responses":true}"#)
+        let board = try TestServer.board("swift", "Features")
+        let boards = try JSON.parse(try TestServer.client().listBoards())
+        XCTAssertEqual(boards["boards"]?.arrayElements.first?["id"]?.stringValue, board)
+        let get = try XCTUnwrap((try TestServer.get("/admin/requests")["requests"]?.arrayElements ?? []).last)
+        XCTAssertEqual(get["headers"]?["Accept-Encoding"]?.stringValue, "gzip")
+    }
+
     func testCompressionTurnedOffSendsIdentity() throws {
         var configuration = try AppNorthClientConfiguration(apiURL: try TestServer.url(), appID: "swift")
         configuration.compressUploads = false

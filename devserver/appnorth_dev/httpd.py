@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import http.server
 import select
 import socket
@@ -293,13 +294,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                  f"Server: {SERVER_NAME}", f"Date: {self.date_time_string()}"]
         if response.content_type:
             lines.append(f"Content-Type: {response.content_type}")
-        lines.append(f"Content-Length: {len(response.body)}")
+        body = response.body
+        if body and self._gzip_response():
+            body = gzip.compress(body, compresslevel=6, mtime=0)
+            lines += ["Content-Encoding: gzip", "Vary: Accept-Encoding"]
+        lines.append(f"Content-Length: {len(body)}")
         lines += [f"{name}: {value}" for name, value in response.headers]
         if self.close_connection:
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         no_body = self.command == "HEAD" or response.status in (204, 304) or response.status < 200
-        self.wfile.write(head if no_body else head + response.body)
+        self.wfile.write(head if no_body else head + body)
+
+    def _gzip_response(self) -> bool:
+        """The gzip_responses setting is on and the client accepts gzip."""
+        headers = getattr(self, "headers", None)  # None for a malformed request line
+        accepted = (headers.get("Accept-Encoding") or "") if headers is not None else ""
+        return self.server.dev.settings.gzip_responses and "gzip" in accepted.lower()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # http.server calls this for malformed requests; answer in JSON too.

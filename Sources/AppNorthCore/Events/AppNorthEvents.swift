@@ -146,13 +146,30 @@ public final class AppNorthEvents: Sendable {
         }
         try store.journal.append(payload, to: segment)
         let queued = store.queued
-        // Over a limit, the oldest go now, as before the journal: the
-        // journal is drained into the table and the table trimmed.
-        if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { try drainIntoTable() }
+        // Past a limit by more than the slack, the journal is drained into
+        // the table and the oldest dropped now (stats and `queuedCount`
+        // trim the slack before they answer).
+        if queued.count > options.maxQueuedEvents + countSlack || queued.bytes > options.maxQueuedBytes + byteSlack {
+            try drainIntoTable()
+        }
         // After a failed upload the timer brings the next attempt: waking
         // the uploader on every event would only cost the tracking thread.
         if queued.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
         return true
+    }
+
+    /// How far `track` lets the journal run past the limits before it
+    /// drains and trims on the calling thread: at the limit (offline, the
+    /// queue full), one drain per event would cost more than the journal
+    /// saves; one per 1 % of the limit costs little.
+    private var countSlack: Int { max(0, min(100, options.maxQueuedEvents / 100)) }
+    private var byteSlack: Int { options.maxQueuedBytes / 100 }
+
+    /// Drains and trims when the queue is past a limit, so that what the
+    /// host reads holds the limits exactly.
+    private func trimToLimits() {
+        let queued = store.queued
+        if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { _ = try? drainIntoTable() }
     }
 
     /// Moves journaled events into SQLite, then drops the oldest past the
@@ -340,6 +357,7 @@ public final class AppNorthEvents: Sendable {
     /// Queued count and bytes, drops by reason, breaker state, last error,
     /// last flush time, as a JSON object.
     public func statsJSON() -> String {
+        trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
         root.set("queued", .int(Int64(store.count)))
@@ -372,7 +390,10 @@ public final class AppNorthEvents: Sendable {
         return root.serialized()
     }
 
-    public var queuedCount: Int { store.count }
+    public var queuedCount: Int {
+        trimToLimits()
+        return store.count
+    }
 
     /// Events the server has accepted since this queue was opened.
     public var deliveredCount: Int { state.withLock { $0.delivered } }

@@ -209,10 +209,11 @@ final class EventJournal: Sendable {
         defer { closedir(dir) }
         var names: [String] = []
         let ending = creating ? Self.creatingSuffix : Self.suffix
+        // The name is read in place up to its NUL (copying the whole
+        // d_name array would read the bytes past it, which are undefined).
+        guard let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name) else { return [] }
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = String(cString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
             if name.hasPrefix(Self.prefix) && name.hasSuffix(ending) { names.append(name) }
         }
         return names

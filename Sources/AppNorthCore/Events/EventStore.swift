@@ -19,10 +19,19 @@ final class EventStore: Sendable {
     private let db: SQLiteStore
     let journal: EventJournal
     private let totals: Lock<(count: Int, bytes: Int)>
-    /// Segments rotated out of the journal and not imported yet (a writer
-    /// was still inside one), and when dead journals were last looked for.
     /// Held through a drain, so drains and purges never overlap.
-    private let draining: Lock<(retired: [JournalSegment], lastScanMono: UInt64)>
+    private let draining: Lock<DrainState>
+
+    struct DrainState {
+        /// Segments rotated out of the journal and not imported yet (a
+        /// writer was still inside one).
+        var retired: [JournalSegment] = []
+        /// Import marks of files already deleted: removed by the next
+        /// import's transaction rather than by one of their own.
+        var settledMarks: [String] = []
+        /// When dead processes' journals were last looked for.
+        var lastScanMono: UInt64
+    }
     /// Damaged journal stretches and table rows dropped since open.
     let damagedDropped = Atomic<Int>(0)
 
@@ -47,7 +56,7 @@ final class EventStore: Sendable {
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
         totals = Lock(row ?? (0, 0))
         journal = try EventJournal(directory: directory)
-        draining = Lock(([], Self.monotonicNanoseconds()))
+        draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
         try recoverOrphans()
     }
 
@@ -92,7 +101,7 @@ final class EventStore: Sendable {
             var moved = 0
             while let index = state.retired.firstIndex(where: { $0.isIdle }) {
                 let segment = state.retired[index]
-                moved += try importJournal(segment.name, segment.path, contents: try segment.contents())
+                moved += try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
                 state.retired.remove(at: index)
                 journal.settle(segment)
             }
@@ -103,7 +112,10 @@ final class EventStore: Sendable {
     /// Imports one journal file's events and deletes the file. The import
     /// commits with a mark naming the file, so that a crash before the file
     /// is deleted cannot import it twice: a marked file is only deleted.
-    private func importJournal(_ name: String, _ path: String, contents: [UInt8]) throws(AppNorthError) -> Int {
+    /// The transaction also drops the marks of files deleted earlier
+    /// (`settledMarks`), and this file's mark joins them.
+    private func importJournal(_ name: String, _ path: String, contents: [UInt8],
+                               _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
         let decoded = JournalRecord.decode(contents)
         if decoded.damaged > 0 {
             damagedDropped.add(decoded.damaged, ordering: .relaxed)
@@ -125,14 +137,18 @@ final class EventStore: Sendable {
             }
             try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
                          [.text(Self.importedNamespace), .text(name)])
+            for settled in settledMarks {
+                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.importedNamespace), .text(settled)])
+            }
             return (count, bytes)
         }
+        settledMarks.removeAll()
         totals.withLock {
             $0.count += count
             $0.bytes += bytes
         }
         unlink(path)
-        try? db.kvDelete(namespace: Self.importedNamespace, key: name)
+        settledMarks.append(name)
         return count
     }
 
@@ -151,16 +167,19 @@ final class EventStore: Sendable {
             }
         }
         var imported = 0
+        var settled: [String] = []
         for name in journal.journalNames() {
             let path = journal.directory.file(name)
             guard let fd = EventJournal.claimOrphan(path) else { continue }
             defer { close(fd) }
-            imported += try importJournal(name, path, contents: try EventJournal.readAll(fd, path))
+            imported += try importJournal(name, path, contents: try EventJournal.readAll(fd, path), &settled)
         }
         if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
         let marks = try db.withConnection { conn throws(AppNorthError) in
             try conn.query("SELECT key FROM kv WHERE namespace = ?", [.text(Self.importedNamespace)]) { $0.text(0) }
         }
+        // Marks of deleted files: this scan's, and any a process left when
+        // it ended (or closed) before its next import dropped them.
         for name in marks where access(journal.directory.file(name), F_OK) != 0 && errno == ENOENT {
             try? db.kvDelete(namespace: Self.importedNamespace, key: name)
         }

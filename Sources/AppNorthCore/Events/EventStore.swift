@@ -198,22 +198,36 @@ final class EventStore: Sendable {
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 
-    /// Drops the oldest events until both limits hold; returns how many.
+    /// Drops the oldest rows until both limits hold (journal records
+    /// count too, being newer); returns how many. One transaction: the rows
+    /// to drop are found oldest first, then deleted by one statement.
     func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
         // The common case, within both limits, costs no connection lock.
-        guard totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) else { return 0 }
-        return try db.withConnection { conn throws(AppNorthError) in
-            var dropped = 0
-            while totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) {
-                let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING length(payload)") {
-                    $0.int(0)
+        let queued = self.queued
+        guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }
+        let (gone, size) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+            var excessCount = queued.count - maxCount, excessBytes = queued.bytes - maxBytes
+            var through: Int64?
+            while excessCount > 0 || excessBytes > 0 {
+                let rows = try conn.query("SELECT seq, length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                          [.int(through ?? Int64.min), .int(Int64(max(excessCount, 0) + 64))]) {
+                    ($0.int64(0), $0.int(1))
                 }
-                guard let size = removed.first else { break }
-                totals.withLock { $0.count -= 1; $0.bytes -= size }
-                dropped += 1
+                for (seq, size) in rows where excessCount > 0 || excessBytes > 0 {
+                    through = seq
+                    excessCount -= 1
+                    excessBytes -= size
+                }
+                if rows.isEmpty { break }
             }
-            return dropped
+            guard let through else { return (0, 0) }
+            let sizes = try conn.query("DELETE FROM events WHERE seq <= ? RETURNING length(payload)", [.int(through)]) {
+                $0.int(0)
+            }
+            return (sizes.count, sizes.reduce(0, +))
         }
+        totals.withLock { $0.count -= gone; $0.bytes -= size }
+        return gone
     }
 
     /// The oldest `limit` events. A row whose payload is not a sound event

@@ -142,6 +142,20 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         reason = NOT_IN_BUILD if not have_config else "not measured: the config benchmark did not run"
         t.add("config read", reason, "≤ 1 µs median", None)
         t.add("config propagation", reason, "median ≤ 50 ms", None)
+    h2 = data.get("http2")
+    if h2:
+        a, b = h2["h2"], h2["h1"]
+        t.add("HTTP/2 vs HTTP/1.1 over TLS",
+              f"reads one after another: p50 {a['read_p50_ms']:.2f} ms over HTTP/2, {b['read_p50_ms']:.2f} ms over "
+              f"HTTP/1.1 (p99 {a['read_p99_ms']:.2f} / {b['read_p99_ms']:.2f} ms); first read on a new connection "
+              f"{a['first_read_ms']:.1f} / {b['first_read_ms']:.1f} ms; flush of {h2['events']:,} events "
+              f"{rate(a['flush_events_per_s'])} / {rate(b['flush_events_per_s'])} "
+              f"(**{a['flush_events_per_s'] / b['flush_events_per_s']:.2f}×**); TLS connections per client with "
+              f"the config stream open: {a['connections']:.0f} / {b['connections']:.0f}; "
+              f"{a['requests_logged'] + b['requests_logged']} requests, "
+              f"{a['requests_over_other_protocol'] + b['requests_over_other_protocol']} over an unexpected protocol "
+              f"(median of {h2['rounds']} interleaved rounds, Go HTTPS fronts of the same dev server)",
+              "report", None)
     cs = data.get("coldstart")
     if cs:
         what = "client + events + cached config" if cs["with_config"] else \

@@ -330,7 +330,16 @@ APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options 
 /* Trust and proxy. Every handle made with the client (its events queue,
  * remote config and config stream) uses them. A TLS failure they cause
  * (an untrusted or expired certificate, a wrong host name, a pin that does
- * not match) is APPNORTH_E_NETWORK with curl's reason in the message. */
+ * not match) is APPNORTH_E_NETWORK with curl's reason in the message.
+ *
+ * Protocol: over https the client offers HTTP/2 and HTTP/1.1 in ALPN and
+ * uses what the server picks (HTTP/2 when libcurl was built with nghttp2);
+ * plain http is always HTTP/1.1. Each request's DEBUG log line names the
+ * protocol used ("... in 3 ms over HTTP/2 (sent ...)"). Connections are kept
+ * alive between requests; the config stream keeps one of its own, because
+ * libcurl lets only one thread use a connection at a time (the stream and
+ * the uploads run on different threads, so they do not share one HTTP/2
+ * connection). See docs/tls-and-proxies.md. */
 
 /**
  * Verify servers against the PEM CA bundle in the file at `path` instead of

@@ -198,7 +198,7 @@ public func appnorth_config_get_json(_ config: OpaquePointer?, _ key: UnsafePoin
         let config = try Handle.get(config, as: AppNorthRemoteConfig.self, "config")
         let key = try requiredString(key, "key")
         let fallback = try optionalString(defaultJSON, "default_json")
-        if let fallback { _ = try JSON.parse(fallback, what: "default_json") }
+        if let fallback { try JSON.validate(fallback, what: "default_json") }
         _ = try required(outJSON, "out_json")
         try returnOptionalString(outJSON, config.json(key, default: fallback))
     }

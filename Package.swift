@@ -10,6 +10,9 @@ let swift6Strict: [SwiftSetting] = swift6 + [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "appnorth",
+    // Linux needs none; on Apple platforms Synchronization (the core) and
+    // Observation (AppNorth) set the floor.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         // The C-ABI shared library: libappnorth.so.
         .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),

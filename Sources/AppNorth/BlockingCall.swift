@@ -85,7 +85,7 @@ func waitForAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T)
             slot.fill(.failure(error))
         }
     }
-    return try slot.wait().get()
+    return try BlockingWorkers.shared.whileWaiting { slot.wait() }.get()
 }
 
 /// A result handed from a task to a waiting thread.

@@ -4,7 +4,9 @@ import Foundation
 /// waits on host storage), so that an async caller never blocks a thread of
 /// Swift's cooperative pool. Threads start on demand up to `maxThreads` and
 /// end after `idleSeconds` without work; work beyond that many waits its
-/// turn, in order.
+/// turn, in order. A thread parked in `whileWaiting` (waiting for a host's
+/// async storage) does not count: that storage may itself call the library
+/// (an actor over `AppNorthSQLiteStorage`), and must find a thread.
 final class BlockingWorkers: @unchecked Sendable {
     // @unchecked: every field is touched only with `condition` locked.
     static let shared = BlockingWorkers(maxThreads: 32, idleSeconds: 10)
@@ -16,6 +18,7 @@ final class BlockingWorkers: @unchecked Sendable {
     private var next = 0  // index of the oldest job in `jobs`
     private var threads = 0
     private var idle = 0
+    private var parked = 0
 
     init(maxThreads: Int, idleSeconds: TimeInterval) {
         self.maxThreads = max(1, maxThreads)
@@ -27,15 +30,41 @@ final class BlockingWorkers: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         jobs.append(job)
-        // Start a thread when the waiting jobs outnumber the idle threads,
-        // so that one job's long network call never holds up another's.
-        if jobs.count - next > idle && threads < maxThreads {
-            threads += 1
-            let thread = Thread { [self] in work() }
-            thread.name = "appnorth-worker"
-            thread.start()
-        }
+        startThreadIfNeeded()
         condition.signal()
+    }
+
+    /// Runs `wait` (a wait for async host code) with this worker parked:
+    /// not counted against `maxThreads` meanwhile.
+    func whileWaiting<T>(_ wait: () throws -> T) rethrows -> T {
+        condition.lock()
+        parked += 1
+        startThreadIfNeeded()
+        condition.unlock()
+        defer {
+            condition.lock()
+            parked -= 1
+            condition.unlock()
+        }
+        return try wait()
+    }
+
+    /// Threads started and not yet ended, parked ones included (for tests).
+    var threadCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return threads
+    }
+
+    /// With the lock held: starts a thread when the waiting jobs outnumber
+    /// the idle threads, so that one job's long network call never holds up
+    /// another's.
+    private func startThreadIfNeeded() {
+        guard jobs.count - next > idle && threads - parked < maxThreads else { return }
+        threads += 1
+        let thread = Thread { [self] in work() }
+        thread.name = "appnorth-worker"
+        thread.start()
     }
 
     private func work() {

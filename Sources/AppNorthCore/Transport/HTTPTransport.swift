@@ -142,6 +142,7 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
                 // ALPN offers h2 then http/1.1 over TLS; plain http stays HTTP/1.1
                 // (no cleartext h2 upgrade, which proxies and old servers mishandle).
+                // A libcurl without nghttp2 refuses the option and stays on HTTP/1.1.
                 cshim_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
                 applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)

@@ -1,7 +1,8 @@
 /// The DEBUG line for one HTTP request: method, path (no host, no query:
 /// queries may hold the user's search text), status or error, duration,
-/// protocol (HTTP/1.1 or HTTP/2) and bytes. Headers and bodies (credentials, identity values, payloads) are
-/// never logged. Costs nothing when DEBUG is off.
+/// protocol (HTTP/1.1 or HTTP/2) and bytes. Headers and bodies
+/// (credentials, identity values, payloads) are never logged. Costs nothing
+/// when DEBUG is off.
 struct RequestTrace {
     private let logger: Logger
     private let method: String

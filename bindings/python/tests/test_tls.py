@@ -299,6 +299,18 @@ def test_https_goes_through_the_proxy_as_a_connect_tunnel(https_server: DevServe
     assert proxy.seen() == [f"CONNECT 127.0.0.1:{https_server.port}"]
 
 
+def test_http2_is_negotiated_inside_the_connect_tunnel(h2_front: H2Front, admin: Admin, pki: Path,
+                                                       proxy: ForwardProxy) -> None:
+    traces = Traces()
+    seen_before = len(h2_front.lines())
+    with trusted_client(h2_front.url, pki, proxy=proxy.url, logger=traces.logger) as client:
+        assert client.list_boards()["boards"] == []
+    assert proxy.seen() == [f"CONNECT 127.0.0.1:{h2_front.port}"]
+    assert [line.split(" conn=")[0] for line in h2_front.lines()[seen_before:]] == \
+        [f"HTTP/2.0 GET /v1/apps/{APP}/boards"]
+    assert len(traces.over("HTTP/2")) == 1, traces.lines
+
+
 def test_proxy_environment_is_honoured_unless_turned_off(server_url: str, admin: Admin, proxy: ForwardProxy,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):

@@ -29,7 +29,7 @@
  * sends): "after" and "before" compression.
  *
  * usage: bench_flush SERVER_URL   env: BENCH_FLUSH_EVENTS (10000),
- *        BENCH_FLUSH_ROUNDS (5)
+ *        BENCH_FLUSH_ROUNDS (5), BENCH_FLUSH_GZIP (1; 0 uploads uncompressed)
  */
 #include "bench.h"
 
@@ -215,7 +215,15 @@ static void event_body_bytes(const char *server, const char *app, double *wire, 
  * seconds; fills *out_batches with the bodies for the curl side. */
 static double flush_with_library(const char *server, const char *app, size_t n, batches *out_batches,
                                  int *out_connections, double *out_wire_per_event, double *out_plain_per_event) {
-    appnorth_client *client = make_client(server, app);
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client *client = NULL;
+    CHECK(appnorth_client_options_set_api_url(co, server, &E));
+    CHECK(appnorth_client_options_set_app_id(co, app, &E));
+    CHECK(appnorth_client_options_set_timeouts(co, 10000, 10000, &E));
+    /* BENCH_FLUSH_GZIP=0: upload uncompressed, to see what compression costs. */
+    CHECK(appnorth_client_options_set_compression(co, env_int("BENCH_FLUSH_GZIP", 1) ? 1 : 0, &E));
+    CHECK(appnorth_client_new(co, &client, &E));
+    appnorth_client_options_free(co);
     char *dir = scratch_dir("flush");
     appnorth_events_options *o = appnorth_events_options_new();
     appnorth_events *ev = NULL;

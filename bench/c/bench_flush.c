@@ -36,13 +36,32 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "../../Tests/c/journal.h"
+
 typedef struct {
     char **bodies;
     size_t *lengths;
     size_t count;
 } batches;
 
-/* Reads every queued payload (oldest first) and splices them into bodies of
+typedef struct {
+    char **payloads;
+    size_t *sizes;
+    size_t n, cap;
+} payload_list;
+
+static void add_payload(const unsigned char *bytes, size_t len, void *ctx) {
+    payload_list *l = ctx;
+    if (l->n == l->cap) die("too many events");
+    l->sizes[l->n] = len;
+    l->payloads[l->n] = malloc(len + 1);
+    memcpy(l->payloads[l->n], bytes, len);
+    l->payloads[l->n][len] = 0;
+    l->n++;
+}
+
+/* Reads every queued payload (table rows oldest first, then the journal's)
+ * and splices them into bodies of
  * `per_batch` events, exactly as the library's upload does. `extra` more
  * events are synthesised from the last payload with fresh ids. */
 static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
@@ -53,19 +72,15 @@ static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
     if (sqlite3_prepare_v2(db, "SELECT payload FROM events ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         die("select: %s", sqlite3_errmsg(db));
-    size_t cap = 16384, n = 0;
-    char **payloads = malloc(cap * sizeof *payloads);
-    size_t *sizes = malloc(cap * sizeof *sizes);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) die("too many events");
-        sizes[n] = (size_t)sqlite3_column_bytes(st, 0);
-        payloads[n] = malloc(sizes[n] + 1);
-        memcpy(payloads[n], sqlite3_column_blob(st, 0), sizes[n]);
-        payloads[n][sizes[n]] = 0;
-        n++;
-    }
+    size_t cap = 16384;
+    payload_list list = {malloc(cap * sizeof(char *)), malloc(cap * sizeof(size_t)), 0, cap};
+    while (sqlite3_step(st) == SQLITE_ROW)
+        add_payload(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &list);
     sqlite3_finalize(st);
     sqlite3_close(db);
+    journal_each(dir, add_payload, &list);
+    char **payloads = list.payloads;
+    size_t *sizes = list.sizes, n = list.n;
     if (n == 0) die("no queued events to read");
     for (size_t k = 0; k < extra; k++) {
         if (n == cap) die("too many events");

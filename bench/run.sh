@@ -89,6 +89,15 @@ scripts/with-devserver.sh bash -c '
     $venv/bin/python bench/py/bench_python.py import --runs "$py_runs" --out "$out/python_import.json"
 '
 
+# --- 4b. a fleet recovering from an outage ---------------------------------------------
+# It runs its own dev server, since the outage stops and restarts it.
+step "fleet recovering from an outage (Tests/fleet/fleet.py)"
+$cc "${cflags[@]}" -o $build/fleet_client Tests/fleet/fleet_client.c "${libs[@]}"
+fleet_args=(--profile bench)
+[ "${BENCH_QUICK:-0}" = 1 ] && fleet_args=(--profile test)
+[ -n "${BENCH_FLEET_CLIENTS:-}" ] && fleet_args+=(--clients "$BENCH_FLEET_CLIENTS")
+python3 Tests/fleet/fleet.py --client $build/fleet_client "${fleet_args[@]}" --out $out/fleet.json >&2
+
 # --- 5. size of what ships -------------------------------------------------------------
 printf '{"bench":"size","bytes":%s,"file":"%s"}\n' "$(stat -c %s "$lib")" "dist/lib/$(basename "$lib")" > $out/size.json
 

@@ -392,6 +392,24 @@ APPNORTH_API int32_t appnorth_client_options_set_proxy(appnorth_client_options *
                                                        int32_t ignore_environment,
                                                        appnorth_error *err);
 
+/** Write bodies this size or larger go gzip-compressed (1 KiB); event
+ *  batches always do. See appnorth_client_options_set_compression(). */
+#define APPNORTH_GZIP_WRITE_THRESHOLD_BYTES 1024
+
+/**
+ * Turn gzip request bodies on (1, the default) or off (0). When on, every
+ * event batch, and every write body of APPNORTH_GZIP_WRITE_THRESHOLD_BYTES
+ * or more, is sent with "Content-Encoding: gzip" (docs/protocol.md). A
+ * server that answers 415 to a gzip body gets the same request again
+ * uncompressed (same idempotency key), and the client sends everything
+ * uncompressed from then on, until it is freed. Responses are always
+ * accepted gzip-encoded, whatever this says.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for `enabled` other than 0 or 1.
+ */
+APPNORTH_API int32_t appnorth_client_options_set_compression(appnorth_client_options *options,
+                                                             int32_t enabled,
+                                                             appnorth_error *err);
+
 /**
  * Create a client from options (copied; the options may be freed after).
  * No network traffic happens here.
@@ -933,9 +951,14 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
 /* ------------------------------------------------------------------------
  * Analytics events
  *
- * appnorth_events_track() writes the event to the data directory's SQLite
- * database (WAL) before it returns: it survives the host being killed right
- * after. One library thread, started by appnorth_events_new() and stopped
+ * appnorth_events_track() appends the event to this process's journal file
+ * in the data directory (one write() of a checksummed record) before it
+ * returns: it survives the host being killed right after, as a SQLite
+ * commit in WAL mode with synchronous=NORMAL does (not necessarily a power
+ * cut: docs/events.md, "Durability"). The library thread moves journaled
+ * events into the data directory's SQLite database; journals that a killed
+ * process left are imported by the next handle opened on the directory.
+ * One library thread, started by appnorth_events_new() and stopped
  * by appnorth_events_close()/appnorth_events_free(), uploads the queue:
  * every 30 s, as soon as 20 events wait, or when appnorth_events_flush()
  * asks; batches hold 100 events on Wi-Fi, 50 on cellular, 20 on expensive
@@ -1107,7 +1130,7 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
  * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
  * max_event_bytes (checked before the text is parsed), and
  * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
- * Cost: one SQLite insert (WAL); no network.
+ * Cost: one write() to the journal file; no SQLite, no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
                                            const char *properties_json, int32_t *out_queued,

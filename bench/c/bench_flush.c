@@ -22,12 +22,21 @@
  * server's port in /proc/net/tcp, established or in TIME_WAIT, before and
  * after): keep-alive should make that 1.
  *
+ * Bytes on the wire: the library gzips every batch (Content-Encoding: gzip);
+ * curl sends the same bodies uncompressed. After each library flush the dev
+ * server's request log gives, per event, the request body bytes as sent
+ * (`wire_size`) and as decoded (`body_size`, what an uncompressed upload
+ * sends): "after" and "before" compression.
+ *
  * usage: bench_flush SERVER_URL   env: BENCH_FLUSH_EVENTS (10000),
- *        BENCH_FLUSH_ROUNDS (5)
+ *        BENCH_FLUSH_ROUNDS (5), BENCH_FLUSH_GZIP (1; 0 uploads uncompressed)
  */
 #include "bench.h"
 
+#include <jansson.h>
 #include <sqlite3.h>
+
+#include "../../Tests/c/journal.h"
 
 typedef struct {
     char **bodies;
@@ -35,7 +44,24 @@ typedef struct {
     size_t count;
 } batches;
 
-/* Reads every queued payload (oldest first) and splices them into bodies of
+typedef struct {
+    char **payloads;
+    size_t *sizes;
+    size_t n, cap;
+} payload_list;
+
+static void add_payload(const unsigned char *bytes, size_t len, void *ctx) {
+    payload_list *l = ctx;
+    if (l->n == l->cap) die("too many events");
+    l->sizes[l->n] = len;
+    l->payloads[l->n] = malloc(len + 1);
+    memcpy(l->payloads[l->n], bytes, len);
+    l->payloads[l->n][len] = 0;
+    l->n++;
+}
+
+/* Reads every queued payload (table rows oldest first, then the journal's)
+ * and splices them into bodies of
  * `per_batch` events, exactly as the library's upload does. `extra` more
  * events are synthesised from the last payload with fresh ids. */
 static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
@@ -46,19 +72,15 @@ static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
     if (sqlite3_prepare_v2(db, "SELECT payload FROM events ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         die("select: %s", sqlite3_errmsg(db));
-    size_t cap = 16384, n = 0;
-    char **payloads = malloc(cap * sizeof *payloads);
-    size_t *sizes = malloc(cap * sizeof *sizes);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) die("too many events");
-        sizes[n] = (size_t)sqlite3_column_bytes(st, 0);
-        payloads[n] = malloc(sizes[n] + 1);
-        memcpy(payloads[n], sqlite3_column_blob(st, 0), sizes[n]);
-        payloads[n][sizes[n]] = 0;
-        n++;
-    }
+    size_t cap = 16384;
+    payload_list list = {malloc(cap * sizeof(char *)), malloc(cap * sizeof(size_t)), 0, cap};
+    while (sqlite3_step(st) == SQLITE_ROW)
+        add_payload(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &list);
     sqlite3_finalize(st);
     sqlite3_close(db);
+    journal_each(dir, add_payload, &list);
+    char **payloads = list.payloads;
+    size_t *sizes = list.sizes, n = list.n;
     if (n == 0) die("no queued events to read");
     for (size_t k = 0; k < extra; k++) {
         if (n == cap) die("too many events");
@@ -166,11 +188,42 @@ static double post_with_curl(const char *server, const char *app, const batches 
     return seconds;
 }
 
+/* Request body bytes of the logged event POSTs of `app`: as sent (wire)
+ * and decoded (plain); dies when the server logged none. */
+static void event_body_bytes(const char *server, const char *app, double *wire, double *plain) {
+    char *text = NULL;
+    if (admin_request(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
+    json_t *log = json_loads(text, 0, NULL);
+    free(text);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/apps/%s/events", app);
+    size_t i, posts = 0;
+    json_t *entry;
+    *wire = *plain = 0;
+    json_array_foreach(json_object_get(log, "requests"), i, entry) {
+        const char *p = json_string_value(json_object_get(entry, "path"));
+        if (!p || strcmp(p, path) != 0) continue;
+        *wire += (double)json_integer_value(json_object_get(entry, "wire_size"));
+        *plain += (double)json_integer_value(json_object_get(entry, "body_size"));
+        posts++;
+    }
+    json_decref(log);
+    if (posts == 0) die("the request log has no event uploads of %s", app);
+}
+
 /* Queues `n` events (the last one timed with the upload), flushes, returns
  * seconds; fills *out_batches with the bodies for the curl side. */
 static double flush_with_library(const char *server, const char *app, size_t n, batches *out_batches,
-                                 int *out_connections) {
-    appnorth_client *client = make_client(server, app);
+                                 int *out_connections, double *out_wire_per_event, double *out_plain_per_event) {
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client *client = NULL;
+    CHECK(appnorth_client_options_set_api_url(co, server, &E));
+    CHECK(appnorth_client_options_set_app_id(co, app, &E));
+    CHECK(appnorth_client_options_set_timeouts(co, 10000, 10000, &E));
+    /* BENCH_FLUSH_GZIP=0: upload uncompressed, to see what compression costs. */
+    CHECK(appnorth_client_options_set_compression(co, env_int("BENCH_FLUSH_GZIP", 1) ? 1 : 0, &E));
+    CHECK(appnorth_client_new(co, &client, &E));
+    appnorth_client_options_free(co);
     char *dir = scratch_dir("flush");
     appnorth_events_options *o = appnorth_events_options_new();
     appnorth_events *ev = NULL;
@@ -197,6 +250,10 @@ static double flush_with_library(const char *server, const char *app, size_t n, 
     CHECK(appnorth_events_stats(ev, &stats, &E));
     if (!strstr(stats, "\"queued\":0,") && !strstr(stats, "\"queued\": 0,")) die("flush left events: %s", stats);
     appnorth_string_free(stats);
+    double wire = 0, plain = 0;
+    event_body_bytes(server, app, &wire, &plain);
+    *out_wire_per_event = wire / (double)n;
+    *out_plain_per_event = plain / (double)n;
     appnorth_events_free(ev);
     appnorth_client_free(client);
     remove_tree(dir);
@@ -218,7 +275,7 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (admin_request(server, "GET", "/admin/health", NULL, NULL) != 200) die("no dev server at %s", server);
 
-    double lib_eps[16], curl_eps[16], ratio[16];
+    double lib_eps[16], curl_eps[16], ratio[16], wire_pe[16], plain_pe[16];
     int lib_conn[16], curl_conn[16];
     size_t batch_count = 0;
     batches b = {0};
@@ -230,7 +287,7 @@ int main(int argc, char **argv) {
         double lib_s, curl_s;
         if (r % 2 == 0) {
             if (have) free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
             have = 1;
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
         } else {
@@ -238,15 +295,15 @@ int main(int argc, char **argv) {
              * under another App ID, so nothing is a duplicate here). */
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
             free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
         }
         batch_count = b.count;
         lib_eps[r] = (double)n / lib_s;
         curl_eps[r] = (double)n / curl_s;
         ratio[r] = lib_eps[r] / curl_eps[r];
         fprintf(stderr, "flush round %d: library %.0f events/s (%.3f s, %d TCP connections), curl %.0f events/s "
-                "(%.3f s, %d), ratio %.3f\n", r + 1, lib_eps[r], lib_s, lib_conn[r], curl_eps[r], curl_s, curl_conn[r],
-                ratio[r]);
+                "(%.3f s, %d), ratio %.3f; %.1f body bytes per event gzipped, %.1f plain\n", r + 1, lib_eps[r], lib_s,
+                lib_conn[r], curl_eps[r], curl_s, curl_conn[r], ratio[r], wire_pe[r], plain_pe[r]);
     }
 
     free_batches(&b);
@@ -263,6 +320,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++) { lc[r] = lib_conn[r]; cc[r] = curl_conn[r]; }
     jw_num(&w, "library_connections", median(lc, (size_t)rounds));
     jw_num(&w, "curl_connections", median(cc, (size_t)rounds));
+    jw_num(&w, "wire_bytes_per_event_gzip", median(wire_pe, (size_t)rounds));
+    jw_num(&w, "wire_bytes_per_event_plain", median(plain_pe, (size_t)rounds));
     jw_array(&w, "round_library_events_per_s", lib_eps, (size_t)rounds);
     jw_array(&w, "round_curl_events_per_s", curl_eps, (size_t)rounds);
     jw_end(&w);

@@ -108,14 +108,25 @@ def _make_log_callback(logger: logging.Logger, local: threading.local) -> Any:
     return _lib.LOG_FN(log_sink)
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder
+#: per call (dumps does that for any non-default argument).
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     """JSON for the library: dicts and lists are serialised (UTF-8, no ASCII
     escaping); ``str``/``bytes`` are sent as given, so the host's own
     spelling (``9.99``) survives and the library validates it."""
+    if isinstance(value, (dict, list)):
+        # JSON text never holds a raw NUL (it is escaped), so only the
+        # UTF-8 encoding can fail (a lone surrogate).
+        text = _JSON_ENCODER.encode(value)
+        try:
+            return text.encode()
+        except UnicodeEncodeError as exc:
+            raise errors.InvalidUTF8Error(f"{name} is not valid UTF-8: {exc.reason}") from None
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return _lib.to_c_string(value, name)
-    if isinstance(value, (dict, list)):
-        return _lib.to_c_string(json.dumps(value, ensure_ascii=False), name)
     raise TypeError(f"{name} must be a dict, list, str, bytes or None, not {type(value).__name__}")
 
 
@@ -291,10 +302,17 @@ class Client(Handle):
         # The CFUNCTYPE object must outlive every call the library may make
         # into it: it is dropped only after appnorth_client_free() returned.
         self._py_logger = py_logger
+        cache = getattr(py_logger, "_cache", None)
+        self._level_cache = cache if isinstance(cache, dict) else None
+        self._level_key = ("appnorth level", id(self))
         self._attach(handle, keep=[callback] if callback is not None else [])
 
     _py_logger: Optional[logging.Logger] = None
     _library_level = -1
+    #: The logger's level cache (cleared in place, never replaced) and this
+    #: client's mark in it (see sync_log_level).
+    _level_cache: Optional[Dict[Any, Any]] = None
+    _level_key: Tuple[str, int] = ("appnorth level", 0)
 
     def _sync_log_level(self) -> None:
         self.sync_log_level()
@@ -303,10 +321,21 @@ class Client(Handle):
         """Hand the logger's current level to the library when it changed
         (it applies to every handle made with this client). Called on every
         call into the library through this client or its events and configs;
-        costs one ``getEffectiveLevel()`` when nothing changed."""
+        costs one dict lookup when nothing changed: a key of this client's
+        in the logger's level cache (``Logger._cache``, which ``logging``
+        clears whenever any logger's level changes, ``logging.disable()``
+        included) says the level was handed over since. Without that cache
+        (another logging implementation), one ``getEffectiveLevel()``."""
         logger = self._py_logger
         if logger is None:
             return
+        cache = self._level_cache
+        if cache is not None:
+            if self._level_key in cache:
+                return
+            # Marked before reading the level: a change after this point
+            # clears the mark again, so the next call sees it.
+            cache[self._level_key] = True
         level = _min_library_level(logger)
         if level == self._library_level:
             return

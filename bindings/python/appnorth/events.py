@@ -76,6 +76,9 @@ def _secure_store_thunks(store: MutableMapping[str, str]) -> Any:
     return _lib.SECURE_GET_FN(c_get), _lib.SECURE_SET_FN(c_set)
 
 
+_TRACK = _lib.thin("appnorth_events_track")
+
+
 class Events(Handle):
     """The analytics event queue and its upload thread (``appnorth_events``).
 
@@ -235,9 +238,13 @@ class Events(Handle):
         """Queue an event; returns False when consent dropped it. Properties:
         a dict, or JSON object text stored and sent exactly as given."""
         c_name, c_props = _lib.to_c_string(name, "name"), json_text(properties, "properties")
-        queued = ctypes.c_int32(0)
-        self._call(C.appnorth_events_track, c_name, c_props, queued)
-        return bool(queued.value)
+        self._client.sync_log_level()
+        out = _lib.call_scratch()
+        try:
+            self._thin(_TRACK, out, c_name, c_props, out.int32_addr)
+            return out.int32.value != 0
+        finally:
+            out.busy = False
 
     def flush(self, timeout_ms: int = 10000) -> int:
         """Upload everything now, waiting up to ``timeout_ms``; returns how

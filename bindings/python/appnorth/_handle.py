@@ -222,26 +222,33 @@ class Handle:
             delay = min(delay * 2, longest)
         return interrupted
 
-    def _thin(self, func: Any, out: "_lib.CallScratch", *args: Any) -> None:
+    def _thin(self, func: Any, *args: Any) -> "_lib.CallScratch":
         """Call a hot C function (from :func:`_lib.thin`) with almost nothing
-        around it: ``func(handle, *args, err)``, the error struct and out
-        values in ``out`` (this thread's reused scratch). Marks ``out`` busy:
-        the caller reads its result, then clears ``out.busy`` in a
-        ``finally``. Raises the call's error, or WrongStateError when the
-        handle is closed. No callback_errors(): only callbacks that report
-        their own exceptions (the log callback) may run inside these calls."""
-        out.busy = True
+        around it: ``func(handle, *args, out, err)``, where ``out`` and
+        ``err`` are in a scratch taken from ``_lib.SCRATCH``. Returns the
+        scratch: read the result from it, then append it back to
+        ``_lib.SCRATCH`` (one lost to an exception is only garbage). Raises
+        the call's error, or WrongStateError when the handle is closed. No
+        callback_errors(): only callbacks that report their own exceptions
+        (the log callback) run inside these calls."""
+        try:
+            out = _lib.SCRATCH.pop()
+        except IndexError:
+            out = _lib.CallScratch()
         calls = self._calls
         calls.append(None)
         try:
             addr = self._addr
             if addr is None:
                 raise self._closed_error()
-            status = func(addr, *args, out.err_addr)
-            if status:
-                raise _lib.status_error(status, out.err)
+            status = func(addr, *args, out.value_addr, out.err_addr)
         finally:
             calls.pop()
+        if status:
+            error = _lib.status_error(status, out.err)
+            _lib.SCRATCH.append(out)
+            raise error
+        return out
 
     def _closed_error(self) -> errors.AppNorthError:
         """What a call on a closed (or never opened) handle raises."""

@@ -662,38 +662,29 @@ def thin(name: str) -> Any:
 
 
 class CallScratch:
-    """One thread's out-parameters for the thin calls, reused so that a
-    call that succeeds allocates nothing. ``busy`` while a call uses it: a
-    call made on the same thread meanwhile (from a library callback, a
-    signal handler) gets a fresh one (:func:`call_scratch`)."""
+    """Out-parameters for one thin call: the error struct and an 8-byte
+    value slot read as whichever type the call writes (``int32``,
+    ``int64``, ``double`` or a ``char *``). Scratches are reused through
+    :data:`SCRATCH` so that a call that succeeds allocates nothing."""
 
-    __slots__ = ("busy", "err", "err_addr", "int32", "int32_addr", "int64", "int64_addr",
-                 "double", "double_addr", "string", "string_addr")
+    __slots__ = ("err", "err_addr", "value", "value_addr", "int32", "int64", "double", "string")
 
     def __init__(self) -> None:
-        self.busy = False
         self.err = appnorth_error()
         self.err_addr = ctypes.addressof(self.err)
-        self.int32 = c_int32()
-        self.int32_addr = ctypes.addressof(self.int32)
-        self.int64 = c_int64()
-        self.int64_addr = ctypes.addressof(self.int64)
-        self.double = c_double()
-        self.double_addr = ctypes.addressof(self.double)
-        self.string = c_void_p()
-        self.string_addr = ctypes.addressof(self.string)
+        self.value = (c_char * 8)()
+        self.value_addr = ctypes.addressof(self.value)
+        self.int32 = c_int32.from_buffer(self.value)
+        self.int64 = c_int64.from_buffer(self.value)
+        self.double = c_double.from_buffer(self.value)
+        self.string = c_void_p.from_buffer(self.value)
 
 
-_scratch = threading.local()
-
-
-def call_scratch() -> CallScratch:
-    """This thread's :class:`CallScratch` (set ``busy`` while using it)."""
-    try:
-        scratch: CallScratch = _scratch.value
-    except AttributeError:
-        scratch = _scratch.value = CallScratch()
-    return CallScratch() if scratch.busy else scratch
+#: Idle scratches. A call pops one (or makes one when none is idle) and
+#: appends it back when done: both atomic under the GIL, so each scratch has
+#: one user at a time whatever the threads, and a call made from inside
+#: another (a library callback, a signal handler) gets its own.
+SCRATCH: List[CallScratch] = []
 
 
 def _check_version() -> None:

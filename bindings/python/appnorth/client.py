@@ -108,19 +108,48 @@ def _make_log_callback(logger: logging.Logger, local: threading.local) -> Any:
     return _lib.LOG_FN(log_sink)
 
 
-#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder
-#: per call (dumps does that for any non-default argument).
-_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+def _json_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False)``, minus the encoder that
+    dumps builds on every call (for any non-default argument): the C
+    encoder json itself uses, made once. Without a circular-reference check
+    (a shared one is not thread-safe): a circular value raises RecursionError
+    instead of ValueError. Used only when it gives exactly dumps' output on a
+    sample of every JSON type; otherwise (another Python, another json) it
+    is dumps' own encoder."""
+    slow = json.JSONEncoder(ensure_ascii=False)
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return slow.encode
+    sample = {"s": "\u00e9\u2028\x00\"\\", "f": [9.99, -0.0, 1e300, float("inf")], "i": -3,
+              "t": True, "n": None, "d": {"k": []}}
+    try:
+        fast = make(None, slow.default, json.encoder.encode_basestring, None,
+                    slow.key_separator, slow.item_separator, False, False, True)
+
+        def encode(value: Any) -> str:
+            return "".join(fast(value, 0))
+
+        if encode(sample) == json.dumps(sample, ensure_ascii=False):
+            return encode
+    except Exception:  # noqa: BLE001 - any mismatch: use the slow path
+        pass
+    return slow.encode
+
+
+#: Serialises the dicts and lists handed to the library (json_text).
+_encode_json = _json_encoder()
 
 
 def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     """JSON for the library: dicts and lists are serialised (UTF-8, no ASCII
     escaping); ``str``/``bytes`` are sent as given, so the host's own
     spelling (``9.99``) survives and the library validates it."""
+    if value.__class__ is str and "\0" not in value and value.isascii():
+        return value.encode()  # the common case, first (nothing to check)
     if isinstance(value, (dict, list)):
         # JSON text never holds a raw NUL (it is escaped), so only the
         # UTF-8 encoding can fail (a lone surrogate).
-        text = _JSON_ENCODER.encode(value)
+        text = _encode_json(value)
         try:
             return text.encode()
         except UnicodeEncodeError as exc:

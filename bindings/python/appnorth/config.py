@@ -360,20 +360,16 @@ class Config(Handle):
     # block on I/O; a read of a stale config starts a background fetch.
 
     # The getters take the thin path (Handle._thin): no lock, no context
-    # manager, no allocation beyond the arguments and the result.
+    # manager, no allocation beyond the arguments and the result. A string
+    # the library returns is freed before the scratch goes back.
 
     def get_string(self, key: TextArg, default: Optional[str] = None) -> Optional[str]:
         """A string value, else ``default``."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_c_string(default, "default")
         self._sync_log_level()
-        out = _lib.call_scratch()
-        try:
-            self._thin(_GET_STRING, out, c_key, c_default, out.string_addr)
-        finally:
-            try:
-                text = _lib.take_string(out.string)
-            finally:
-                out.busy = False
+        out = self._thin(_GET_STRING, c_key, c_default)
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
         return text
 
     def get_int(self, key: TextArg, default: int = 0) -> int:
@@ -381,12 +377,10 @@ class Config(Handle):
         ``3.0`` is not one), else ``default`` (an int64)."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_int64(default, "default")
         self._sync_log_level()
-        out = _lib.call_scratch()
-        try:
-            self._thin(_GET_INT, out, c_key, c_default, out.int64_addr)
-            return out.int64.value
-        finally:
-            out.busy = False
+        out = self._thin(_GET_INT, c_key, c_default)
+        value = out.int64.value
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_double(self, key: TextArg, default: float = 0.0) -> float:
         """A number (integer or real) as a float, else ``default``."""
@@ -394,12 +388,10 @@ class Config(Handle):
             raise TypeError(f"default must be a float, not {type(default).__name__}")
         c_key = _lib.to_c_string(key, "key")
         self._sync_log_level()
-        out = _lib.call_scratch()
-        try:
-            self._thin(_GET_DOUBLE, out, c_key, float(default), out.double_addr)
-            return out.double.value
-        finally:
-            out.busy = False
+        out = self._thin(_GET_DOUBLE, c_key, float(default))
+        value = out.double.value
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_bool(self, key: TextArg, default: bool = False) -> bool:
         """A JSON ``true``/``false``, else ``default``."""
@@ -407,12 +399,10 @@ class Config(Handle):
             raise TypeError(f"default must be a bool, not {type(default).__name__}")
         c_key = _lib.to_c_string(key, "key")
         self._sync_log_level()
-        out = _lib.call_scratch()
-        try:
-            self._thin(_GET_BOOL, out, c_key, int(default), out.int32_addr)
-            return out.int32.value != 0
-        finally:
-            out.busy = False
+        out = self._thin(_GET_BOOL, c_key, int(default))
+        value = out.int32.value != 0
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_json(self, key: TextArg, default: Any = None) -> Any:
         """Any value, parsed (dict, list, str, int, float, bool or None for
@@ -426,14 +416,9 @@ class Config(Handle):
         exists: InvalidJSONError) or None."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_c_string(default, "default")
         self._sync_log_level()
-        out = _lib.call_scratch()
-        try:
-            self._thin(_GET_JSON, out, c_key, c_default, out.string_addr)
-        finally:
-            try:
-                text = _lib.take_string(out.string)
-            finally:
-                out.busy = False
+        out = self._thin(_GET_JSON, c_key, c_default)
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
         return text
 
     def snapshot_json(self) -> str:

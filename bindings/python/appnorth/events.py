@@ -237,14 +237,34 @@ class Events(Handle):
     def track(self, name: TextArg, properties: JSONArg = None) -> bool:
         """Queue an event; returns False when consent dropped it. Properties:
         a dict, or JSON object text stored and sent exactly as given."""
-        c_name, c_props = _lib.to_c_string(name, "name"), json_text(properties, "properties")
+        # Handle._thin, inlined: this is the hottest call of the binding.
+        if name.__class__ is str and "\0" not in name and name.isascii():
+            c_name: Optional[bytes] = name.encode()
+        else:
+            c_name = _lib.to_c_string(name, "name")
+        c_props = json_text(properties, "properties")
         self._client.sync_log_level()
-        out = _lib.call_scratch()
+        scratch = _lib.SCRATCH
         try:
-            self._thin(_TRACK, out, c_name, c_props, out.int32_addr)
-            return out.int32.value != 0
+            out = scratch.pop()
+        except IndexError:
+            out = _lib.CallScratch()
+        calls = self._calls
+        calls.append(None)
+        try:
+            addr = self._addr
+            if addr is None:
+                raise self._closed_error()
+            status = _TRACK(addr, c_name, c_props, out.value_addr, out.err_addr)
         finally:
-            out.busy = False
+            calls.pop()
+        if status:
+            error = _lib.status_error(status, out.err)
+            scratch.append(out)
+            raise error
+        queued = out.int32.value != 0
+        scratch.append(out)
+        return queued
 
     def flush(self, timeout_ms: int = 10000) -> int:
         """Upload everything now, waiting up to ``timeout_ms``; returns how

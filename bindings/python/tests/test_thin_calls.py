@@ -178,14 +178,33 @@ def test_thin_call_errors_carry_the_library_message(closed_port: int, tmp_path: 
         assert events.track("good", {"ok": True}) is True
 
 
-def test_a_call_made_while_the_thread_scratch_is_busy_gets_its_own() -> None:
-    first = _lib.call_scratch()
-    assert _lib.call_scratch() is first  # reused: nothing allocated per call
-    first.busy = True
+def test_a_thin_call_inside_another_has_its_own_out_values(closed_port: int, tmp_path: Path) -> None:
+    # The outer track() writes queued=1 into its scratch; from inside it (a
+    # log callback on the same thread) get_bool() writes 0 into another.
+    # Sharing one would make the outer call return False.
+    nested: List[bool] = []
+
+    class Nesting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "over its limits" in record.getMessage() and not nested:
+                nested.append(config.get_bool("missing", False))
+
+    logger = logging.getLogger("appnorth.test_thin_calls.nested")
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    handler = Nesting()
+    logger.addHandler(handler)
     try:
-        nested = _lib.call_scratch()
-        assert nested is not first
-        assert nested.err_addr != first.err_addr
+        with _offline_client(closed_port, logger) as client, \
+                appnorth.Config(client, tmp_path / "config") as config, \
+                _quiet_events(client, tmp_path / "events", max_events=1) as events:
+            assert events.track("first") is True
+            assert events.track("second") is True  # drops "first": the log line
+            assert nested == [False]
+            # Idle scratches are reused: a call allocates none.
+            idle = list(_lib.SCRATCH)
+            assert events.track("third") is True
+            assert config.get_int("missing", 3) == 3
+            assert sorted(map(id, _lib.SCRATCH)) == sorted(map(id, idle))
     finally:
-        first.busy = False
-    assert _lib.call_scratch() is first
+        logger.removeHandler(handler)

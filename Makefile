@@ -28,7 +28,7 @@ VENV         := .venv
 PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-valgrind \
+.PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-fleet test-valgrind \
         test-python test-hosts test-wheel wheel check-dist bench sanitize fuzz clean
 
 all: dist
@@ -112,6 +112,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-swift
 	$(MAKE) --no-print-directory check-dist
 	$(MAKE) --no-print-directory test-c
+	$(MAKE) --no-print-directory test-fleet
 	$(MAKE) --no-print-directory test-valgrind
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-hosts
@@ -129,6 +130,17 @@ test-wheel: wheel
 # Runs every C test program through the real .so; one summary line.
 test-c: $(C_TESTS)
 	@DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+
+# 100 installs (2 processes) recovering from an outage of the dev server,
+# once with the shipped jitter and once without: every queued event stored
+# exactly once, every Retry-After waited out, jitter spreads the stream
+# reconnects (Tests/fleet/fleet.py; about 30-60 s). make bench runs 500.
+$(BUILD)/tests/fleet_client: Tests/fleet/fleet_client.c $(DIST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) -lpthread
+
+test-fleet: $(BUILD)/tests/fleet_client
+	@python3 Tests/fleet/fleet.py --client $(BUILD)/tests/fleet_client --profile test --check
 
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;

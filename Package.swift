@@ -1,13 +1,18 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // libappnorth: an offline-first client SDK core in Swift, shipped as a
 // C-ABI shared library (libappnorth.so), and as Swift libraries: AppNorthCore
 // (the Foundation-free core) and AppNorth (the Swift hosts' API over it).
 import PackageDescription
 
 let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// The Swift hosts' API and its seed-snippet tests compile with no warnings.
+let swift6Strict: [SwiftSetting] = swift6 + [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "appnorth",
+    // Linux needs none; on Apple platforms Synchronization (the core) and
+    // Observation (AppNorth) set the floor.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         // The C-ABI shared library: libappnorth.so.
         .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),
@@ -34,9 +39,9 @@ let package = Package(
         .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI"],
                 swiftSettings: swift6),
         .target(name: "AppNorth", dependencies: ["AppNorthCore"],
-                swiftSettings: swift6),
+                swiftSettings: swift6Strict),
         .testTarget(name: "AppNorthTests", dependencies: ["AppNorth"],
-                    swiftSettings: swift6),
+                    swiftSettings: swift6Strict),
         .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore"],
                     swiftSettings: swift6),
     ]

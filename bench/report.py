@@ -148,6 +148,20 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         reason = NOT_IN_BUILD if not have_config else "not measured: the config benchmark did not run"
         t.add("config read", reason, "≤ 1 µs median", None)
         t.add("config propagation", reason, "median ≤ 50 ms", None)
+    h2 = data.get("http2")
+    if h2:
+        a, b = h2["h2"], h2["h1"]
+        t.add("HTTP/2 vs HTTP/1.1 over TLS",
+              f"reads one after another: p50 {a['read_p50_ms']:.2f} ms over HTTP/2, {b['read_p50_ms']:.2f} ms over "
+              f"HTTP/1.1 (p99 {a['read_p99_ms']:.2f} / {b['read_p99_ms']:.2f} ms); first read on a new connection "
+              f"{a['first_read_ms']:.1f} / {b['first_read_ms']:.1f} ms; flush of {h2['events']:,} events "
+              f"{rate(a['flush_events_per_s'])} / {rate(b['flush_events_per_s'])} "
+              f"(**{a['flush_events_per_s'] / b['flush_events_per_s']:.2f}×**); TLS connections per client with "
+              f"the config stream open: {a['connections']:.0f} / {b['connections']:.0f}; "
+              f"{a['requests_logged'] + b['requests_logged']} requests, "
+              f"{a['requests_over_other_protocol'] + b['requests_over_other_protocol']} over an unexpected protocol "
+              f"(median of {h2['rounds']} interleaved rounds, Go HTTPS fronts of the same dev server)",
+              "report", None)
     cs = data.get("coldstart")
     if cs:
         what = "client + events + cached config" if cs["with_config"] else \
@@ -166,12 +180,46 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         mb = size["bytes"] / 1e6
         t.add("size", f"{mb:.2f} MB ({size['bytes']:,} bytes, `{size['file']}`, stripped, static Swift runtime)",
               "≤ 8 MB", mb <= 8)
+    fleet = data.get("fleet")
+    if fleet:
+        fleet_rows(t, fleet)
     imp = data.get("python_import")
     if imp:
         t.add("Python `import appnorth`", f"{imp['import_ms']:.1f} ms (median of {imp['runs']} fresh interpreters; "
               f"`import json, ctypes` alone: {imp['json_ctypes_import_ms']:.1f} ms)", "≤ 50 ms",
               imp["import_ms"] <= 50)
     return t
+
+
+def fleet_rows(t: Table, fleet: Dict[str, Any]) -> None:
+    """Tests/fleet/fleet.py: installs recovering from one outage, measured at the server."""
+    runs = {r["jitter"]: r for r in fleet["runs"]}
+    for jitter, label in ((True, "shipped jitter"), (False, "jitter off (test-only switch)")):
+        r = runs.get(jitter)
+        if not r:
+            continue
+        p, ev, st, ra = r["profile"], r["events"], r["streams"], r["retry_after"]
+        real = 1 / p["scale"]  # the run's times, at the shipped intervals
+        con = st["connected_ms"]
+        t.add(f"fleet after an outage: {fleet['clients']} installs, {label}",
+              f"peak **{r['peak_in_window']} requests in {r['peak_window_ms']} ms** (one second at the shipped "
+              f"intervals; {r['peak_per_second']} in the run's busiest second); all {ev['expected']} queued events "
+              f"stored {ev['all_stored_after_ms'] / 1000:.1f} s after recovery (≈ {ev['all_stored_after_ms'] * real / 1000:.0f} s "
+              f"shipped), lost {ev['lost']}, stored twice {ev['stored_twice']}, resent copies the server dropped "
+              f"{ev['resent_copies_deduplicated']}; streams back: p50 {con.get('p50', 0) / 1000:.1f} s, p90 "
+              f"{con.get('p90', 0) / 1000:.1f} s, last {con.get('max', 0) / 1000:.1f} s (first tries p10-p90 "
+              f"{st['first_attempt_ms'].get('spread_p10_p90', 0) / 1000:.2f} s apart); 503 + Retry-After "
+              f"{p['retry_after_s']} s for the first {p['fault_ms'] / 1000:.0f} s: {ra['clients_told']} installs told, "
+              f"{ra['violations']} early requests (intervals at {p['scale']:g}× the seed's, outage "
+              f"{r['outage_ms'] / 1000:.0f} s)",
+              "0 lost, 0 twice, 0 early",
+              ev["lost"] == 0 and ev["stored_twice"] == 0 and ra["violations"] == 0 and st["reconnected"] == fleet["clients"])
+    flat = fleet.get("flattening")
+    if flat:
+        t.add("fleet: peak flattened by the shipped jitter",
+              f"**{flat['peak_in_window']}×** lower peak (requests per one-second-at-shipped-intervals window, "
+              f"jitter off / shipped); per second of the run: {flat['peak_per_second']}×",
+              "> 1×, reported", flat["peak_in_window"] > 1)
 
 
 def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:

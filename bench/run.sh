@@ -46,6 +46,7 @@ done
 if [ $have_config = 1 ]; then
     $cc "${cflags[@]}" -DBENCH_CONFIG_MAIN -o $build/bench_config bench/c/bench_config.c "${libs[@]}"
     $cc "${cflags[@]}" -DBENCH_HAVE_CONFIG -o $build/bench_coldstart bench/c/bench_coldstart.c bench/c/bench_config.c "${libs[@]}"
+    $cc "${cflags[@]}" -o $build/bench_http2 bench/c/bench_http2.c "${libs[@]}"
 else
     echo "remote config is not in this build (no appnorth_config_new in the header): its rows are skipped" >&2
     $cc "${cflags[@]}" -o $build/bench_coldstart bench/c/bench_coldstart.c "${libs[@]}"
@@ -64,7 +65,8 @@ export PYTHONPATH="$root/bindings/python"
 # --- 4. run, with the dev server up ----------------------------------------------------
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     export BENCH_TRACK_EVENTS=4000 BENCH_TRACK_ROUNDS=4 BENCH_FLUSH_EVENTS=1000 BENCH_FLUSH_ROUNDS=1 \
-           BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1
+           BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1 \
+           BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1
     py_rounds=1 py_runs=3
 else
     py_rounds=5 py_runs=20
@@ -76,13 +78,25 @@ scripts/with-devserver.sh bash -c '
     run track $build/bench_track
     run flush $build/bench_flush "$APPNORTH_TEST_SERVER"
     run offline $build/bench_offline "$(command -v python3)" devserver/appnorth_devserver.py
-    if [ "$have_config" = 1 ]; then run config $build/bench_config "$APPNORTH_TEST_SERVER"; fi
+    if [ "$have_config" = 1 ]; then
+        run config $build/bench_config "$APPNORTH_TEST_SERVER"
+        run http2 bench/http2.sh $build
+    fi
     run coldstart $build/bench_coldstart "$APPNORTH_TEST_SERVER"
     run memory $build/bench_memory
     printf "\n== python\n" >&2
     $venv/bin/python bench/py/bench_python.py track --rounds "$py_rounds" --out "$out/python_track.json"
     $venv/bin/python bench/py/bench_python.py import --runs "$py_runs" --out "$out/python_import.json"
 '
+
+# --- 4b. a fleet recovering from an outage ---------------------------------------------
+# It runs its own dev server, since the outage stops and restarts it.
+step "fleet recovering from an outage (Tests/fleet/fleet.py)"
+$cc "${cflags[@]}" -o $build/fleet_client Tests/fleet/fleet_client.c "${libs[@]}"
+fleet_args=(--profile bench)
+[ "${BENCH_QUICK:-0}" = 1 ] && fleet_args=(--profile test)
+[ -n "${BENCH_FLEET_CLIENTS:-}" ] && fleet_args+=(--clients "$BENCH_FLEET_CLIENTS")
+python3 Tests/fleet/fleet.py --client $build/fleet_client "${fleet_args[@]}" --out $out/fleet.json >&2
 
 # --- 5. size of what ships -------------------------------------------------------------
 printf '{"bench":"size","bytes":%s,"file":"%s"}\n' "$(stat -c %s "$lib")" "dist/lib/$(basename "$lib")" > $out/size.json

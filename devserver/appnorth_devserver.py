@@ -25,6 +25,7 @@ Importable too:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -33,7 +34,7 @@ import threading
 # The package sits next to this file, so it resolves both when this runs as a
 # script and when devserver/ is on sys.path for `import appnorth_devserver`.
 from appnorth_dev.httpd import TrackedConnections  # re-exported for appnorth_proxy
-from appnorth_dev.protocol import DEFAULT_EVENTS_MAX_BODY, DEFAULT_SSE_KEEPALIVE, ApiError
+from appnorth_dev.protocol import DEFAULT_EVENTS_MAX_BODY, DEFAULT_SSE_KEEPALIVE, REQUEST_LOG_LIMIT, ApiError
 from appnorth_dev.routing import is_loopback
 from appnorth_dev.server import DevServer
 from appnorth_dev.storage import Storage
@@ -62,12 +63,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     parser.add_argument("--tls-cert", default=None, help="serve HTTPS with this PEM certificate (chain)")
     parser.add_argument("--tls-key", default=None, help="the PEM private key of --tls-cert")
+    parser.add_argument("--fault", action="append", default=[], metavar="JSON",
+                        help="arm this fault (the body of POST /admin/faults) before serving; repeatable")
+    parser.add_argument("--request-log-limit", type=int, default=REQUEST_LOG_LIMIT,
+                        help=f"entries the request log keeps (default {REQUEST_LOG_LIMIT})")
     args = parser.parse_args(argv)
+    faults = []
+    for text in args.fault:
+        try:
+            spec = json.loads(text)
+        except ValueError:
+            parser.error(f"--fault is not JSON: {text}")
+        if not isinstance(spec, dict):
+            parser.error(f"--fault must be a JSON object: {text}")
+        faults.append(spec)
 
     try:
         server = DevServer(args.host, args.port, args.db, seed_demo=args.seed_demo,
                            events_max_body=args.events_max_body, sse_keepalive=args.sse_keepalive,
-                           verbose=args.verbose, tls_cert=args.tls_cert, tls_key=args.tls_key)
+                           verbose=args.verbose, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                           faults=faults, request_log_limit=args.request_log_limit)
     except ApiError as exc:
         parser.error(exc.message)
     stop = threading.Event()

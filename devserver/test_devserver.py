@@ -5,6 +5,7 @@ from POST /admin/reset."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -896,6 +897,33 @@ def test_fault_status_with_retry_after_and_count(c):
     assert c.get("/admin/faults").json["faults"] == []
 
 
+def test_fault_window_serves_every_match_until_it_ends(c):
+    started = time.monotonic()  # before the window opens, which is when the fault is armed
+    r = c.post("/admin/faults", {"path_prefix": f"{API}/boards", "status": 503, "retry_after": "1", "for_ms": 3000})
+    assert r.status == 201 and r.json["fault"]["for_ms"] == 3000
+    assert [c.get(f"{API}/boards").status for _ in range(3)] == [503, 503, 503]  # a count would stop at 1
+    assert wait_until(lambda: c.get(f"{API}/boards").status == 200, timeout=10)
+    assert time.monotonic() - started >= 3.0
+    assert c.get("/admin/faults").json["faults"] == []
+    log = c.get("/admin/requests").json["requests"]
+    assert log[0]["status"] == 503 and log[0]["retry_after"] == "1"
+    assert all(a["mono_ms"] < b["mono_ms"] for a, b in zip(log, log[1:]))
+    assert log[-1]["status"] == 200 and "retry_after" not in log[-1]
+
+
+@pytest.mark.parametrize("spec", [{"status": 503, "for_ms": 0}, {"status": 503, "for_ms": "1"},
+                                  {"status": 503, "for_ms": True}, {"status": 503, "for_ms": 3_600_001}])
+def test_fault_window_validation(c, spec):
+    assert c.post("/admin/faults", spec).status == 400
+
+
+def test_events_log_counts_accepted_and_resent_copies(c):
+    c.post(f"{API}/events", {"events": [ev(1), ev(2)]})
+    c.post(f"{API}/events", {"events": [ev(2), ev(3)]})
+    posts = [e for e in c.get("/admin/requests").json["requests"] if e["path"] == f"{API}/events"]
+    assert [(e["events_accepted"], e["events_duplicates"]) for e in posts] == [(2, 0), (1, 1)]
+
+
 def test_fault_rate_limit_and_custom_bodies(c):
     c.post("/admin/faults", {"status": 429, "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"})
     c.post("/admin/faults", {"status": 500, "body": {"error": {"code": "custom", "message": "m"}}})
@@ -1153,14 +1181,45 @@ def test_restart_on_same_port(tmp_path):
         assert Client(port).get(f"{API}/boards").json["boards"][0]["name"] == "Kept"
 
 
+@contextlib.contextmanager
+def server_command(*args: str):
+    """The server's command line as a child process, killed if still running."""
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "appnorth_devserver.py"), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_command_line_arms_faults_before_serving_and_sizes_the_log(tmp_path):
+    """A restart after an outage can answer 503 from its very first request."""
+    port_file = tmp_path / "port"
+    fault = json.dumps({"status": 503, "retry_after": "2", "for_ms": 60_000})
+    with server_command("--port", "0", "--port-file", str(port_file), "--fault", fault,
+                        "--request-log-limit", "3") as proc:
+        assert proc.stdout.readline().startswith("appnorth-devserver listening")
+        client = Client(int(port_file.read_text()))
+        for _ in range(5):
+            r = client.get(f"{API}/boards")
+            assert r.status == 503 and r.headers["Retry-After"] == "2"
+        assert len(client.get("/admin/requests").json["requests"]) == 3
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0
+    bad = subprocess.run([sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--fault", '{"status":7}'],
+                         capture_output=True, text=True, timeout=10)
+    assert bad.returncode == 2 and "status" in bad.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_command_line(tmp_path, sig):
     port_file = tmp_path / "port"
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "appnorth_devserver.py"), "--host", "127.0.0.1", "--port", "0",
-         "--seed-demo", "--port-file", str(port_file), "--db", str(tmp_path / "db.sqlite")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with server_command("--host", "127.0.0.1", "--port", "0", "--seed-demo", "--port-file", str(port_file),
+                        "--db", str(tmp_path / "db.sqlite")) as proc:
         line = proc.stdout.readline()
         m = re.fullmatch(r"appnorth-devserver listening on http://127\.0\.0\.1:(\d+)\n", line)
         assert m, line
@@ -1171,9 +1230,3 @@ def test_command_line(tmp_path, sig):
         proc.send_signal(sig)
         assert proc.wait(timeout=5) == 0
         assert "Traceback" not in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()

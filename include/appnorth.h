@@ -343,7 +343,16 @@ APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options 
 /* Trust and proxy. Every handle made with the client (its events queue,
  * remote config and config stream) uses them. A TLS failure they cause
  * (an untrusted or expired certificate, a wrong host name, a pin that does
- * not match) is APPNORTH_E_NETWORK with curl's reason in the message. */
+ * not match) is APPNORTH_E_NETWORK with curl's reason in the message.
+ *
+ * Protocol: over https the client offers HTTP/2 and HTTP/1.1 in ALPN and
+ * uses what the server picks (HTTP/2 when libcurl was built with nghttp2);
+ * plain http is always HTTP/1.1. Each request's DEBUG log line names the
+ * protocol used ("... in 3 ms over HTTP/2 (sent ...)"). Connections are kept
+ * alive between requests; the config stream keeps one of its own, because
+ * libcurl lets only one thread use a connection at a time (the stream and
+ * the uploads run on different threads, so they do not share one HTTP/2
+ * connection). See docs/tls-and-proxies.md. */
 
 /**
  * Verify servers against the PEM CA bundle in the file at `path` instead of
@@ -1054,6 +1063,19 @@ APPNORTH_API int32_t appnorth_events_options_set_retry(appnorth_events_options *
                                                        int32_t retry_after_cap_ms,
                                                        int32_t breaker_threshold, appnorth_error *err);
 
+/**
+ * TEST ONLY: do not call it in a shipped host. enabled: 1 (the default)
+ * keeps the random jitter of the upload retry delays (each retry waits its
+ * nominal 1 s, 2 s, 4 s +/- up to 20 %); 0 makes every retry wait exactly
+ * its nominal delay. Any other value: APPNORTH_E_INVALID_ARGUMENT. It
+ * exists so that a test or benchmark can show what jitter does for a
+ * fleet of clients that fail together (docs/outages-and-fleets.md):
+ * without it they retry in step and hit a recovering server at the same
+ * moment. Not thread-safe, like every options setter.
+ */
+APPNORTH_API int32_t appnorth_events_options_set_jitter_for_testing(appnorth_events_options *options,
+                                                                    int32_t enabled, appnorth_error *err);
+
 /** 1: store nothing until consent is granted. 0 (default): queue events
  *  until consent is revoked. Any other value: APPNORTH_E_INVALID_ARGUMENT. */
 APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events_options *options,
@@ -1346,6 +1368,19 @@ APPNORTH_API int32_t appnorth_config_options_set_reconnect_backoff_ms(appnorth_c
                                                                       int32_t base_ms,
                                                                       int32_t max_ms,
                                                                       appnorth_error *err);
+
+/**
+ * TEST ONLY: do not call it in a shipped host. enabled: 1 (the default)
+ * keeps the random jitter of the reconnect backoff (each wait is shortened
+ * by a random share of up to half); 0 makes every wait exactly
+ * base_ms * 2^(n-1), capped at max_ms, so that every config that lost its
+ * stream at the same moment reconnects at the same moment. Any other
+ * value: APPNORTH_E_INVALID_ARGUMENT. For tests and benchmarks of a fleet
+ * recovering from an outage (docs/outages-and-fleets.md). Independent of
+ * appnorth_config_options_set_reconnect_backoff_ms(), in either order.
+ */
+APPNORTH_API int32_t appnorth_config_options_set_jitter_for_testing(appnorth_config_options *options,
+                                                                    int32_t enabled, appnorth_error *err);
 
 /** Route the config's log lines to `fn` for levels >= `min_level`
  *  (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR), as

@@ -8,7 +8,12 @@
  *  - Strings the library returns become std::string; the C string is released
  *    with appnorth_string_free() at once, so the two free rules never meet.
  *  - A failed call throws appnorth::Error, carrying the status
- *    (APPNORTH_E_*), the HTTP status (0 without one) and the message.
+ *    (APPNORTH_E_*), the HTTP status (0 without one) and the message. A
+ *    queue flush stopped by an entry throws appnorth::FlushError, which also
+ *    names that entry, so it can be inspected or discarded.
+ *  - The client's logger is a std::function, kept alive by the Client and
+ *    by every Events and Config made with it (the C API's rule that the
+ *    logger outlives all of them is kept for you).
  *  - Config listeners are std::function. Config::listen() returns a
  *    Config::Listener; destroying or reset()ing it removes the listener
  *    (waiting for a call in flight, as appnorth_config_remove_listener()
@@ -59,16 +64,36 @@ private:
     int32_t http_status_;
 };
 
+/** A queue flush stopped by one entry's error (see
+ *  appnorth_queue_flush_v2()): the status and message are that entry's,
+ *  failed_entry_id() names it (it stays pending), sent() counts the entries
+ *  sent before it. */
+class FlushError : public Error {
+public:
+    FlushError(const Error &error, std::string failed_entry_id, int32_t sent)
+        : Error(error), failed_entry_id_(std::move(failed_entry_id)), sent_(sent) {}
+    const std::string &failed_entry_id() const noexcept { return failed_entry_id_; }
+    int32_t sent() const noexcept { return sent_; }
+
+private:
+    std::string failed_entry_id_;
+    int32_t sent_;
+};
+
 /** The library's version, "MAJOR.MINOR.PATCH". */
 inline std::string version() { return appnorth_version(); }
 
 namespace detail {
 
+/** The Error for a failed status; err was filled by the same call. */
+inline Error make_error(appnorth_status status, const appnorth_error &err) {
+    std::string message = err.message[0] ? err.message : appnorth_status_str(status);
+    return Error(status, err.http_status, message);
+}
+
 /** Throws Error for a failed status; err was filled by the same call. */
 inline void check(appnorth_status status, const appnorth_error &err) {
-    if (status == APPNORTH_OK) return;
-    std::string message = err.message[0] ? err.message : appnorth_status_str(status);
-    throw Error(status, err.http_status, message);
+    if (status != APPNORTH_OK) throw make_error(status, err);
 }
 
 /** Takes ownership of a library string: copies it, then releases it with
@@ -119,6 +144,29 @@ inline void call(Fn &&fn) {
 
 }  // namespace detail
 
+/** A log line's receiver: level is APPNORTH_LOG_*. It runs on whichever
+ *  thread logs (a caller's, the upload or config thread), possibly several
+ *  at once; an exception it throws is caught and dropped. */
+using LogFn = std::function<void(appnorth_log_level level, const std::string &message)>;
+
+namespace detail {
+
+/** Owns the host's LogFn for the C logger's user_data. Shared by the
+ *  Client and every handle made with it, so it outlives them all. */
+struct LogSink {
+    LogFn fn;
+
+    static void trampoline(int32_t level, const char *message, void *user_data) noexcept {
+        try {
+            static_cast<LogSink *>(user_data)->fn(level, message ? message : "");
+        } catch (...) {
+            /* An exception must not unwind through the C library. */
+        }
+    }
+};
+
+}  // namespace detail
+
 /** Options for Client; the defaults are appnorth.h's. */
 struct ClientOptions {
     std::string api_url;                 /* required */
@@ -127,6 +175,8 @@ struct ClientOptions {
     std::optional<std::string> token;
     int32_t api_request_timeout_ms = 30000;
     int32_t resource_download_timeout_ms = 60000;
+    LogFn logger;                        /* empty: no logging (the default) */
+    appnorth_log_level min_log_level = APPNORTH_LOG_INFO;
 };
 
 /** A connection to one AppNorth API for one App ID and identity. */
@@ -153,13 +203,19 @@ public:
             return appnorth_client_options_set_timeouts(opts.get(), options.api_request_timeout_ms,
                                                         options.resource_download_timeout_ms, e);
         });
+        if (options.logger) {
+            log_sink_ = std::make_shared<detail::LogSink>(detail::LogSink{options.logger});
+            detail::call([&](appnorth_error *e) {
+                return appnorth_client_options_set_logger(opts.get(), detail::LogSink::trampoline,
+                                                          options.min_log_level, log_sink_.get(), e);
+            });
+        }
         appnorth_client *raw = nullptr;
         detail::call([&](appnorth_error *e) { return appnorth_client_new(opts.get(), &raw, e); });
         handle_ = Handle(raw);
     }
 
-    Client(const std::string &api_url, const std::string &app_id)
-        : Client(ClientOptions{api_url, app_id, std::nullopt, std::nullopt}) {}
+    Client(const std::string &api_url, const std::string &app_id) : Client(options_for(api_url, app_id)) {}
 
     /** {"boards":[...]} */
     std::string list_boards() const {
@@ -189,10 +245,27 @@ public:
         return json_call([&](char **out, appnorth_error *e) { return appnorth_client_scope(get(), out, e); });
     }
 
+    /** Ends the client's requests in flight now, from any thread (see
+     *  appnorth_client_cancel()): a cancelled call throws Error with
+     *  APPNORTH_E_CANCELLED, a cancelled queue submit queues its write. */
+    void cancel() const {
+        detail::call([&](appnorth_error *e) { return appnorth_client_cancel(get(), e); });
+    }
+
     appnorth_client *get() const noexcept { return handle_.get(); }
+
+    /** The logger's owner, held by the handles made with this client. */
+    const std::shared_ptr<detail::LogSink> &log_sink() const noexcept { return log_sink_; }
 
 private:
     using Handle = detail::Handle<appnorth_client, appnorth_client_free>;
+
+    static ClientOptions options_for(const std::string &api_url, const std::string &app_id) {
+        ClientOptions options;
+        options.api_url = api_url;
+        options.app_id = app_id;
+        return options;
+    }
 
     template <typename Fn>
     static std::string json_call(Fn &&fn) {
@@ -204,6 +277,8 @@ private:
         return text;
     }
 
+    /* Declared first, so it is released after the C client is freed. */
+    std::shared_ptr<detail::LogSink> log_sink_;
     Handle handle_;
 };
 
@@ -250,6 +325,18 @@ public:
     }
 
     /** Returns true if sent now, false if queued after a network failure. */
+    bool submit_idea(const Client &client, const std::string &board_id, const std::string &title,
+                     const std::string &body,
+                     const std::optional<std::string> &idempotency_key = std::nullopt) {
+        int32_t submitted = 0;
+        detail::call([&](appnorth_error *e) {
+            return appnorth_queue_submit_idea(get(), client.get(), board_id.c_str(), title.c_str(), body.c_str(),
+                                              detail::c_str_or_null(idempotency_key), &submitted, e);
+        });
+        return submitted != 0;
+    }
+
+    /** Returns true if sent now, false if queued after a network failure. */
     bool submit_comment(const Client &client, const std::string &idea_id, const std::string &body,
                         const std::optional<std::string> &idempotency_key = std::nullopt) {
         int32_t submitted = 0;
@@ -260,17 +347,54 @@ public:
         return submitted != 0;
     }
 
-    /** Sends what is pending for the client's account; returns how many went. */
+    /** Sends what is pending for the client's account; returns how many
+     *  went (a network failure stops it quietly). An entry the server
+     *  refuses stops it with FlushError, which names that entry. */
     int32_t flush(const Client &client) {
         int32_t sent = 0;
-        detail::call([&](appnorth_error *e) { return appnorth_queue_flush(get(), client.get(), &sent, e); });
-        return sent;
+        char *failed = nullptr;
+        appnorth_error err;
+        appnorth_status status = appnorth_queue_flush_v2(get(), client.get(), &sent, &failed, &err);
+        std::optional<std::string> failed_id = detail::take_optional(failed);
+        if (status == APPNORTH_OK) return sent;
+        if (failed_id) throw FlushError(detail::make_error(status, err), *failed_id, sent);
+        throw detail::make_error(status, err);
     }
 
     int32_t pending_count() const {
         int32_t count = 0;
         detail::call([&](appnorth_error *e) { return appnorth_queue_pending_count(get(), &count, e); });
         return count;
+    }
+
+    /** The pending entries as JSON (see appnorth_queue_entries()). */
+    std::string entries() const {
+        char *out = nullptr;
+        appnorth_error err;
+        appnorth_status status = appnorth_queue_entries(get(), &out, &err);
+        std::string text = detail::take(out);
+        detail::check(status, err);
+        return text;
+    }
+
+    /** Discards one scope's entries (std::nullopt: every entry), for
+     *  logout; returns how many. */
+    int32_t discard(const std::optional<std::string> &scope) {
+        int32_t discarded = 0;
+        detail::call([&](appnorth_error *e) {
+            return appnorth_queue_discard(get(), detail::c_str_or_null(scope), &discarded, e);
+        });
+        return discarded;
+    }
+
+    /** Discards one entry (an id from entries() or FlushError); false when
+     *  no pending entry has that id any more. */
+    bool discard_entry(const std::string &entry_id) {
+        int32_t discarded = 0;
+        detail::call([&](appnorth_error *e) {
+            return appnorth_queue_discard_entry(get(), entry_id.c_str(), &discarded, e);
+        });
+        return discarded != 0;
     }
 
     appnorth_queue *get() const noexcept { return handle_.get(); }
@@ -291,7 +415,7 @@ struct EventsOptions {
 /** The analytics event queue. */
 class Events {
 public:
-    Events(const Client &client, const EventsOptions &options) {
+    Events(const Client &client, const EventsOptions &options) : log_sink_(client.log_sink()) {
         detail::Handle<appnorth_events_options, appnorth_events_options_free> opts(
             appnorth_events_options_new());
         if (!opts.get()) throw std::bad_alloc();
@@ -381,6 +505,8 @@ public:
 
 private:
     using Handle = detail::Handle<appnorth_events, appnorth_events_free>;
+    /* Declared first, so it is released after the C handle is freed. */
+    std::shared_ptr<detail::LogSink> log_sink_;
     Handle handle_;
 };
 
@@ -470,7 +596,7 @@ public:
         });
         appnorth_config *raw = nullptr;
         detail::call([&](appnorth_error *e) { return appnorth_config_new(opts.get(), &raw, e); });
-        state_ = std::make_shared<State>(raw);
+        state_ = std::make_shared<State>(raw, client.log_sink());
     }
 
     Config(Config &&) noexcept = default;
@@ -576,7 +702,8 @@ private:
     /** Shared by the Config and its Listeners (weakly); frees the C config,
      *  then the functions, when the Config goes. */
     struct State {
-        explicit State(appnorth_config *raw) : handle(raw) {}
+        State(appnorth_config *raw, std::shared_ptr<detail::LogSink> sink)
+            : log_sink(std::move(sink)), handle(raw) {}
         State(const State &) = delete;
         State &operator=(const State &) = delete;
 
@@ -618,6 +745,8 @@ private:
             else delete slot;
         }
 
+        /* The client's logger, released after the C config is freed. */
+        std::shared_ptr<detail::LogSink> log_sink;
         appnorth_config *handle;
         std::mutex mutex;
         std::map<int64_t, Slot *> slots;

@@ -11,6 +11,9 @@
 #                              https URLs of listeners that must fail the handshake
 #   APPNORTH_TEST_PROXY        http://127.0.0.1:PORT, a forward proxy
 #   APPNORTH_TEST_PROXY_LOG    the file where it appends each request it forwards
+#   APPNORTH_TEST_H2_SERVER    https://127.0.0.1:PORT, an HTTP/2 front (devserver/h2front,
+#                              built with go) forwarding to the plain dev server
+#   APPNORTH_TEST_H2_LOG       the file where it appends "HTTP/2.0 GET /path conn=N" per request
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -51,9 +54,15 @@ if [ "${DEVSERVER_TLS:-0}" = 1 ]; then
     python3 "$root/devserver/appnorth_proxy.py" --port 0 --port-file "$work/proxy-port" \
         --log-file "$work/proxy.log" >"$work/proxy.out" 2>&1 &
     proxy=$!; pids="$pids $proxy"
+    go build -o "$work/h2front" "$root/devserver/h2front/main.go"
+    : > "$work/h2front.log"
+    "$work/h2front" --upstream "$APPNORTH_TEST_SERVER" --tls-cert "$pki/server.pem" --tls-key "$pki/server.key" \
+        --port-file "$work/h2-port" --log-file "$work/h2front.log" >"$work/h2front.out" 2>&1 &
+    h2front=$!; pids="$pids $h2front"
     wait_for "$work/tls-port" "$tls_server" "$work/tls-server.log"
     wait_for "$work/bad-ports" "$listeners" "$work/listeners.log"
     wait_for "$work/proxy-port" "$proxy" "$work/proxy.out"
+    wait_for "$work/h2-port" "$h2front" "$work/h2front.out"
     bad_port() { awk -v n="$1" '$1 == n { print $2 }' "$work/bad-ports"; }
     export APPNORTH_TEST_TLS_SERVER="https://127.0.0.1:$(cat "$work/tls-port")"
     export APPNORTH_TEST_TLS_CA="$pki/ca.pem"
@@ -63,5 +72,7 @@ if [ "${DEVSERVER_TLS:-0}" = 1 ]; then
     export APPNORTH_TEST_TLS_SELF_SIGNED="https://127.0.0.1:$(bad_port selfsigned)"
     export APPNORTH_TEST_PROXY="http://127.0.0.1:$(cat "$work/proxy-port")"
     export APPNORTH_TEST_PROXY_LOG="$work/proxy.log"
+    export APPNORTH_TEST_H2_SERVER="https://127.0.0.1:$(cat "$work/h2-port")"
+    export APPNORTH_TEST_H2_LOG="$work/h2front.log"
 fi
 "$@"

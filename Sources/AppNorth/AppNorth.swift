@@ -1,4 +1,17 @@
 // AppNorth: the Swift API for Swift hosts (the seeds' API), built on
 // Foundation over the Foundation-free core. libappnorth.so never links this
 // module: it is built from AppNorthCore and AppNorthC only.
+//
+// How the names fit together. The whole core is re-exported, so
+// `import AppNorth` alone gives a host `AppNorthClient`, its configuration
+// and credential, `IdeaQuery`, `AppNorthFeedback`, `AppNorthError`,
+// `AppNorthOfflineQueueError`, the clocks and the rest. Four names exist in
+// both modules with different shapes: `AppNorthOfflineQueue`,
+// `AppNorthReadCache`, `AppNorthOfflineQueueStorage` and
+// `AppNorthReadCacheStorage` (the core's are synchronous and take bytes;
+// these are async and take `Data`, as the seed page shows). Swift's
+// shadowing rule settles them: a module's own declaration shadows one of a
+// module it imports, so a host that imports `AppNorth` gets these. Inside
+// this module the core's are spelled `AppNorthCore.X`. A host that also
+// writes `import AppNorthCore` must qualify those four names itself.
 @_exported import AppNorthCore

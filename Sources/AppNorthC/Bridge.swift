@@ -86,6 +86,12 @@ func required<T>(_ pointer: T?, _ name: String) throws(AppNorthError) -> T {
     return pointer
 }
 
+/// A 0/1 flag argument: any other value is a host bug, not a yes.
+func flag(_ value: Int32, _ name: String) throws(AppNorthError) -> Bool {
+    guard value == 0 || value == 1 else { throw .invalidArgument("\(name) must be 0 or 1, not \(value)") }
+    return value == 1
+}
+
 /// A required UTF-8 string argument.
 func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String,
                     maxBytes: Int? = nil) throws(AppNorthError) -> String {

@@ -102,7 +102,17 @@ public func appnorth_config_options_set_reconnect_backoff_ms(_ options: OpaquePo
         guard base >= 1, base <= max, max <= 3_600_000 else {
             throw AppNorthError.invalidArgument("backoff must satisfy 1 <= base_ms <= max_ms <= 3600000 (0 for defaults)")
         }
-        opts.options.reconnectBackoff = Backoff(baseMilliseconds: base, maxMilliseconds: max)
+        opts.options.reconnectBackoff = Backoff(baseMilliseconds: base, maxMilliseconds: max,
+                                                jitter: opts.options.reconnectBackoff.jitter)
+    }
+}
+
+@c @implementation
+public func appnorth_config_options_set_jitter_for_testing(_ options: OpaquePointer?, _ enabled: Int32,
+                                                           _ err: ErrorOut?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ConfigOptions.self, "options")
+        opts.options.reconnectBackoff.jitter = try flag(enabled, "enabled") ? Backoff.default.jitter : 0
     }
 }
 
@@ -196,7 +206,7 @@ public func appnorth_config_get_json(_ config: OpaquePointer?, _ key: UnsafePoin
         let config = try Handle.get(config, as: AppNorthRemoteConfig.self, "config")
         let key = try requiredString(key, "key")
         let fallback = try optionalString(defaultJSON, "default_json")
-        if let fallback { _ = try JSON.parse(fallback, what: "default_json") }
+        if let fallback { try JSON.validate(fallback, what: "default_json") }
         _ = try required(outJSON, "out_json")
         try returnOptionalString(outJSON, config.json(key, default: fallback))
     }

@@ -121,13 +121,18 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 }
 
 @c @implementation
+public func appnorth_events_options_set_jitter_for_testing(_ options: OpaquePointer?, _ enabled: Int32,
+                                                           _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        box.options.retry.jitterFraction = try flag(enabled, "enabled") ? RetrySchedule().jitterFraction : 0
+    }
+}
+
+@c @implementation
 public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
                                                         _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in
-        guard require == 0 || require == 1 else {
-            throw AppNorthError.invalidArgument("require must be 0 or 1, not \(require)")
-        }
-        box.options.requireConsent = require == 1
+        box.options.requireConsent = try flag(require, "require")
     }
 }
 

@@ -66,6 +66,32 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.milliseconds(nil, nowWallMs: now, capMs: 60_000))
     }
 
+    func testRetryAfterIsReadFrom429And503AnswersOnly() {
+        let now: Int64 = 784_111_777_000
+        func answer(_ status: Int) -> HTTPResponse { HTTPResponse(status: status, headers: [("retry-after", " 3 ")], body: []) }
+        XCTAssertEqual(RetryAfter.milliseconds(for: answer(429), nowWallMs: now, capMs: 60_000), 3000)
+        XCTAssertEqual(RetryAfter.milliseconds(for: answer(503), nowWallMs: now, capMs: 60_000), 3000)
+        for status in [200, 301, 500, 502, 504] {
+            XCTAssertNil(RetryAfter.milliseconds(for: answer(status), nowWallMs: now, capMs: 60_000), "\(status)")
+        }
+        XCTAssertNil(RetryAfter.milliseconds(for: HTTPResponse(status: 503, headers: [], body: []), nowWallMs: now, capMs: 60_000))
+        XCTAssertEqual(AppNorthEventsOptions().retryAfterCapMilliseconds, RetryAfter.defaultCapMilliseconds)
+    }
+
+    /// The test-only switch (appnorth_*_options_set_jitter_for_testing) sets
+    /// these fractions to 0: every client then waits exactly the same.
+    func testWithoutJitterEveryDelayIsTheNominalOne() {
+        let retry = RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: 0)
+        for unit in [0, 0.3, 0.999_999] {
+            XCTAssertEqual((1...3).map { retry.delay(retry: $0, unit: unit) }, [1000, 2000, 4000])
+        }
+        let backoff = Backoff(baseMilliseconds: 100, maxMilliseconds: 6000, jitter: 0)
+        for unit in [0, 0.3, 0.999_999] {
+            XCTAssertEqual((1...8).map { backoff.delay(attempt: $0, random: unit) }, [100, 200, 400, 800, 1600, 3200, 6000, 6000])
+        }
+        XCTAssertEqual(RetrySchedule().jitterFraction, 0.2, "the shipped retries keep +/- 20 %")
+    }
+
     /// A server's Retry-After is outside input: no value it sends may trap.
     func testRetryAfterExtremeValuesStayWithinTheCap() {
         let now: Int64 = 1_764_480_000_000

@@ -589,6 +589,53 @@ final class RemoteConfigTests: XCTestCase {
         XCTAssertTrue(waitUntil(10_000) { (try? self.requests(since: 0, path: "/config/stream").count) ?? 0 >= 2 })
     }
 
+    /// When `entry` was answered, by the server's clock (it logs a request
+    /// before answering it, so the client got the answer after this).
+    private func answered(_ entry: JSON) -> Int64 {
+        (entry["time_ms"]?.intValue ?? 0) + Int64((entry["duration_ms"]?.doubleValue ?? 0).rounded(.down))
+    }
+
+    func testARefusedStreamWithRetryAfterHoldsBackThePollAndTheReconnect() throws {
+        try publish(#"{"v":1}"#)
+        let seq = try lastSeq()
+        try TestServer.post("/admin/faults",
+                            #"{"path_prefix":"/v1/apps/\#(app)/config/stream","status":503,"retry_after":"1","count":1}"#)
+        // Without the Retry-After the poll would follow at once and the
+        // stream would be retried within 20 ms.
+        let config = try open(poll: 50, backoff: Backoff(baseMilliseconds: 20, maxMilliseconds: 20))
+        let changes = try listen(config)
+        try config.startLiveUpdates()
+        XCTAssertTrue(waitUntil(6000) { changes.count == 1 }, "connected once the Retry-After has passed")
+        let streams = try requests(since: seq, path: "/config/stream")
+        let polls = try requests(since: seq, path: "/config")
+        XCTAssertGreaterThanOrEqual(streams.count, 2)
+        guard let refused = streams.first, streams.count >= 2 else { return }
+        XCTAssertEqual(refused["status"]?.intValue, 503)
+        let notBefore = answered(refused) + 1000 - 2  // 2 ms: the log's whole milliseconds
+        for next in streams.dropFirst() + polls {
+            XCTAssertGreaterThanOrEqual(next["time_ms"]?.intValue ?? 0, notBefore,
+                                        "\(next["path"]?.stringValue ?? "") came before the Retry-After passed")
+        }
+    }
+
+    func testAPollAnsweredWithRetryAfterHoldsBackTheNextPoll() throws {
+        try publish(#"{"v":1}"#)
+        let seq = try lastSeq()
+        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","status":503,"count":1000}"#)
+        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config","method":"GET","status":429,"retry_after":"1","count":1}"#)
+        let config = try open(poll: 50, backoff: Backoff(baseMilliseconds: 5000, maxMilliseconds: 5000))
+        let changes = try listen(config)
+        try config.startLiveUpdates()
+        XCTAssertTrue(waitUntil(6000) { changes.count == 1 }, "the poll after the Retry-After brings the config")
+        let polls = try requests(since: seq, path: "/config")
+        XCTAssertGreaterThanOrEqual(polls.count, 2)
+        guard polls.count >= 2 else { return }
+        XCTAssertEqual(polls[0]["status"]?.intValue, 429)
+        XCTAssertGreaterThanOrEqual(polls[1]["time_ms"]?.intValue ?? 0, answered(polls[0]) + 1000 - 2,
+                                    "the second poll came before the Retry-After passed")
+        XCTAssertEqual(try requests(since: seq, path: "/config/stream").count, 1, "the stream waits for its backoff")
+    }
+
     func testLastFetchStatusReportsNetworkAndServerErrors() throws {
         let config = try open()
         XCTAssertEqual(config.lastFetchStatus, .none)

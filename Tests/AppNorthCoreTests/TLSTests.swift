@@ -5,21 +5,27 @@ import Synchronization
 
 /// HTTPS end to end and the transport's trust options, against the servers
 /// `DEVSERVER_TLS=1 scripts/with-devserver.sh` starts: an HTTPS dev server
-/// with a certificate from a throwaway CA, listeners with bad certificates
-/// and a forward proxy that logs what it forwards.
+/// (HTTP/1.1 only) with a certificate from a throwaway CA, an HTTP/2 front
+/// (devserver/h2front) for the plain dev server, listeners with bad
+/// certificates and a forward proxy that logs what it forwards.
 final class TLSTests: XCTestCase {
     let app = "swift-tls"
     let otherPin = "sha256//" + String(repeating: "A", count: 43) + "="
     var tlsURL = "", caFile = "", pin = "", proxyURL = "", proxyLog = ""
+    var h2URL = "", h2Log = ""
+    /// Where `admin` goes: the HTTPS dev server, or the h2 front.
+    var adminURL = ""
     var folder = ""
 
     override func setUp() async throws {
         guard let tls = getenvString("APPNORTH_TEST_TLS_SERVER"), let ca = getenvString("APPNORTH_TEST_TLS_CA"),
               let pin = getenvString("APPNORTH_TEST_TLS_PIN"), let proxy = getenvString("APPNORTH_TEST_PROXY"),
-              let log = getenvString("APPNORTH_TEST_PROXY_LOG") else {
+              let log = getenvString("APPNORTH_TEST_PROXY_LOG"), let h2 = getenvString("APPNORTH_TEST_H2_SERVER"),
+              let h2Log = getenvString("APPNORTH_TEST_H2_LOG") else {
             throw XCTSkip("TLS servers not running: use `make test-swift` (DEVSERVER_TLS=1)")
         }
         (tlsURL, caFile, self.pin, proxyURL, proxyLog) = (tls, ca, pin, proxy, log)
+        (h2URL, self.h2Log, adminURL) = (h2, h2Log, tls)
         folder = "/tmp/appnorth-tls-\(getpid())-\(Random.hexToken(bytes: 4))"
         try admin(.post, "/admin/reset")
         try TestServer.reset()
@@ -31,11 +37,11 @@ final class TLSTests: XCTestCase {
 
     // MARK: Helpers
 
-    /// An admin call on the HTTPS server, trusting the test CA.
+    /// An admin call on the HTTPS server (or the h2 front), trusting the test CA.
     @discardableResult
     func admin(_ method: HTTPRequest.Method, _ path: String, _ body: String = "{}") throws -> JSON {
         let transport = HTTPTransport(timeouts: HTTPTimeouts(apiRequestMilliseconds: 15_000), trust: HTTPTrust(caFile: caFile))
-        let response = try transport.perform(HTTPRequest(method: method, url: tlsURL + path,
+        let response = try transport.perform(HTTPRequest(method: method, url: adminURL + path,
                                                          headers: [("Content-Type", "application/json")],
                                                          body: method == .get ? nil : Array(body.utf8)))
         XCTAssertTrue(response.isSuccess, "admin \(method) \(path) -> \(response.status)")
@@ -67,8 +73,10 @@ final class TLSTests: XCTestCase {
         func contains(_ theme: String) -> Bool { seen.withLock { $0.contains(theme) } }
     }
 
-    func proxyLogLines() -> [String] {
-        guard let file = fopen(proxyLog, "r") else { return [] }
+    func proxyLogLines() -> [String] { logLines(proxyLog) }
+
+    func logLines(_ path: String) -> [String] {
+        guard let file = fopen(path, "r") else { return [] }
         defer { fclose(file) }
         var lines: [String] = []
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -81,9 +89,42 @@ final class TLSTests: XCTestCase {
     // MARK: HTTPS end to end
 
     func testReadsWritesEventsConfigAndStreamOverHTTPS() throws {
-        let board = (try admin(.post, "/admin/apps/\(app)/boards", #"{"name":"Features","description":"d"}"#)["board"])?["id"]?.stringValue ?? ""
         let pem = try XCTUnwrap(readAll(caFile))
-        let client = try client(tlsURL, HTTPTrust(caPEM: pem, pinnedPublicKeys: "\(otherPin);\(pin)"))
+        try runScenario(try client(tlsURL, HTTPTrust(caPEM: pem, pinnedPublicKeys: "\(otherPin);\(pin)")))
+    }
+
+    /// The same scenario through the HTTP/2 front: every request, the
+    /// stream included, arrives at the front over HTTP/2.
+    func testReadsWritesEventsConfigAndStreamOverHTTP2() throws {
+        adminURL = h2URL
+        try admin(.post, "/admin/reset")
+        let seenBefore = logLines(h2Log).count
+        try runScenario(try client(h2URL, HTTPTrust(caFile: caFile)))
+        let seen = logLines(h2Log).dropFirst(seenBefore).filter { $0.contains(" /v1/apps/\(app)/") }
+        for path in ["GET /v1/apps/\(app)/boards", "POST /v1/apps/\(app)/ideas", "POST /v1/apps/\(app)/events",
+                     "GET /v1/apps/\(app)/config", "GET /v1/apps/\(app)/config/stream"] {
+            XCTAssertTrue(seen.contains { $0.hasPrefix("HTTP/2.0 \(path) ") }, "\(path) over HTTP/2 in \(seen)")
+        }
+        XCTAssertFalse(seen.contains { !$0.hasPrefix("HTTP/2.0 ") }, "only HTTP/2 at the front: \(seen)")
+    }
+
+    /// What the client itself saw: h2 from the front, HTTP/1.1 (the ALPN
+    /// fallback) from the HTTP/1.1-only HTTPS dev server and over plain http.
+    func testTheNegotiatedProtocolIsReported() throws {
+        let transport = HTTPTransport(timeouts: HTTPTimeouts(apiRequestMilliseconds: 15_000), trust: HTTPTrust(caFile: caFile))
+        let path = "/v1/apps/\(app)/boards"
+        XCTAssertEqual(try transport.perform(HTTPRequest(method: .get, url: h2URL + path)).protocolName, "HTTP/2")
+        XCTAssertEqual(try transport.perform(HTTPRequest(method: .get, url: tlsURL + path)).protocolName, "HTTP/1.1")
+        XCTAssertEqual(try transport.perform(HTTPRequest(method: .get, url: try TestServer.url() + path)).protocolName,
+                       "HTTP/1.1")
+        XCTAssertEqual(HTTPResponse.protocolName(curlVersion: 3), "HTTP/2")
+        XCTAssertEqual(HTTPResponse.protocolName(curlVersion: 12345), "")
+    }
+
+    /// Reads, a queued write and its flush, an event batch, a config fetch
+    /// and the live stream, through `client` against `adminURL`'s server.
+    func runScenario(_ client: AppNorthClient) throws {
+        let board = (try admin(.post, "/admin/apps/\(app)/boards", #"{"name":"Features","description":"d"}"#)["board"])?["id"]?.stringValue ?? ""
 
         XCTAssertTrue(try client.listBoards().contains("Features"))
 

@@ -275,7 +275,7 @@ static void test_log_level_changes_on_a_live_client(void) {
     CHECK(debug_count > quiet, "DEBUG lines once the level is lowered");
     int traced = 0;
     for (int i = quiet; i < debug_count; i++) {
-        if (strstr(debug_lines[i], "HTTP GET /v1/apps/tapp/boards -> 401 in ") && strstr(debug_lines[i], " ms (sent 0 B, received "))
+        if (strstr(debug_lines[i], "HTTP GET /v1/apps/tapp/boards -> 401 in ") && strstr(debug_lines[i], " ms over HTTP/1.1 (sent 0 B, received "))
             traced = 1;
         CHECK(strstr(debug_lines[i], "tok-dbg-secret") == NULL && strstr(debug_lines[i], "dbg@example.com") == NULL,
               "no credential in %s", debug_lines[i]);

@@ -1,7 +1,9 @@
-/* HTTPS end to end and the client's trust options, through the real
- * libappnorth.so. scripts/with-devserver.sh with DEVSERVER_TLS=1 provides a
- * throwaway CA, an HTTPS dev server, listeners with bad certificates and a
- * forward proxy that logs what it forwards (see that script). */
+/* HTTPS end to end (HTTP/1.1 and HTTP/2) and the client's trust options,
+ * through the real libappnorth.so. scripts/with-devserver.sh with
+ * DEVSERVER_TLS=1 provides a throwaway CA, an HTTPS dev server (HTTP/1.1
+ * only), an HTTP/2 front for the plain dev server that logs each request's
+ * protocol, listeners with bad certificates and a forward proxy that logs
+ * what it forwards (see that script). */
 #define _XOPEN_SOURCE 700
 #include <appnorth.h>
 #include <pthread.h>
@@ -15,17 +17,24 @@
 #define APP "ctls"
 #define TIMEOUT_MS 15000 /* generous: TLS handshakes on a loaded machine */
 
-static const char *plain, *tls, *ca, *pin;
+static const char *plain, *tls, *h2, *ca, *pin;
 static const char *other_pin = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
-/* A client for `url` with the given trust options (NULL: not set). */
-static appnorth_client *client_with(const char *url, const char *ca_file, const char *pins,
-                                    const char *proxy, int32_t ignore_env) {
+/* Options for `url`, the test's App ID and generous timeouts. */
+static appnorth_client_options *options_for(const char *url) {
     appnorth_error err;
     appnorth_client_options *o = appnorth_client_options_new();
     CHECK_STATUS(appnorth_client_options_set_api_url(o, url, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_timeouts(o, TIMEOUT_MS, TIMEOUT_MS, &err), APPNORTH_OK, err);
+    return o;
+}
+
+/* A client for `url` with the given trust options (NULL: not set). */
+static appnorth_client *client_with(const char *url, const char *ca_file, const char *pins,
+                                    const char *proxy, int32_t ignore_env) {
+    appnorth_error err;
+    appnorth_client_options *o = options_for(url);
     CHECK_STATUS(appnorth_client_options_set_ca_file(o, ca_file, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_pinned_public_keys(o, pins, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_proxy(o, proxy, ignore_env, &err), APPNORTH_OK, err);
@@ -110,12 +119,48 @@ static int theme_is(seen_theme *s, const char *want, double seconds) {
     }
 }
 
+/* Log sink: counts the DEBUG request traces per protocol. */
+typedef struct {
+    pthread_mutex_t mu;
+    int http1, http2;
+} protocol_count;
+
+static void count_protocols(int32_t level, const char *message, void *user_data) {
+    (void)level;
+    protocol_count *count = user_data;
+    pthread_mutex_lock(&count->mu);
+    if (strncmp(message, "HTTP ", 5) == 0 && strstr(message, " ms over HTTP/1.1 (")) count->http1++;
+    if (strncmp(message, "HTTP ", 5) == 0 && strstr(message, " ms over HTTP/2 (")) count->http2++;
+    pthread_mutex_unlock(&count->mu);
+}
+
+static void scenario(const char *base, appnorth_client *c);
+
+/* Runs the scenario against `base` with a client made from `o` (freed
+ * here), and checks that its DEBUG traces name HTTP/2 (`want_http2`) or
+ * HTTP/1.1 only: boards, the flushed idea, the event batch and the config
+ * fetch (the stream's trace comes when it ends; closed by the host, it has
+ * none). */
+static void scenario_over(const char *base, appnorth_client_options *o, int want_http2) {
+    appnorth_error err;
+    protocol_count seen = {.http1 = 0};
+    pthread_mutex_init(&seen.mu, NULL);
+    CHECK_STATUS(appnorth_client_options_set_logger(o, count_protocols, APPNORTH_LOG_DEBUG, &seen, &err),
+                 APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    scenario(base, c);
+    appnorth_client_free(c);
+    int wanted = want_http2 ? seen.http2 : seen.http1, other = want_http2 ? seen.http1 : seen.http2;
+    CHECK(wanted >= 4 && other == 0, "%s traces %d, other protocol %d", want_http2 ? "HTTP/2" : "HTTP/1.1",
+          wanted, other);
+    pthread_mutex_destroy(&seen.mu);
+}
+
 static void test_https_end_to_end(void) {
     appnorth_error err;
     admin_request(tls, "POST", "/admin/reset", "{}", NULL);
-    char *board = admin_board(tls, APP, "Features");
-    CHECK(board != NULL, "board seeded over https");
-    if (!board) return;
 
     /* The CA in memory and a matching pin among two. */
     size_t pem_length = 0;
@@ -123,16 +168,49 @@ static void test_https_end_to_end(void) {
     CHECK(pem != NULL, "read %s", ca);
     char pins[256];
     snprintf(pins, sizeof pins, "%s;%s", other_pin, pin);
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, tls, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, TIMEOUT_MS, TIMEOUT_MS, &err), APPNORTH_OK, err);
+    appnorth_client_options *o = options_for(tls);
     CHECK_STATUS(appnorth_client_options_set_ca_pem(o, pem, pem_length, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_client_options_set_pinned_public_keys(o, pins, &err), APPNORTH_OK, err);
     free(pem);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
+    /* The HTTPS dev server speaks HTTP/1.1 only: ALPN falls back to it. */
+    scenario_over(tls, o, 0);
+}
+
+/* The same scenario through the HTTP/2 front: the client reports HTTP/2 for
+ * every request, and the front logged every one as HTTP/2.0. */
+static void test_http2_end_to_end(void) {
+    appnorth_error err;
+    admin_request(plain, "POST", "/admin/reset", "{}", NULL);
+    size_t before = 0;
+    free(read_file(getenv("APPNORTH_TEST_H2_LOG"), &before));
+    appnorth_client_options *o = options_for(h2);
+    CHECK_STATUS(appnorth_client_options_set_ca_file(o, ca, &err), APPNORTH_OK, err);
+    scenario_over(h2, o, 1);
+
+    size_t length = 0;
+    char *log = read_file(getenv("APPNORTH_TEST_H2_LOG"), &length);
+    CHECK(log != NULL && length > before, "the front logged requests");
+    if (!log || length <= before) { free(log); return; }
+    const char *paths[] = {"GET /v1/apps/" APP "/boards ", "POST /v1/apps/" APP "/ideas ",
+                           "POST /v1/apps/" APP "/events ", "GET /v1/apps/" APP "/config ",
+                           "GET /v1/apps/" APP "/config/stream "};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "HTTP/2.0 %s", paths[i]);
+        CHECK(strstr(log + before, want) != NULL, "the front saw %s", want);
+    }
+    /* No API request of this test reached the front over HTTP/1.1. */
+    CHECK(strstr(log + before, "HTTP/1.1 ") == NULL, "no HTTP/1.1 at the front:\n%s", log + before);
+    free(log);
+}
+
+/* Reads, a queued write and its flush, an event batch, a config fetch and
+ * the live stream, through `c` against the server at `base`. */
+static void scenario(const char *base, appnorth_client *c) {
+    appnorth_error err;
+    char *board = admin_board(base, APP, "Features");
+    CHECK(board != NULL, "board seeded at %s", base);
+    if (!board) return;
 
     /* A read. */
     char *json = NULL;
@@ -145,16 +223,16 @@ static void test_https_end_to_end(void) {
     appnorth_queue *queue = NULL;
     CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_queue_new(storage, 100, &queue, &err), APPNORTH_OK, err);
-    admin_request(tls, "POST", "/admin/faults", "{\"drop\":true,\"count\":50}", NULL);
+    admin_request(base, "POST", "/admin/faults", "{\"drop\":true,\"count\":50}", NULL);
     int32_t submitted = -1, sent = -1, pending = -1;
     CHECK_STATUS(appnorth_queue_submit_idea(queue, c, board, "Queued over TLS", NULL, NULL, &submitted, &err),
                  APPNORTH_OK, err);
     CHECK(submitted == 0, "queued during the outage");
-    admin_request(tls, "DELETE", "/admin/faults", NULL, NULL);
+    admin_request(base, "DELETE", "/admin/faults", NULL, NULL);
     CHECK_STATUS(appnorth_queue_flush(queue, c, &sent, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_queue_pending_count(queue, &pending, &err), APPNORTH_OK, err);
     CHECK(sent == 1 && pending == 0, "sent %d, pending %d", sent, pending);
-    CHECK(state_count(tls, "ideas") == 1, "the idea arrived");
+    CHECK(state_count(base, "ideas") == 1, "the idea arrived");
     appnorth_queue_free(queue);
     appnorth_storage_free(storage);
 
@@ -172,12 +250,12 @@ static void test_https_end_to_end(void) {
     int64_t events_sent = 0;
     CHECK_STATUS(appnorth_events_flush_sent(events, TIMEOUT_MS, &events_sent, &err), APPNORTH_OK, err);
     CHECK(events_sent == 2, "events sent: %lld", (long long)events_sent);
-    CHECK(state_count(tls, "events") == 2, "the events arrived");
+    CHECK(state_count(base, "events") == 2, "the events arrived");
     appnorth_events_free(events);
     remove_tree(dir);
 
     /* A config fetch and the live stream. */
-    CHECK(admin_request(tls, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"theme\":\"dark\"}}", NULL) == 201,
+    CHECK(admin_request(base, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"theme\":\"dark\"}}", NULL) == 201,
           "publish");
     dir = make_temp_dir("tls-config");
     appnorth_config_options *co = appnorth_config_options_new();
@@ -197,15 +275,13 @@ static void test_https_end_to_end(void) {
     int64_t token = 0;
     CHECK_STATUS(appnorth_config_add_listener(config, on_change, &seen, &token, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
-    CHECK(wait_requests(tls, "/config/stream", 1, 15) >= 1, "the stream connected");
-    CHECK(admin_request(tls, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"theme\":\"light\"}}", NULL) == 201,
+    CHECK(wait_requests(base, "/config/stream", 1, 15) >= 1, "the stream connected");
+    CHECK(admin_request(base, "POST", "/admin/apps/" APP "/config", "{\"config\":{\"theme\":\"light\"}}", NULL) == 201,
           "publish");
     CHECK(theme_is(&seen, "light", 15), "the stream delivered the update: %s", seen.theme);
     appnorth_config_free(config);
     pthread_mutex_destroy(&seen.mu);
     remove_tree(dir);
-
-    appnorth_client_free(c);
     free(board);
 }
 
@@ -325,7 +401,8 @@ int main(void) {
     tls = getenv("APPNORTH_TEST_TLS_SERVER");
     ca = getenv("APPNORTH_TEST_TLS_CA");
     pin = getenv("APPNORTH_TEST_TLS_PIN");
-    if (!tls || !ca || !pin || !getenv("APPNORTH_TEST_PROXY_LOG")) {
+    h2 = getenv("APPNORTH_TEST_H2_SERVER");
+    if (!tls || !ca || !pin || !h2 || !getenv("APPNORTH_TEST_PROXY_LOG") || !getenv("APPNORTH_TEST_H2_LOG")) {
         fprintf(stderr, "test_tls: run through DEVSERVER_TLS=1 scripts/with-devserver.sh (make test-c)\n");
         printf("0 passed, 1 failed\n");
         return 1;
@@ -333,6 +410,7 @@ int main(void) {
     curl_global_init(CURL_GLOBAL_ALL);
     test_bad_trust_options();
     test_https_end_to_end();
+    test_http2_end_to_end();
     test_bad_certificates_and_pins_are_refused();
     test_requests_and_stream_go_through_the_proxy();
     curl_global_cleanup();

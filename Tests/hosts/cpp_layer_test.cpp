@@ -13,6 +13,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include <stdlib.h>
 
 #include "../../examples/c/devserver_admin.h"
 
@@ -170,6 +174,116 @@ void test_listener_destroyed_while_callbacks_run(const appnorth::Client &) {
     expect(last.wait_for(1), "after 20 listeners came and went mid-update, a new one still hears the next version");
 }
 
+
+/** Adds a dev-server fault for one app's comments on one idea, for `count`
+ *  requests. (libcurl resends a request once, on a fresh connection, when a
+ *  reused keep-alive connection closes without an answer: a drop on a
+ *  reused connection needs a count of 2 to be seen, and clear_faults()
+ *  removes what is left.) */
+void fault_on_comments(const std::string &app, const std::string &idea, const std::string &what, int count) {
+    std::string body = "{" + what + ",\"count\":" + std::to_string(count) + ",\"path_prefix\":\"/v1/apps/" + app + "/ideas/" + idea + "/comments\"}";
+    if (dev_admin(api_url.c_str(), "POST", "/admin/faults", body.c_str()) != 201)
+        std::printf("note: adding a fault did not answer 201\n");
+}
+
+void clear_faults() {
+    if (dev_admin(api_url.c_str(), "DELETE", "/admin/faults", nullptr) != 200)
+        std::printf("note: clearing the faults did not answer 200\n");
+}
+
+void test_flush_names_the_entry_that_stopped_it(const appnorth::Client &) {
+    std::string app = new_app("{}");
+    appnorth::Client client(api_url, app);
+    appnorth::Storage storage = appnorth::Storage::memory();
+    appnorth::OfflineQueue queue(storage);
+    fault_on_comments(app, "no-such-idea", "\"drop\":true", 2);
+    expect(!queue.submit_comment(client, "no-such-idea", "hello"), "a dropped submit is queued (false)");
+    clear_faults();
+    expect(queue.pending_count() == 1, "one entry pending");
+    std::string failed_id;
+    try {
+        queue.flush(client);
+        expect(false, "flushing a comment on a missing idea throws");
+    } catch (const appnorth::FlushError &e) {
+        failed_id = e.failed_entry_id();
+        expect(e.status() == APPNORTH_E_NOT_FOUND && e.http_status() == 404, "FlushError carries the entry's 404");
+        expect(e.sent() == 0, "nothing was sent before it");
+    }
+    expect(!failed_id.empty(), "FlushError names the entry");
+    expect(queue.entries().find("\"" + failed_id + "\"") != std::string::npos, "entries() lists it, still pending");
+    expect(queue.discard_entry(failed_id), "discard_entry removes it");
+    expect(!queue.discard_entry(failed_id), "a second discard_entry finds nothing");
+    expect(queue.pending_count() == 0 && queue.flush(client) == 0, "the queue is empty and flushes nothing");
+
+    fault_on_comments(app, "other-idea", "\"drop\":true", 2);
+    expect(!queue.submit_comment(client, "other-idea", "again"), "a second dropped submit is queued");
+    clear_faults();
+    expect(queue.discard(std::nullopt) == 1, "discard(nullopt) removes every entry");
+}
+
+void test_cancel_ends_a_held_submit(const appnorth::Client &) {
+    std::string app = new_app("{}");
+    appnorth::Client client(api_url, app);
+    appnorth::Storage storage = appnorth::Storage::memory();
+    appnorth::OfflineQueue queue(storage);
+    fault_on_comments(app, "held", "\"delay_ms\":20000", 1);
+    std::mutex mutex;
+    std::condition_variable done_changed;
+    bool done = false;
+    // Cancels until the submit has returned: a cancel that lands before the
+    // request is in flight has nothing to end, so it is repeated.
+    std::thread canceller([&] {
+        std::unique_lock<std::mutex> lock(mutex);
+        while (!done_changed.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) client.cancel();
+    });
+    auto started = std::chrono::steady_clock::now();
+    bool submitted = queue.submit_comment(client, "held", "held body");
+    auto elapsed = std::chrono::steady_clock::now() - started;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        done = true;
+    }
+    done_changed.notify_all();
+    canceller.join();
+    expect(!submitted, "a cancelled submit is queued (false)");
+    expect(elapsed < std::chrono::seconds(15), "the cancel ended the 20 s hold");
+    expect(queue.pending_count() == 1, "the cancelled write stays queued");
+}
+
+void test_logger_outlives_its_client(const appnorth::Client &) {
+    struct Lines {
+        std::mutex mutex;
+        std::vector<std::string> lines;
+        size_t count() {
+            std::lock_guard<std::mutex> lock(mutex);
+            return lines.size();
+        }
+    };
+    auto lines = std::make_shared<Lines>();
+    char dir_template[] = "/tmp/appnorth-cpp-XXXXXX";
+    const char *dir = mkdtemp(dir_template);
+    expect(dir != nullptr, "a temporary data directory");
+    if (!dir) return;
+    appnorth::ClientOptions options;
+    options.api_url = api_url;
+    options.app_id = new_app("{}");
+    options.min_log_level = APPNORTH_LOG_DEBUG;
+    options.logger = [lines](appnorth_log_level, const std::string &message) {
+        std::lock_guard<std::mutex> lock(lines->mutex);
+        lines->lines.push_back(message);
+    };
+    std::optional<appnorth::Client> client(std::in_place, options);
+    appnorth::EventsOptions events_options;
+    events_options.data_dir = dir;
+    appnorth::Events events(*client, events_options);
+    client.reset();  // the C client is freed; the Events still log through its logger
+    size_t before = lines->count();
+    expect(events.track("cpp_logger_event"), "track after the client went");
+    expect(events.flush(30000) >= 1, "the event is uploaded");
+    expect(lines->count() > before, "log lines still arrive after the client was destroyed");
+    events.close(0);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -188,6 +302,9 @@ int main(int argc, char **argv) {
         test_a_throwing_listener_does_not_cross_the_library(client);
         test_moved_config_keeps_its_listeners(client);
         test_listener_destroyed_while_callbacks_run(client);
+        test_flush_names_the_entry_that_stopped_it(client);
+        test_cancel_ends_a_held_submit(client);
+        test_logger_outlives_its_client(client);
     } catch (const appnorth::Error &e) {
         std::printf("FAIL: unexpected appnorth::Error %s (HTTP %d): %s\n", e.status_name(), e.http_status(), e.what());
         failed++;

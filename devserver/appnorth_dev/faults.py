@@ -6,6 +6,7 @@ import base64
 import binascii
 import dataclasses
 import threading
+import time
 from typing import Any
 
 from .protocol import ERROR_CODES, PRINTABLE_ASCII_RE, json_bytes, validation
@@ -22,10 +23,17 @@ class Fault:
     retry_after: str | None = None
     body: bytes | None = None
     delay_ms: float = 0
+    # With for_ms: the fault serves every matching request until this
+    # time.monotonic() deadline (and at most `remaining` of them).
+    for_ms: float | None = None
+    until: float | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return ((self.method is None or self.method == method)
                 and (self.path_prefix is None or path.startswith(self.path_prefix)))
+
+    def expired(self, now: float) -> bool:
+        return self.until is not None and now >= self.until
 
     def describe(self) -> dict:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "path_prefix": self.path_prefix,
@@ -40,6 +48,8 @@ class Fault:
             out["raw_response"] = base64.b64encode(self.body or b"").decode("ascii")
         if self.delay_ms or self.kind == "delay":
             out["delay_ms"] = self.delay_ms
+        if self.for_ms is not None:
+            out["for_ms"] = self.for_ms
         return out
 
 
@@ -56,11 +66,15 @@ class FaultQueue:
         with self._lock:
             fault.id = f"fault_{self._next_id}"
             self._next_id += 1
+            if fault.for_ms is not None:  # the window opens when the fault is armed
+                fault.until = time.monotonic() + fault.for_ms / 1000
             self._faults.append(fault)
         return fault
 
     def take(self, method: str, path: str) -> Fault | None:
         with self._lock:
+            now = time.monotonic()
+            self._faults = [f for f in self._faults if not f.expired(now)]
             for fault in self._faults:
                 if fault.matches(method, path):
                     fault.remaining -= 1
@@ -71,7 +85,8 @@ class FaultQueue:
 
     def list(self) -> list[dict]:
         with self._lock:
-            return [f.describe() for f in self._faults]
+            now = time.monotonic()
+            return [f.describe() for f in self._faults if not f.expired(now)]
 
     def clear(self) -> None:
         with self._lock:
@@ -85,7 +100,12 @@ class FaultQueue:
         method = spec.get("method")
         if method is not None and (not isinstance(method, str) or not method.isalpha()):
             raise validation("'method' must be an HTTP method name")
-        count = spec.get("count", 1)
+        window = spec.get("for_ms")
+        if window is not None and (not isinstance(window, (int, float)) or isinstance(window, bool)
+                                   or not 1 <= window <= 3_600_000):
+            raise validation("'for_ms' must be a number 1-3600000")
+        # A time window serves every matching request in it unless a count is given too.
+        count = spec.get("count", 1 if window is None else 1_000_000)
         if not _is_int(count) or not 1 <= count <= 1_000_000:
             raise validation("'count' must be an integer >= 1")
         kinds = [k for k in ("status", "drop", "endless_line", "raw_response") if spec.get(k) is not None] or (
@@ -96,6 +116,7 @@ class FaultQueue:
         if kinds[0] in ("endless_line", "raw_response") and spec.get("delay_ms") is not None:
             raise validation("'delay_ms' may precede 'status' or 'drop' only")
         fault = Fault("", "", prefix, method.upper() if method else None, count)
+        fault.for_ms = window
         delay = spec.get("delay_ms")
         if delay is not None:
             if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 600_000:

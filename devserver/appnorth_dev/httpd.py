@@ -59,7 +59,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         log = None if is_admin_path(split.path) else {
             "method": self.command, "path": split.path, "query": split.query,
             "headers": self._logged_headers(), "body_size": 0, "status": None,
-            "fault": None, "time_ms": now_ms(), "duration_ms": 0}
+            "fault": None, "time_ms": now_ms(), "mono_ms": round(started * 1000, 3), "duration_ms": 0}
         response: Response | StreamResponse | None = None
         try:
             response = self._respond(split.path, split.query, log)
@@ -74,6 +74,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     # Log before answering: a client that got its answer
                     # must find its request in the log.
                     log["status"] = response.status
+                    if response.log:
+                        log.update(response.log)
+                    retry_after = next((v for n, v in response.headers if n.lower() == "retry-after"), None)
+                    if retry_after is not None:
+                        log["retry_after"] = retry_after
                     self._finish_log(log, started)
                     log = None
                 self._send(response)
@@ -212,7 +217,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 log = None if is_admin_path(path) else {
                     "method": self.command, "path": path, "query": urlsplit(self.path).query,
                     "headers": self._logged_headers(), "body_size": length, "status": 413,
-                    "fault": None, "time_ms": now_ms(), "duration_ms": 0}
+                    "fault": None, "time_ms": now_ms(), "mono_ms": round(time.monotonic() * 1000, 3),
+                    "duration_ms": 0}
                 if log is not None:  # log before answering, as _handle does
                     self.server.dev.request_log.add(log)
                 self._send(Response(413, error_body(
@@ -336,8 +342,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _client_gone(self) -> bool:
         """True once the peer closed; an SSE client never sends after its request."""
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
+            # poll, not select: select fails on descriptors past 1024, which
+            # a server holding hundreds of streams reaches.
+            poller = select.poll()
+            poller.register(self.connection, select.POLLIN)
+            if not poller.poll(0):
                 return False
             if isinstance(self.connection, ssl.SSLSocket):
                 # A TLS record may be only partly here: never block on it.
@@ -392,7 +401,9 @@ class TrackedConnections:
 class _HTTPServer(TrackedConnections, http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 128
+    # A fleet reconnecting after an outage opens hundreds of connections at
+    # once; a short backlog would drop SYNs and delay them by a second.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple, dev: "DevServer"):
         self.dev = dev

@@ -89,6 +89,8 @@ class Response:
     body: bytes = b""
     headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     content_type: str | None = JSON_TYPE
+    # More members for this request's entry in the request log.
+    log: dict | None = None
 
 
 def json_response(status: int, obj: Any, headers: list[tuple[str, str]] | None = None) -> Response:

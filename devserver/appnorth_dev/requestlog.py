@@ -11,9 +11,9 @@ from .protocol import REQUEST_LOG_LIMIT
 class RequestLog:
     """Bounded log of API (non-admin) requests for tests to inspect."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = REQUEST_LOG_LIMIT) -> None:
         self._lock = threading.Lock()
-        self._entries: collections.deque[dict] = collections.deque(maxlen=REQUEST_LOG_LIMIT)
+        self._entries: collections.deque[dict] = collections.deque(maxlen=limit)
         self._seq = 0
 
     def add(self, entry: dict) -> None:

@@ -6,7 +6,7 @@ import ssl
 import threading
 from typing import Any
 
-from .protocol import ApiError, DEFAULT_EVENTS_MAX_BODY, DEFAULT_SSE_KEEPALIVE
+from .protocol import ApiError, DEFAULT_EVENTS_MAX_BODY, DEFAULT_SSE_KEEPALIVE, REQUEST_LOG_LIMIT
 from .storage import Storage
 from .faults import FaultQueue
 from .requestlog import RequestLog
@@ -27,7 +27,8 @@ class DevServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, db_path: str | None = None, *,
                  seed_demo: bool = False, events_max_body: int = DEFAULT_EVENTS_MAX_BODY,
                  sse_keepalive: float = DEFAULT_SSE_KEEPALIVE, verbose: bool = False,
-                 tls_cert: str | None = None, tls_key: str | None = None):
+                 tls_cert: str | None = None, tls_key: str | None = None,
+                 faults: list[dict] | None = None, request_log_limit: int = REQUEST_LOG_LIMIT):
         self.host = host
         # HTTPS when given a PEM certificate (chain) and its key.
         self.tls_context: ssl.SSLContext | None = None
@@ -46,7 +47,15 @@ class DevServer:
         self.store = Storage(db_path)
         self.hub = ConfigHub()
         self.faults = FaultQueue()
-        self.request_log = RequestLog()
+        # Faults armed by start(), before the first connection is accepted:
+        # a server restarted after an outage can answer 503 from its first
+        # request on (for_ms gives the window).
+        for spec in faults or []:
+            FaultQueue._parse(spec)  # a bad spec is refused here, not at start()
+        self._startup_faults = list(faults or [])
+        if not 1 <= request_log_limit <= 10_000_000:
+            raise ApiError(400, "invalid_argument", "the request log limit must be 1-10000000")
+        self.request_log = RequestLog(request_log_limit)
         self.stopped = threading.Event()
         self.router = build_router(ApiEndpoints(self), AdminEndpoints(self))
         self._httpd: _HTTPServer | None = None
@@ -58,6 +67,8 @@ class DevServer:
         if self.seed_demo:
             self.store.seed_demo()
         self._httpd = _HTTPServer((self.host, self.requested_port), self)
+        for spec in self._startup_faults:
+            self.faults.add(spec)
         if self.tls_context is not None:
             self._httpd.socket = self.tls_context.wrap_socket(self._httpd.socket, server_side=True,
                                                               do_handshake_on_connect=False)

@@ -34,7 +34,10 @@ struct ConfigEndpoint: Sendable {
     /// A conditional GET. With `cancel`, the transfer can be ended at once
     /// from another thread (background fetches, so that stopping never waits
     /// for a request timeout); without it, it runs on the keep-alive pool.
-    func fetch(etag: String?, cancel: StreamCancellation?) throws(AppNorthError) -> ConfigFetchOutcome {
+    /// `refused` sees an error answer (its status and headers, for a
+    /// Retry-After) before it is thrown as an error.
+    func fetch(etag: String?, cancel: StreamCancellation?,
+               refused: (HTTPResponse) -> Void = { _ in }) throws(AppNorthError) -> ConfigFetchOutcome {
         let request = fetchRequest(etag: etag)
         let response: HTTPResponse
         var body: [UInt8] = []
@@ -59,6 +62,7 @@ struct ConfigEndpoint: Sendable {
         }
         if response.status == 304 { return .notModified(etag: response.header("ETag")) }
         guard response.isSuccess else {
+            refused(response)
             throw AppNorthError.fromHTTP(status: response.status,
                                          message: AppNorthClient.serverMessage(HTTPResponse(status: response.status,
                                                                                             headers: response.headers,

@@ -232,6 +232,9 @@ final class ConfigEngine: Sendable {
         var revalidating = false
         var failures = 0
         var retryNotBefore: UInt64 = 0
+        /// A 429 or 503 with Retry-After: no background request (stream,
+        /// poll, fetch) starts before this (on `timer`).
+        var serverNotBefore: UInt64 = 0
     }
 
     struct Worker: Sendable {
@@ -315,7 +318,7 @@ final class ConfigEngine: Sendable {
         let retryClock = timer.monotonicNanoseconds()
         let (resolved, revalidate) = state.withLock { s -> (ResolvedConfig, Bool) in
             let resolved = s.current
-            if s.streamConnected || s.revalidating || retryClock < s.retryNotBefore
+            if s.streamConnected || s.revalidating || retryClock < max(s.retryNotBefore, s.serverNotBefore)
                 || freshness.isFresh(fetchedMonotonic: resolved.fetchedMonotonic, nowMonotonic: now) {
                 return (resolved, false)
             }
@@ -396,7 +399,7 @@ final class ConfigEngine: Sendable {
         guard !isClosed else { throw .wrongState("the config is closed") }
         let outcome: ConfigFetchOutcome
         do {
-            outcome = try endpoint.fetch(etag: conditionalETag(), cancel: nil)
+            outcome = try endpoint.fetch(etag: conditionalETag(), cancel: nil, refused: noteRetryAfter)
         } catch {
             recordFailure(error, "refresh")
             throw error
@@ -411,7 +414,7 @@ final class ConfigEngine: Sendable {
     @discardableResult
     func backgroundFetch(_ worker: BackgroundThread, _ cancel: StreamCancellation, what: String) -> Bool {
         do {
-            let outcome = try endpoint.fetch(etag: conditionalETag(), cancel: cancel)
+            let outcome = try endpoint.fetch(etag: conditionalETag(), cancel: cancel, refused: noteRetryAfter)
             if worker.isStopping { return true }
             apply(outcome)
             return true
@@ -420,6 +423,31 @@ final class ConfigEngine: Sendable {
             recordFailure(error, what)
             return false
         }
+    }
+
+    /// Records the wait a 429 or 503 asks for (capped at
+    /// `RetryAfter.defaultCapMilliseconds`); the background thread starts
+    /// no request before it has passed. A later answer replaces it.
+    func noteRetryAfter(_ response: HTTPResponse) {
+        guard let wait = RetryAfter.milliseconds(for: response, nowWallMs: timer.wallMilliseconds(),
+                                                 capMs: RetryAfter.defaultCapMilliseconds) else { return }
+        let until = timer.monotonicNanoseconds().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
+        state.withLock { $0.serverNotBefore = until }
+        logger.log(.info, "config: the server asked to retry after \(wait) ms (HTTP \(response.status))")
+    }
+
+    var serverNotBefore: UInt64 { state.withLock { $0.serverNotBefore } }
+
+    /// Sleeps until a server's Retry-After has passed. False when the
+    /// thread must end.
+    private func waitForServer(_ thread: BackgroundThread) -> Bool {
+        while !thread.isStopping {
+            let until = serverNotBefore
+            let now = timer.monotonicNanoseconds()
+            if now >= until { return true }
+            if !thread.sleep(milliseconds: Int(clamping: (until - now) / 1_000_000).addingSaturating(1)) { return false }
+        }
+        return false
     }
 
     func finishRevalidation(failed: Bool) {
@@ -517,6 +545,7 @@ final class ConfigEngine: Sendable {
             if live {
                 // A stream (re)connection answers a pending revalidation too.
                 if fetch { finishRevalidation(failed: false) }
+                if !waitForServer(thread) { return }
                 let outcome = runStream(thread, cancel)
                 if thread.isStopping { return }
                 attempt = outcome == .connected ? 1 : attempt + 1
@@ -525,6 +554,7 @@ final class ConfigEngine: Sendable {
                 if !waitBeforeReconnect(thread, cancel, delayMilliseconds: delay,
                                         pollNow: outcome == .refused) { return }
             } else if fetch {
+                if !waitForServer(thread) { return }
                 let ok = backgroundFetch(thread, cancel, what: "background fetch")
                 finishRevalidation(failed: !ok)
             } else {
@@ -588,6 +618,7 @@ final class ConfigEngine: Sendable {
                 return !thread.isStopping
             }
             if response.isSuccess { return connected ? .connected : .failed }
+            noteRetryAfter(response)
             let error = AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response))
             recordFailure(error, "stream")
             return .refused
@@ -611,7 +642,9 @@ final class ConfigEngine: Sendable {
 
     /// Waits `delayMilliseconds` before the next stream attempt, polling
     /// every poll interval meanwhile (at once if `pollNow`), and at once
-    /// when a read asks for a fetch. Returns false when the thread must end.
+    /// when a read asks for a fetch; a server's Retry-After (noted by the
+    /// stream or a poll) holds back both the polls and the reconnect.
+    /// Returns false when the thread must end.
     private func waitBeforeReconnect(_ thread: BackgroundThread, _ cancel: StreamCancellation,
                                      delayMilliseconds: Int, pollNow: Bool) -> Bool {
         let start = timer.monotonicNanoseconds()
@@ -626,17 +659,20 @@ final class ConfigEngine: Sendable {
             }
             if !live { return true }
             var now = timer.monotonicNanoseconds()
+            var notBefore = serverNotBefore
             if asked { nextPoll = now }
-            if now >= nextPoll && nextPoll < deadline {
+            if now >= max(nextPoll, notBefore) && max(nextPoll, notBefore) < max(deadline, notBefore) {
                 let ok = backgroundFetch(thread, cancel, what: "poll")
                 if asked { finishRevalidation(failed: !ok) }
                 now = timer.monotonicNanoseconds()
                 nextPoll = now.addingSaturating(interval)
+                notBefore = serverNotBefore
             } else if asked {
                 finishRevalidation(failed: false)
             }
-            if now >= deadline { return !thread.isStopping }
-            let wake = min(deadline, nextPoll)
+            let end = max(deadline, notBefore)
+            if now >= end { return !thread.isStopping }
+            let wake = min(end, max(nextPoll, notBefore))
             let ms = Int(clamping: (wake > now ? wake - now : 0) / 1_000_000).addingSaturating(1)
             if !thread.sleep(milliseconds: ms) { return false }
         }

@@ -509,12 +509,10 @@ public final class AppNorthEvents: Sendable {
                 guard case .delivered = first else { return first }
                 return upload(Array(batch[half...]), generation, thread)
             case .retry:
-                state.withLock { s in
-                    if status == 429 || status == 503,
-                       let wait = RetryAfter.milliseconds(response?.header("Retry-After"), nowWallMs: clock.wallMilliseconds(),
-                                                          capMs: options.retryAfterCapMilliseconds) {
-                        s.notBeforeMono = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
-                    }
+                if let response, let wait = RetryAfter.milliseconds(for: response, nowWallMs: clock.wallMilliseconds(),
+                                                                       capMs: options.retryAfterCapMilliseconds) {
+                    let until = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
+                    state.withLock { $0.notBeforeMono = until }
                 }
                 let failure = error ?? .network("no response")
                 record(failure)

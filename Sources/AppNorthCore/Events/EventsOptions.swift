@@ -13,7 +13,7 @@ public struct AppNorthEventsOptions: Sendable {
     /// 3 retries after 1 s, 2 s, 4 s, with jitter.
     public var retry = RetrySchedule()
     /// A server's Retry-After is honoured up to this.
-    public var retryAfterCapMilliseconds = 120_000
+    public var retryAfterCapMilliseconds = RetryAfter.defaultCapMilliseconds
     /// Uploads pause after this many consecutive failures.
     public var breakerThreshold = CircuitBreaker.defaultThreshold
     /// When true, nothing is stored before the host grants consent; when

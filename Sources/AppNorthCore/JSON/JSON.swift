@@ -82,17 +82,25 @@ public final class JSON: @unchecked Sendable {
         }.get()
     }
 
-    /// Checks that host text is a JSON object without keeping the tree.
-    /// Integers too large for 64 bits are accepted (read as reals): the
-    /// text is forwarded as written, so nothing is lost.
+    /// Checks that host text is a JSON object without building a tree
+    /// (`JSONValidator`: the verdict `parse` with JSON_DECODE_INT_AS_REAL
+    /// gives). Integers too large for 64 bits are accepted (read as reals):
+    /// the text is forwarded as written, so nothing is lost.
     public static func validateObject(_ text: String, what: String) throws(AppNorthError) {
         var text = text
-        let kind: Kind = try text.withUTF8 { buffer in
-            Result { () throws(AppNorthError) in
-                try parse(UnsafeRawBufferPointer(buffer), what: what, flags: size_t(JSON_DECODE_INT_AS_REAL)).kind
-            }
+        let top = try text.withUTF8 { buffer in
+            Result { () throws(AppNorthError) in try JSONValidator.validate(buffer, what: what, integersAsReals: true) }
         }.get()
-        guard kind == .object else { throw .invalidJSON("\(what) must be a JSON object", position: 0) }
+        guard top == .object else { throw .invalidJSON("\(what) must be a JSON object", position: 0) }
+    }
+
+    /// Checks that text is JSON (any value), judged as `parse` judges it,
+    /// without building a tree: for text that is passed on as it is.
+    public static func validate(_ text: String, what: String) throws(AppNorthError) {
+        var text = text
+        _ = try text.withUTF8 { buffer in
+            Result { () throws(AppNorthError) in try JSONValidator.validate(buffer, what: what, integersAsReals: false) }
+        }.get()
     }
 
     /// Parses text that must be a JSON object.

@@ -1,3 +1,5 @@
+import CCurl
+
 /// One HTTP request, as the core builds it.
 public struct HTTPRequest: Sendable {
     public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
@@ -30,6 +32,20 @@ public struct HTTPResponse: Sendable {
     /// New connections curl opened for this transfer: 0 when it reused a
     /// kept-alive one.
     public var connectionsOpened: Int = 0
+    /// The protocol the response came over: "HTTP/1.1", "HTTP/2" (https
+    /// with a server that chose h2 in ALPN), "HTTP/1.0"; "" when unknown.
+    public var protocolName: String = ""
+
+    /// "HTTP/2" for curl's CURLINFO_HTTP_VERSION value CURL_HTTP_VERSION_2_0, and so on.
+    static func protocolName(curlVersion: Int) -> String {
+        switch curlVersion {
+        case Int(CURL_HTTP_VERSION_1_0): return "HTTP/1.0"
+        case Int(CURL_HTTP_VERSION_1_1): return "HTTP/1.1"
+        case Int(CURL_HTTP_VERSION_2_0): return "HTTP/2"
+        case 30: return "HTTP/3"  // CURL_HTTP_VERSION_3 (7.66+)
+        default: return ""
+        }
+    }
 
     /// The first header with this name, compared case-insensitively.
     public func header(_ name: String) -> String? {

@@ -9,6 +9,11 @@ private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 /// HTTP over libcurl: keep-alive connection reuse, TLS verification on,
 /// separate API and resource timeouts, and streaming responses.
 ///
+/// Protocol: https offers HTTP/2 and HTTP/1.1 in ALPN and uses what the
+/// server picks (CURL_HTTP_VERSION_2TLS); plain http is HTTP/1.1. Each
+/// response says which was used (`HTTPResponse.protocolName`, also in the
+/// DEBUG trace line).
+///
 /// Thread-safe: each transfer borrows a slot from a small pool. A slot is a
 /// curl multi handle whose connection cache keeps connections alive between
 /// transfers; every transfer runs on a fresh easy handle added to it.
@@ -60,9 +65,9 @@ public final class HTTPTransport: Sendable {
             trace.failed(error)
             throw error
         }
-        trace.finished(status: status, received: context.body.count)
+        trace.finished(status: status, received: context.body.count, over: context.protocolName)
         return HTTPResponse(status: status, headers: context.headers, body: context.body,
-                            connectionsOpened: context.connectionsOpened)
+                            connectionsOpened: context.connectionsOpened, protocolName: context.protocolName)
     }
 
     /// Sends a request and hands each received chunk of a 2xx body to
@@ -84,8 +89,9 @@ public final class HTTPTransport: Sendable {
             trace.failed(error)
             throw error
         }
-        trace.finished(status: status, received: context.body.count)
-        return HTTPResponse(status: status, headers: context.headers, body: context.body)
+        trace.finished(status: status, received: context.body.count, over: context.protocolName)
+        return HTTPResponse(status: status, headers: context.headers, body: context.body,
+                            protocolName: context.protocolName)
     }
 
     /// Ends every transfer in flight at this moment with `.cancelled`, at
@@ -134,6 +140,10 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
                 cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                // ALPN offers h2 then http/1.1 over TLS; plain http stays HTTP/1.1
+                // (no cleartext h2 upgrade, which proxies and old servers mishandle).
+                // A libcurl without nghttp2 refuses the option and stays on HTTP/1.1.
+                cshim_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
                 applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
                 cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
@@ -196,6 +206,9 @@ public final class HTTPTransport: Sendable {
         var connects = 0
         cshim_getinfo_long(h, CURLINFO_NUM_CONNECTS, &connects)
         context.connectionsOpened = connects
+        var version = 0
+        cshim_getinfo_long(h, CURLINFO_HTTP_VERSION, &version)
+        context.protocolName = HTTPResponse.protocolName(curlVersion: version)
         return status
     }
 
@@ -375,6 +388,7 @@ private final class TransferContext {
     var generation: UInt64 = 0
     var overflowed = false
     var connectionsOpened = 0
+    var protocolName = ""
     var stoppedByReceiver = false
     /// When bytes last arrived (monotonic ns), for the stream idle timeout.
     var lastActivityNs: UInt64 = 0

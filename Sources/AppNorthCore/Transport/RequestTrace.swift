@@ -1,7 +1,8 @@
 /// The DEBUG line for one HTTP request: method, path (no host, no query:
-/// queries may hold the user's search text), status or error, duration and
-/// bytes. Headers and bodies (credentials, identity values, payloads) are
-/// never logged. Costs nothing when DEBUG is off.
+/// queries may hold the user's search text), status or error, duration,
+/// protocol (HTTP/1.1 or HTTP/2) and bytes. Headers and bodies
+/// (credentials, identity values, payloads) are never logged. Costs nothing
+/// when DEBUG is off.
 struct RequestTrace {
     private let logger: Logger
     private let method: String
@@ -21,9 +22,10 @@ struct RequestTrace {
         startedNs = SystemClock().monotonicNanoseconds()
     }
 
-    func finished(status: Int, received: Int) {
+    func finished(status: Int, received: Int, over protocolName: String) {
         guard startedNs != 0 else { return }
-        logger.log(.debug, "HTTP \(method) \(path) -> \(status) in \(elapsedMs) ms (sent \(sent) B, received \(received) B)")
+        let over = protocolName.isEmpty ? "" : " over \(protocolName)"
+        logger.log(.debug, "HTTP \(method) \(path) -> \(status) in \(elapsedMs) ms\(over) (sent \(sent) B, received \(received) B)")
     }
 
     func failed(_ error: AppNorthError) {

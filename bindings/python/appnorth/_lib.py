@@ -437,6 +437,8 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [EventsOptionsPtr, c_int32, c_int64, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_retry",
                 [EventsOptionsPtr, c_int32, c_int32, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_jitter_for_testing",
+                [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_require_consent",
                 [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_secure_store",
@@ -470,6 +472,8 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ConfigOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_options_set_reconnect_backoff_ms",
                 [ConfigOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_options_set_jitter_for_testing",
+                [ConfigOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_options_set_logger",
                 [ConfigOptionsPtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
     # Remote config

@@ -99,7 +99,7 @@ def test_the_library_follows_the_logger_level_as_it_changes(server_url: str, adm
             assert client._library_level == appnorth.LOG_DEBUG
             lines = [r.getMessage() for r in handler.records if r.levelno == logging.DEBUG]
             assert any(re.fullmatch(rf"HTTP GET /v1/apps/{APP}/boards -> 200 in \d+ ms "
-                                    r"\(sent 0 B, received \d+ B\)", line) for line in lines), lines
+                                    r"over HTTP/1\.1 \(sent 0 B, received \d+ B\)", line) for line in lines), lines
             logger.setLevel(logging.ERROR)
             handler.records.clear()
             client.list_boards()

@@ -1,13 +1,17 @@
-"""HTTPS end to end and the client's trust options, through the binding.
+"""HTTPS end to end (HTTP/1.1 and HTTP/2) and the client's trust options,
+through the binding.
 
 A throwaway PKI (scripts/make-test-certs.sh, the openssl CLI) and, in this
-process: an HTTPS dev server, bare TLS listeners with bad certificates and a
-forward proxy (devserver/appnorth_proxy.py) that records what it forwarded.
-Nothing mocks HTTP or TLS.
+process: an HTTPS dev server (HTTP/1.1 only), bare TLS listeners with bad
+certificates and a forward proxy (devserver/appnorth_proxy.py) that records
+what it forwarded; as a subprocess, the HTTP/2 front (devserver/h2front, Go)
+for the session's dev server, which logs each request's protocol. Nothing
+mocks HTTP or TLS.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
 import subprocess
 import sys
@@ -23,6 +27,7 @@ from appnorth_test_support import APP, REPO_ROOT, Admin
 
 sys.path.insert(0, str(REPO_ROOT / "devserver"))
 from appnorth_devserver import DevServer  # noqa: E402
+from appnorth_h2front import H2Front  # noqa: E402
 from appnorth_proxy import ForwardProxy  # noqa: E402
 from appnorth_tls_listeners import TLSListener  # noqa: E402
 
@@ -62,6 +67,12 @@ def bad_urls(pki: Path) -> Iterator[Dict[str, str]]:
         listener.stop()
 
 
+@pytest.fixture(scope="module")
+def h2_front(server_url: str, pki: Path) -> Iterator[H2Front]:
+    with H2Front(server_url, str(pki / "server.pem"), str(pki / "server.key")) as front:
+        yield front
+
+
 @pytest.fixture
 def tls_admin(https_server: DevServer, pki: Path) -> Admin:
     admin = Admin(https_server.url, ssl.create_default_context(cafile=str(pki / "ca.pem")))
@@ -78,6 +89,24 @@ def proxy() -> Iterator[ForwardProxy]:
 def trusted_client(url: str, pki: Path, **options: Any) -> appnorth.Client:
     return appnorth.Client(url, APP, ca_file=pki / "ca.pem", api_timeout_ms=TIMEOUT_MS,
                            resource_timeout_ms=TIMEOUT_MS, **options)
+
+
+class Traces(logging.Handler):
+    """The client's DEBUG request traces ("HTTP GET /path -> 200 in 3 ms over HTTP/2 (...)")."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: List[str] = []
+        self.logger = logging.getLogger(f"appnorth.test.traces.{id(self)}")
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def over(self, protocol: str) -> List[str]:
+        return [line for line in self.lines if line.startswith("HTTP ") and f" ms over {protocol} (" in line]
 
 
 class Recorder:
@@ -99,42 +128,78 @@ class Recorder:
 
 def test_reads_writes_events_config_and_stream_over_https(https_server: DevServer, tls_admin: Admin,
                                                           pki: Path, tmp_path: Path) -> None:
-    board = tls_admin.add_board(APP, "Features")
     pin = (pki / "server.pin").read_text().strip()
+    traces = Traces()
     # In-memory CA plus a matching pin (next to a non-matching one).
     with appnorth.Client(https_server.url, APP, ca_pem=(pki / "ca.pem").read_bytes(),
                          pinned_public_keys=[OTHER_PIN, pin], api_timeout_ms=TIMEOUT_MS,
-                         resource_timeout_ms=TIMEOUT_MS) as client:
-        assert [b["name"] for b in client.list_boards()["boards"]] == ["Features"]
+                         resource_timeout_ms=TIMEOUT_MS, logger=traces.logger) as client:
+        _scenario(client, tls_admin, tmp_path)
+    # The HTTPS dev server speaks HTTP/1.1 only: ALPN fell back to it.
+    # (boards, the flushed idea, the batch, the config fetch; the stream's
+    # trace comes when it ends, and a stream closed by the host has none.)
+    assert len(traces.over("HTTP/1.1")) >= 4 and traces.over("HTTP/2") == [], traces.lines
 
-        with appnorth.Storage.memory() as storage, appnorth.OfflineQueue(storage) as queue:
-            tls_admin.outage()
-            assert queue.submit_idea(client, board["id"], "Queued over TLS") is False
-            tls_admin.clear_faults()
-            assert queue.flush(client) == 1
-            assert queue.pending_count() == 0
-        assert [i["title"] for i in tls_admin.state(APP)["ideas"]] == ["Queued over TLS"]
 
-        with appnorth.Events(client, tmp_path / "events", **FAST_EVENTS) as events:
-            events.track("opened", {"screen": "home"})
-            events.track("closed")
-            assert events.flush(10_000) == 2
-        assert [e["name"] for e in tls_admin.state(APP)["events"]] == ["opened", "closed"]
+def test_reads_writes_events_config_and_stream_over_http2(h2_front: H2Front, admin: Admin, pki: Path,
+                                                          tmp_path: Path) -> None:
+    seen_before = len(h2_front.lines())
+    traces = Traces()
+    with trusted_client(h2_front.url, pki, logger=traces.logger) as client:
+        _scenario(client, admin, tmp_path)
+    assert len(traces.over("HTTP/2")) >= 4 and traces.over("HTTP/1.1") == [], traces.lines
+    # At the front: every API request of the scenario, the stream included, came over HTTP/2.
+    seen = [line for line in h2_front.lines()[seen_before:] if f" /v1/apps/{APP}/" in line]
+    for request in (f"GET /v1/apps/{APP}/boards", f"POST /v1/apps/{APP}/ideas", f"POST /v1/apps/{APP}/events",
+                    f"GET /v1/apps/{APP}/config", f"GET /v1/apps/{APP}/config/stream"):
+        assert any(line.startswith(f"HTTP/2.0 {request} ") for line in seen), (request, seen)
+    assert all(line.startswith("HTTP/2.0 ") for line in seen), seen
 
-        tls_admin.publish_config(APP, {"theme": "dark"})
-        config = appnorth.Config(client, tmp_path / "config", **FAST_CONFIG)
-        try:
-            config.refresh()
-            assert config.get_string("theme") == "dark"
-            recorder = Recorder()
-            config.add_listener(recorder)
-            config.start_live()
-            wait_until(lambda: any(r["path"] == f"/v1/apps/{APP}/config/stream" for r in tls_admin.requests()),
-                       "the stream connected")
-            tls_admin.publish_config(APP, {"theme": "light"})
-            recorder.wait_for({"theme": "light"})
-        finally:
-            config.close()
+
+def test_a_server_without_http2_gets_http11_over_tls(server_url: str, admin: Admin, pki: Path) -> None:
+    """ALPN fallback against the same front with HTTP/2 turned off."""
+    traces = Traces()
+    with H2Front(server_url, str(pki / "server.pem"), str(pki / "server.key"), h1_only=True) as front, \
+            trusted_client(front.url, pki, logger=traces.logger) as client:
+        assert client.list_boards()["boards"] == []
+        assert [line.split(" conn=")[0] for line in front.lines()] == [f"HTTP/1.1 GET /v1/apps/{APP}/boards"]
+    assert len(traces.over("HTTP/1.1")) == 1 and traces.over("HTTP/2") == [], traces.lines
+
+
+def _scenario(client: appnorth.Client, admin: Admin, tmp_path: Path) -> None:
+    """Reads, a queued write and its flush, an event batch, a config fetch
+    and the live stream, through `client` against `admin`'s server."""
+    board = admin.add_board(APP, "Features")
+    assert [b["name"] for b in client.list_boards()["boards"]] == ["Features"]
+
+    with appnorth.Storage.memory() as storage, appnorth.OfflineQueue(storage) as queue:
+        admin.outage()
+        assert queue.submit_idea(client, board["id"], "Queued over TLS") is False
+        admin.clear_faults()
+        assert queue.flush(client) == 1
+        assert queue.pending_count() == 0
+    assert [i["title"] for i in admin.state(APP)["ideas"]] == ["Queued over TLS"]
+
+    with appnorth.Events(client, tmp_path / "events", **FAST_EVENTS) as events:
+        events.track("opened", {"screen": "home"})
+        events.track("closed")
+        assert events.flush(10_000) == 2
+    assert [e["name"] for e in admin.state(APP)["events"]] == ["opened", "closed"]
+
+    admin.publish_config(APP, {"theme": "dark"})
+    config = appnorth.Config(client, tmp_path / "config", **FAST_CONFIG)
+    try:
+        config.refresh()
+        assert config.get_string("theme") == "dark"
+        recorder = Recorder()
+        config.add_listener(recorder)
+        config.start_live()
+        wait_until(lambda: any(r["path"] == f"/v1/apps/{APP}/config/stream" for r in admin.requests()),
+                   "the stream connected")
+        admin.publish_config(APP, {"theme": "light"})
+        recorder.wait_for({"theme": "light"})
+    finally:
+        config.close()
 
 
 # -- must fail --------------------------------------------------------------------
@@ -232,6 +297,18 @@ def test_https_goes_through_the_proxy_as_a_connect_tunnel(https_server: DevServe
     with trusted_client(https_server.url, pki, proxy=proxy.url) as client:
         assert client.list_boards()["boards"] == []
     assert proxy.seen() == [f"CONNECT 127.0.0.1:{https_server.port}"]
+
+
+def test_http2_is_negotiated_inside_the_connect_tunnel(h2_front: H2Front, admin: Admin, pki: Path,
+                                                       proxy: ForwardProxy) -> None:
+    traces = Traces()
+    seen_before = len(h2_front.lines())
+    with trusted_client(h2_front.url, pki, proxy=proxy.url, logger=traces.logger) as client:
+        assert client.list_boards()["boards"] == []
+    assert proxy.seen() == [f"CONNECT 127.0.0.1:{h2_front.port}"]
+    assert [line.split(" conn=")[0] for line in h2_front.lines()[seen_before:]] == \
+        [f"HTTP/2.0 GET /v1/apps/{APP}/boards"]
+    assert len(traces.over("HTTP/2")) == 1, traces.lines
 
 
 def test_proxy_environment_is_honoured_unless_turned_off(server_url: str, admin: Admin, proxy: ForwardProxy,

@@ -29,7 +29,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-fleet test-valgrind \
-        test-python test-hosts test-wheel wheel check-dist bench sanitize fuzz clean
+        test-python test-hosts test-wheel test-swift-example wheel check-dist bench sanitize fuzz clean
 
 all: dist
 
@@ -110,6 +110,7 @@ $(PYTEST): bindings/python/requirements-test.txt
 
 test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-swift
+	$(MAKE) --no-print-directory test-swift-example
 	$(MAKE) --no-print-directory check-dist
 	$(MAKE) --no-print-directory test-c
 	$(MAKE) --no-print-directory test-fleet
@@ -120,6 +121,17 @@ test: deps $(PYTEST)
 
 test-swift:
 	DEVSERVER_TLS=1 scripts/with-devserver.sh $(SWIFT) test
+
+# The Swift example package (examples/swift) depends on this package by
+# path, as an app would. Built into its own folder (incremental after the
+# first time; warnings are errors there, so the AppNorth products stay
+# warning-free under Swift 6) and run against the dev server.
+SWIFT_EXAMPLE := $(BUILD)/swift-example
+test-swift-example:
+	$(SWIFT) build --package-path examples/swift --scratch-path $(SWIFT_EXAMPLE) -Xswiftc -warnings-as-errors
+	@scripts/with-devserver.sh sh -c '$(SWIFT_EXAMPLE)/debug/AppDNAExample "$$APPNORTH_TEST_SERVER"' \
+	    > $(BUILD)/swift-example.log 2>&1 || { cat $(BUILD)/swift-example.log; exit 1; }
+	@echo "swift example: $$(tail -n 1 $(BUILD)/swift-example.log)"
 
 # A fresh venv from the wheel imports appnorth from any folder with no
 # environment variable (system jansson/curl/sqlite hidden when root) and runs

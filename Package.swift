@@ -29,12 +29,15 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        // zlib: gzip request bodies (Content-Encoding: gzip).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib",
+                       providers: [.apt(["zlib1g-dev"])]),
         // The hand-written public header, imported so that the C-ABI layer's
         // @c @implementation functions are checked against it.
         .systemLibrary(name: "CAppNorthAPI"),
         .systemLibrary(name: "CSystem"),
 
-        .target(name: "AppNorthCore", dependencies: ["CJansson", "CSQLite", "CCurl", "CSystem"],
+        .target(name: "AppNorthCore", dependencies: ["CJansson", "CSQLite", "CCurl", "CZlib", "CSystem"],
                 swiftSettings: swift6),
         .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI"],
                 swiftSettings: swift6),

@@ -128,6 +128,13 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
               + (f"; TCP connections opened: library {fl['library_connections']:.0f}, curl "
                  f"{fl['curl_connections']:.0f}" if "library_connections" in fl else ""),
               "ratio ≥ 0.8", fl["ratio"] >= 0.8)
+        if "wire_bytes_per_event_gzip" in fl:
+            gz, plain = fl["wire_bytes_per_event_gzip"], fl["wire_bytes_per_event_plain"]
+            t.add("bytes on the wire per event",
+                  f"{gz:.1f} B gzip-compressed (what the library sends) vs {plain:.1f} B uncompressed: "
+                  f"**{plain / gz:.1f}×** smaller (request body bytes of the flush above, Wi-Fi batches of 100, "
+                  "from the dev server's request log)",
+                  "smaller than uncompressed", gz < plain)
     off = data.get("offline")
     if off:
         t.add("offline queue",

@@ -36,7 +36,7 @@ lib="$(readlink -f dist/lib/libappnorth.so)"
 step "C benchmarks"
 cc="${CC:-cc}"
 cflags=(-O2 -g -Wall -Wextra -Idist/include)
-libs=(-Ldist/lib -lappnorth "-Wl,-rpath,$root/dist/lib" $(pkg-config --libs sqlite3 libcurl) -lpthread -lm)
+libs=(-Ldist/lib -lappnorth "-Wl,-rpath,$root/dist/lib" $(pkg-config --libs sqlite3 libcurl jansson) -lpthread -lm)
 have_config=0
 if grep -q appnorth_config_new dist/include/appnorth.h; then have_config=1; fi
 mkdir -p $build

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import http.client
 import json
 import os
@@ -806,6 +807,79 @@ def test_events_accept_and_dedup(c, alice):
     assert c.post("/v1/apps/other/events", {"events": [ev(1)]}).json == {"accepted": 1, "duplicates": 0}
 
 
+def gzipped(obj) -> bytes:
+    return gzip.compress(json.dumps(obj).encode())
+
+
+def test_gzip_event_batch_is_decoded_stored_and_logged(c):
+    body = gzipped({"events": [ev(i, properties={"screen": "home"}) for i in range(50)]})
+    r = c.post(f"{API}/events", body, headers={"Content-Encoding": "gzip"})
+    assert r.status == 200 and r.json == {"accepted": 50, "duplicates": 0}
+    assert len(state(c)["events"]) == 50
+    entry = c.get("/admin/requests").json["requests"][-1]
+    assert entry["content_encoding"] == "gzip" and entry["wire_size"] == len(body)
+    assert entry["body_size"] > 3 * entry["wire_size"]  # the decoded size
+    # the same batch again, uncompressed: every event is a duplicate
+    assert c.post(f"{API}/events", {"events": [ev(i) for i in range(50)]}).json == {"accepted": 0, "duplicates": 50}
+    plain = c.get("/admin/requests").json["requests"][-1]
+    assert plain["content_encoding"] == "identity" and plain["wire_size"] == plain["body_size"]
+
+
+def test_gzip_write_body_is_decoded(c, idea):
+    body = gzipped({"body": "x" * 3000})
+    r = c.post(f"{API}/ideas/{idea}/comments", body, headers={"Content-Encoding": "gzip"}, key=new_key())
+    assert r.status == 201 and r.json["comment"]["body"] == "x" * 3000
+
+
+@pytest.mark.parametrize("wire", [b"not gzip at all", gzip.compress(b'{"events": []}')[:-6],
+                                  gzip.compress(b'{"events": []}') + b"trailing"])
+def test_corrupt_gzip_body_is_400_and_stores_nothing(c, wire):
+    r = c.post(f"{API}/events", wire, headers={"Content-Encoding": "gzip"})
+    assert r.status == 400 and r.error_code == "validation" and "gzip" in r.json["error"]["message"]
+    assert state(c)["events"] == []
+    assert c.get("/admin/requests").json["requests"][-1]["status"] == 400
+    # the connection is still usable
+    assert c.post(f"{API}/events", {"events": [ev(1)]}).status == 200
+
+
+def test_gzip_decoded_size_obeys_the_events_limit(c):
+    c.post("/admin/settings", {"events_max_body": 4096})
+    bomb = gzip.compress(json.dumps({"events": [ev(1, properties={"pad": "x" * 100_000})]}).encode())
+    assert len(bomb) < 4096
+    r = c.post(f"{API}/events", bomb, headers={"Content-Encoding": "gzip"})
+    assert r.status == 413 and r.error_code == "payload_too_large"
+    assert state(c)["events"] == []
+
+
+def test_gzip_refused_with_415_when_the_setting_is_off_and_other_encodings_always(c):
+    c.post("/admin/settings", {"accept_gzip": False})
+    r = c.post(f"{API}/events", gzipped({"events": [ev(1)]}), headers={"Content-Encoding": "gzip"})
+    assert r.status == 415 and r.error_code == "unsupported_media_type"
+    assert state(c)["events"] == []
+    entry = c.get("/admin/requests").json["requests"][-1]
+    assert (entry["status"], entry["content_encoding"]) == (415, "gzip")
+    assert c.post(f"{API}/events", {"events": [ev(1)]}).status == 200  # identity still works
+    c.post("/admin/settings", {"accept_gzip": True})
+    r = c.post(f"{API}/events", b"xx", headers={"Content-Encoding": "br"})
+    assert r.status == 415
+
+
+def test_gzip_responses_setting_compresses_for_clients_that_accept_gzip(c, board):
+    c.post("/admin/settings", {"gzip_responses": True})
+    conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+    try:
+        conn.request("GET", f"{API}/boards", headers={"Accept-Encoding": "gzip"})
+        resp = conn.getresponse()
+        raw = resp.read()
+        assert resp.getheader("Content-Encoding") == "gzip" and resp.getheader("Content-Length") == str(len(raw))
+        assert json.loads(gzip.decompress(raw))["boards"][0]["id"] == board
+        conn.request("GET", f"{API}/boards")  # no Accept-Encoding: identity
+        resp = conn.getresponse()
+        assert resp.getheader("Content-Encoding") is None and json.loads(resp.read())["boards"]
+    finally:
+        conn.close()
+
+
 def test_events_keep_raw_property_text(c):
     body = ('{"events": [{"id": "p1", "name": "purchase", "timestamp": 1, "anonymous_id": "a", '
             '"properties": {"price": 9.99, "big": 1.0E2, "name": "caf\\u00e9",\n "nested": {"x": [1, 2.50]}}}]}')
@@ -1075,14 +1149,21 @@ def test_request_log_records_oversize(c, server):
 
 def test_settings(c):
     r = c.get("/admin/settings")
-    assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0, "rejected_event_names": []}
-    r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5})
+    assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0, "rejected_event_names": [],
+                                  "accept_gzip": True, "gzip_responses": False}
+    r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5, "accept_gzip": False,
+                                   "gzip_responses": True})
     assert r.status == 200 and r.json["settings"] == {"events_max_body": 2048, "sse_keepalive": 0.5,
-                                                      "rejected_event_names": []}
-    for bad in ({"events_max_body": 0}, {"sse_keepalive": "1"}, {"colour": 1}, {"events_max_body": 1.5}):
+                                                      "rejected_event_names": [], "accept_gzip": False,
+                                                      "gzip_responses": True}
+    c.post("/admin/settings", {"gzip_responses": False})
+    for bad in ({"events_max_body": 0}, {"sse_keepalive": "1"}, {"colour": 1}, {"events_max_body": 1.5},
+                {"accept_gzip": 1}, {"accept_gzip": "yes"}, {"gzip_responses": None}):
         assert c.post("/admin/settings", bad).status == 400
     c.post("/admin/reset")
-    assert c.get("/admin/settings").json["settings"]["events_max_body"] == 1024 * 1024
+    settings = c.get("/admin/settings").json["settings"]
+    assert settings["events_max_body"] == 1024 * 1024 and settings["accept_gzip"] is True
+    assert settings["gzip_responses"] is False
 
 
 def test_reset_wipes_everything(c, idea, alice):

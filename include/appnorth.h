@@ -405,6 +405,24 @@ APPNORTH_API int32_t appnorth_client_options_set_proxy(appnorth_client_options *
                                                        int32_t ignore_environment,
                                                        appnorth_error *err);
 
+/** Write bodies this size or larger go gzip-compressed (1 KiB); event
+ *  batches always do. See appnorth_client_options_set_compression(). */
+#define APPNORTH_GZIP_WRITE_THRESHOLD_BYTES 1024
+
+/**
+ * Turn gzip request bodies on (1, the default) or off (0). When on, every
+ * event batch, and every write body of APPNORTH_GZIP_WRITE_THRESHOLD_BYTES
+ * or more, is sent with "Content-Encoding: gzip" (docs/protocol.md). A
+ * server that answers 415 to a gzip body gets the same request again
+ * uncompressed (same idempotency key), and the client sends everything
+ * uncompressed from then on, until it is freed. Responses are always
+ * accepted gzip-encoded, whatever this says.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for `enabled` other than 0 or 1.
+ */
+APPNORTH_API int32_t appnorth_client_options_set_compression(appnorth_client_options *options,
+                                                             int32_t enabled,
+                                                             appnorth_error *err);
+
 /**
  * Create a client from options (copied; the options may be freed after).
  * No network traffic happens here.

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # g++ and golang-go: the C++ and Go examples; cargo only where no Rust
 # toolchain (rustup's, for instance) is already on PATH; faketime: the
 # 30 s / 60 s network timeouts observed on fast clocks (Tests/c/test_timeouts.c).
-packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev pkg-config valgrind cmake bindgen libclang1-14
+packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev pkg-config valgrind cmake bindgen libclang1-14
           g++ golang-go faketime)
 command -v cargo >/dev/null || packages+=(cargo)
 missing=()

@@ -12,6 +12,7 @@ final class ClientOptions {
     var timeouts = HTTPTimeouts.default
     var logger = Logger.silent
     var trust = HTTPTrust()
+    var compressUploads = true
 }
 
 @c @implementation
@@ -144,6 +145,16 @@ public func appnorth_client_options_set_proxy(_ options: OpaquePointer?, _ proxy
 }
 
 @c @implementation
+public func appnorth_client_options_set_compression(_ options: OpaquePointer?, _ enabled: Int32,
+                                                    _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        guard enabled == 0 || enabled == 1 else { throw AppNorthError.invalidArgument("enabled must be 0 or 1") }
+        opts.compressUploads = enabled == 1
+    }
+}
+
+@c @implementation
 public func appnorth_client_set_log_level(_ client: OpaquePointer?, _ minLevel: Int32,
                                           _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     guarded(err) {
@@ -177,9 +188,10 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         guard let apiURL = opts.apiURL else { throw AppNorthError.invalidArgument("options have no API URL") }
         guard let appID = opts.appID else { throw AppNorthError.invalidArgument("options have no App ID") }
-        let configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
+        var configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
                                                             timeouts: opts.timeouts, logger: opts.logger,
                                                             trust: opts.trust)
+        configuration.compressUploads = opts.compressUploads
         out.pointee = Handle.make(AppNorthClient(configuration: configuration))
     }
 }

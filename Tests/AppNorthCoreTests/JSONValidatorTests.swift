@@ -202,6 +202,21 @@ final class JSONValidatorTests: XCTestCase {
         }
     }
 
+    /// Strings are skipped eight bytes at a time: every byte value, at
+    /// every offset in the word and near the end of the text, as jansson.
+    func testEveryByteAtEveryOffsetInAString() {
+        for offset in 0..<10 {
+            for value in 0...255 {
+                for tail in ["bcdefghijk\"}", "\"}"] {
+                    let text = Self.bytes(#"{"k":""#) + [UInt8](repeating: 0x61, count: offset) + [UInt8(value)] + Self.bytes(tail)
+                    let reference = Self.jansson(text, integersAsReals: true).valid
+                    let verdict = (try? Self.validator(text, integersAsReals: true).get()) != nil
+                    XCTAssertEqual(verdict, reference, "byte 0x\(String(value, radix: 16)) after \(offset) plain bytes, then \(tail)")
+                }
+            }
+        }
+    }
+
     func testMessagesSayWhatIsWrongAndWhere() {
         let expected: [(String, String)] = [
             (#"{"a":1,}"#, "string or '}' expected (line 1, column 8, byte 7)"),

@@ -1932,7 +1932,10 @@ static void test_bad_input_is_refused_and_nothing_is_stored(void) {
     expect_refused(appnorth_events_track(e, "", NULL, &q, &err), APPNORTH_E_INVALID_ARGUMENT, &err, "empty name");
     expect_refused(appnorth_events_track(e, name, NULL, &q, &err), APPNORTH_E_INVALID_ARGUMENT, &err, "257 chars");
     expect_refused(appnorth_events_track(e, "bad\xff", NULL, &q, &err), APPNORTH_E_INVALID_UTF8, &err, "bad UTF-8 name");
-    const char *bad_json[] = {"[1]", "{\"a\":", "\"text\"", "null", "42", "", "{} {}", "{\"a\":1,}"};
+    const char *bad_json[] = {"[1]", "{\"a\":", "\"text\"", "null", "42", "", "{} {}", "{\"a\":1,}",
+                              /* as jansson judges them: a lone surrogate, a double overflow,
+                               * \u0000 in a key, a leading zero */
+                              "{\"a\":\"\\uD800\"}", "{\"n\":1e400}", "{\"a\\u0000\":1}", "{\"n\":01}"};
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         char what[64];
         snprintf(what, sizeof what, "properties '%s'", bad_json[i]);
@@ -1940,6 +1943,9 @@ static void test_bad_input_is_refused_and_nothing_is_stored(void) {
         expect_refused(appnorth_events_track(e, "x", bad_json[i], &q, &err), APPNORTH_E_INVALID_JSON, &err, what);
         CHECK(q == 0, "%s: out_queued 0", what);
     }
+    expect_refused(appnorth_events_track(e, "x", "{\"a\":1,}", &q, &err), APPNORTH_E_INVALID_JSON, &err, "trailing comma");
+    CHECK(strstr(err.message, "string or '}' expected") && strstr(err.message, "byte 7"),
+          "the message says what and where: %s", err.message);
     expect_refused(appnorth_events_track(e, "x", "{\"a\":\"\xff\xfe\"}", &q, &err), APPNORTH_E_INVALID_UTF8, &err,
                    "properties bad UTF-8");
     expect_refused(appnorth_events_set_network_type(e, 9, &err), APPNORTH_E_INVALID_ARGUMENT, &err, "network 9");

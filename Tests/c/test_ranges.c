@@ -60,6 +60,9 @@ static int32_t ca_pem_length(int64_t v, appnorth_error *err) {
 static int32_t proxy_ignore_environment(int64_t v, appnorth_error *err) {
     return appnorth_client_options_set_proxy(client_options, NULL, (int32_t)v, err);
 }
+static int32_t compression_enabled(int64_t v, appnorth_error *err) {
+    return appnorth_client_options_set_compression(client_options, (int32_t)v, err);
+}
 static int32_t screenshot_length(int64_t v, appnorth_error *err) {
     appnorth_feedback *f = appnorth_feedback_new();
     int32_t rc = appnorth_feedback_add_screenshot(f, screenshot, (size_t)v, "image/png", err);
@@ -231,6 +234,7 @@ static const range_row rows[] = {
     /* Below 27 bytes there is no room for the BEGIN CERTIFICATE line. */
     {"appnorth_client_options_set_ca_pem", "length", T_SIZE, ca_pem_length, 27, APPNORTH_MAX_CA_PEM_BYTES, OK, 0, INV, BIG, 0, 0},
     {"appnorth_client_options_set_proxy", "ignore_environment", T_INT32, proxy_ignore_environment, 0, 1, OK, 0, INV, INV, 0, 0},
+    {"appnorth_client_options_set_compression", "enabled", T_INT32, compression_enabled, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_feedback_add_screenshot", "length", T_SIZE, screenshot_length, 1, APPNORTH_MAX_SCREENSHOT_BYTES, OK, 0, INV, BIG, 0, 0},
     /* In-range lengths above 64 KiB would copy up to 1 GiB: not called. */
     {"appnorth_buffer_set", "length", T_SIZE, buffer_set_length, 0, APPNORTH_MAX_BUFFER_BYTES, OK, 0, INV, BIG, 65536, 0},

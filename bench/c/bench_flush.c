@@ -22,11 +22,18 @@
  * server's port in /proc/net/tcp, established or in TIME_WAIT, before and
  * after): keep-alive should make that 1.
  *
+ * Bytes on the wire: the library gzips every batch (Content-Encoding: gzip);
+ * curl sends the same bodies uncompressed. After each library flush the dev
+ * server's request log gives, per event, the request body bytes as sent
+ * (`wire_size`) and as decoded (`body_size`, what an uncompressed upload
+ * sends): "after" and "before" compression.
+ *
  * usage: bench_flush SERVER_URL   env: BENCH_FLUSH_EVENTS (10000),
  *        BENCH_FLUSH_ROUNDS (5)
  */
 #include "bench.h"
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 typedef struct {
@@ -166,10 +173,33 @@ static double post_with_curl(const char *server, const char *app, const batches 
     return seconds;
 }
 
+/* Request body bytes of the logged event POSTs of `app`: as sent (wire)
+ * and decoded (plain); dies when the server logged none. */
+static void event_body_bytes(const char *server, const char *app, double *wire, double *plain) {
+    char *text = NULL;
+    if (admin_request(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
+    json_t *log = json_loads(text, 0, NULL);
+    free(text);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/apps/%s/events", app);
+    size_t i, posts = 0;
+    json_t *entry;
+    *wire = *plain = 0;
+    json_array_foreach(json_object_get(log, "requests"), i, entry) {
+        const char *p = json_string_value(json_object_get(entry, "path"));
+        if (!p || strcmp(p, path) != 0) continue;
+        *wire += (double)json_integer_value(json_object_get(entry, "wire_size"));
+        *plain += (double)json_integer_value(json_object_get(entry, "body_size"));
+        posts++;
+    }
+    json_decref(log);
+    if (posts == 0) die("the request log has no event uploads of %s", app);
+}
+
 /* Queues `n` events (the last one timed with the upload), flushes, returns
  * seconds; fills *out_batches with the bodies for the curl side. */
 static double flush_with_library(const char *server, const char *app, size_t n, batches *out_batches,
-                                 int *out_connections) {
+                                 int *out_connections, double *out_wire_per_event, double *out_plain_per_event) {
     appnorth_client *client = make_client(server, app);
     char *dir = scratch_dir("flush");
     appnorth_events_options *o = appnorth_events_options_new();
@@ -197,6 +227,10 @@ static double flush_with_library(const char *server, const char *app, size_t n, 
     CHECK(appnorth_events_stats(ev, &stats, &E));
     if (!strstr(stats, "\"queued\":0,") && !strstr(stats, "\"queued\": 0,")) die("flush left events: %s", stats);
     appnorth_string_free(stats);
+    double wire = 0, plain = 0;
+    event_body_bytes(server, app, &wire, &plain);
+    *out_wire_per_event = wire / (double)n;
+    *out_plain_per_event = plain / (double)n;
     appnorth_events_free(ev);
     appnorth_client_free(client);
     remove_tree(dir);
@@ -218,7 +252,7 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (admin_request(server, "GET", "/admin/health", NULL, NULL) != 200) die("no dev server at %s", server);
 
-    double lib_eps[16], curl_eps[16], ratio[16];
+    double lib_eps[16], curl_eps[16], ratio[16], wire_pe[16], plain_pe[16];
     int lib_conn[16], curl_conn[16];
     size_t batch_count = 0;
     batches b = {0};
@@ -230,7 +264,7 @@ int main(int argc, char **argv) {
         double lib_s, curl_s;
         if (r % 2 == 0) {
             if (have) free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
             have = 1;
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
         } else {
@@ -238,15 +272,15 @@ int main(int argc, char **argv) {
              * under another App ID, so nothing is a duplicate here). */
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
             free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
         }
         batch_count = b.count;
         lib_eps[r] = (double)n / lib_s;
         curl_eps[r] = (double)n / curl_s;
         ratio[r] = lib_eps[r] / curl_eps[r];
         fprintf(stderr, "flush round %d: library %.0f events/s (%.3f s, %d TCP connections), curl %.0f events/s "
-                "(%.3f s, %d), ratio %.3f\n", r + 1, lib_eps[r], lib_s, lib_conn[r], curl_eps[r], curl_s, curl_conn[r],
-                ratio[r]);
+                "(%.3f s, %d), ratio %.3f; %.1f body bytes per event gzipped, %.1f plain\n", r + 1, lib_eps[r], lib_s,
+                lib_conn[r], curl_eps[r], curl_s, curl_conn[r], ratio[r], wire_pe[r], plain_pe[r]);
     }
 
     free_batches(&b);
@@ -263,6 +297,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds; r++) { lc[r] = lib_conn[r]; cc[r] = curl_conn[r]; }
     jw_num(&w, "library_connections", median(lc, (size_t)rounds));
     jw_num(&w, "curl_connections", median(cc, (size_t)rounds));
+    jw_num(&w, "wire_bytes_per_event_gzip", median(wire_pe, (size_t)rounds));
+    jw_num(&w, "wire_bytes_per_event_plain", median(plain_pe, (size_t)rounds));
     jw_array(&w, "round_library_events_per_s", lib_eps, (size_t)rounds);
     jw_array(&w, "round_curl_events_per_s", curl_eps, (size_t)rounds);
     jw_end(&w);

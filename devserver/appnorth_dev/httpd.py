@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import http.server
 import select
 import socket
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 import traceback
+import zlib
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
@@ -58,7 +60,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         log = None if is_admin_path(split.path) else {
             "method": self.command, "path": split.path, "query": split.query,
-            "headers": self._logged_headers(), "body_size": 0, "status": None,
+            "headers": self._logged_headers(), "body_size": 0, "wire_size": 0,
+            "content_encoding": "identity", "status": None,
             "fault": None, "time_ms": now_ms(), "mono_ms": round(started * 1000, 3), "duration_ms": 0}
         response: Response | StreamResponse | None = None
         try:
@@ -163,14 +166,41 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             length = self._declared_length() or 0
             if log is not None:
-                log["body_size"] = length
+                log["body_size"] = log["wire_size"] = length
             if length > limit:
                 self._reject_oversize(limit, log)
             body = self.rfile.read(length) if length else b""
             if len(body) < length:
                 raise ApiError(400, "validation", "request body shorter than Content-Length", close=True)
         if log is not None:
+            log["body_size"] = log["wire_size"] = len(body)
+        body = self._decode_body(body, limit, log)
+        if log is not None:
             log["body_size"] = len(body)
+        return body
+
+    def _decode_body(self, wire: bytes, limit: int, log: dict | None) -> bytes:
+        """The body as sent before its Content-Encoding: identity or one
+        gzip member (415 for any other encoding, or for gzip when the
+        accept_gzip setting is off; 400 for a corrupt one). The decoded
+        body obeys the same size limit as a plain one (413)."""
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if log is not None:
+            log["content_encoding"] = encoding[:64]
+        if encoding == "identity":
+            return wire
+        if encoding not in ("gzip", "x-gzip") or not self.server.dev.settings.accept_gzip:
+            raise ApiError(415, "unsupported_media_type",
+                           f"Content-Encoding '{encoding[:64]}' is not accepted here; send the body uncompressed")
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            body = inflater.decompress(wire, limit + 1)  # stops one byte past the limit: no gzip bomb
+        except zlib.error as exc:
+            raise ApiError(400, "validation", f"corrupt gzip body: {exc}") from None
+        if len(body) > limit:
+            raise ApiError(413, "payload_too_large", f"decompressed request body exceeds {limit} bytes")
+        if not inflater.eof or inflater.unused_data:
+            raise ApiError(400, "validation", "corrupt gzip body: truncated, or data after the gzip member")
         return body
 
     def _read_chunked(self, limit: int, log: dict | None) -> bytes:
@@ -216,7 +246,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if length is not None and length > self._body_limit(path):
                 log = None if is_admin_path(path) else {
                     "method": self.command, "path": path, "query": urlsplit(self.path).query,
-                    "headers": self._logged_headers(), "body_size": length, "status": 413,
+                    "headers": self._logged_headers(), "body_size": length, "wire_size": length,
+                    "content_encoding": (self.headers.get("Content-Encoding") or "identity").strip().lower()[:64],
+                    "status": 413,
                     "fault": None, "time_ms": now_ms(), "mono_ms": round(time.monotonic() * 1000, 3),
                     "duration_ms": 0}
                 if log is not None:  # log before answering, as _handle does
@@ -268,13 +300,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                  f"Server: {SERVER_NAME}", f"Date: {self.date_time_string()}"]
         if response.content_type:
             lines.append(f"Content-Type: {response.content_type}")
-        lines.append(f"Content-Length: {len(response.body)}")
+        body = response.body
+        if body and self._gzip_response():
+            body = gzip.compress(body, compresslevel=6, mtime=0)
+            lines += ["Content-Encoding: gzip", "Vary: Accept-Encoding"]
+        lines.append(f"Content-Length: {len(body)}")
         lines += [f"{name}: {value}" for name, value in response.headers]
         if self.close_connection:
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         no_body = self.command == "HEAD" or response.status in (204, 304) or response.status < 200
-        self.wfile.write(head if no_body else head + response.body)
+        self.wfile.write(head if no_body else head + body)
+
+    def _gzip_response(self) -> bool:
+        """The gzip_responses setting is on and the client accepts gzip."""
+        headers = getattr(self, "headers", None)  # None for a malformed request line
+        accepted = (headers.get("Accept-Encoding") or "") if headers is not None else ""
+        return self.server.dev.settings.gzip_responses and "gzip" in accepted.lower()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # http.server calls this for malformed requests; answer in JSON too.

@@ -37,6 +37,7 @@ ERROR_CODES = {
     405: "method_not_allowed",
     409: "idempotency_conflict",
     413: "payload_too_large",
+    415: "unsupported_media_type",
     429: "rate_limited",
 }
 

@@ -7,9 +7,12 @@
 public final class AppNorthClient: Sendable {
     public let configuration: AppNorthClientConfiguration
     let transport: HTTPTransport
+    /// gzip for uploads, and whether this client's server refused it.
+    public let compression: UploadCompression
 
     public init(configuration: AppNorthClientConfiguration) {
         self.configuration = configuration
+        self.compression = UploadCompression(enabled: configuration.compressUploads)
         self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger,
                                        trust: configuration.trust)
     }
@@ -61,7 +64,7 @@ public final class AppNorthClient: Sendable {
         let request = HTTPRequest(method: method, url: url(path), headers: headers, body: body)
         let response: HTTPResponse
         do {
-            response = try transport.perform(request)
+            response = try upload(request, as: .write)
         } catch {
             configuration.logger.log(.warning, "\(method.rawValue) \(path.split(separator: "?").first ?? ""): \(error.message)")
             throw error
@@ -72,6 +75,24 @@ public final class AppNorthClient: Sendable {
             throw error
         }
         return response
+    }
+
+    /// Performs a request whose body may go gzip-compressed. A 415 answer
+    /// to a compressed body means the server does not take gzip: the same
+    /// request (same idempotency key) goes again as it is, and this client
+    /// compresses nothing from then on.
+    func upload(_ request: HTTPRequest, as body: UploadCompression.Body,
+                cancel: StreamCancellation? = nil) throws(AppNorthError) -> HTTPResponse {
+        guard let packed = compression.compressed(request, as: body) else {
+            return try transport.perform(request, cancel: cancel)
+        }
+        let response = try transport.perform(packed, cancel: cancel)
+        guard response.status == 415 else { return response }
+        if compression.noteRefused() {
+            configuration.logger.log(.info, "the server answered 415 to a gzip body: "
+                                     + "this client sends uncompressed bodies from now on")
+        }
+        return try transport.perform(request, cancel: cancel)
     }
 
     /// GETs a path whose 2xx body must be a JSON object; returns its text.

@@ -23,6 +23,10 @@ public struct AppNorthClientConfiguration: Sendable {
     public var logger: Logger
     /// CA bundle, key pins and proxy; curl's defaults when left empty.
     public var trust: HTTPTrust
+    /// Send event batches, and writes from 1 KiB up, gzip-compressed
+    /// (`UploadCompression`). On by default; a server that answers 415 to
+    /// gzip turns it off for the client by itself.
+    public var compressUploads = true
 
     /// Checks the URL and App ID; the URL loses any trailing slash.
     public init(apiURL: String, appID: String, credential: AppNorthCredential? = nil,

@@ -9,7 +9,8 @@ public enum AppNorthError: Error, Sendable, Equatable {
     /// A required argument was missing, empty or out of range.
     case invalidArgument(String)
     /// Text that must be JSON did not parse or had the wrong shape.
-    /// `position` is the byte offset jansson stopped at, or -1.
+    /// `position` is the byte offset jansson stopped at (`JSONValidator`:
+    /// where the problem starts), or -1.
     case invalidJSON(String, position: Int)
     /// A string was not valid UTF-8.
     case invalidUTF8(String)

@@ -568,7 +568,7 @@ public final class AppNorthEvents: Sendable {
         headers.append(("Content-Type", "application/json"))
         let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body)
         do {
-            let response = try client.transport.perform(request, cancel: cancel)
+            let response = try client.upload(request, as: .eventBatch, cancel: cancel)
             if response.isSuccess { return (response.status, response, nil) }
             return (response.status, response,
                     AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response)))

@@ -141,10 +141,11 @@ public enum JSONValidator {
             return fail(bytes[i] == 0 ? .rawNUL : fallback, at: i)
         }
 
+        @inline(__always)
         mutating func skipSpace() {
             while i < bytes.count {
                 let b = bytes[i]
-                guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
+                guard b <= 0x20, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
                 i += 1
             }
         }
@@ -228,6 +229,7 @@ public enum JSONValidator {
         }
 
         /// A string, number or literal starting with `b` at `i`.
+        @inline(__always)
         private mutating func scalar(_ b: UInt8) throws(Failure) {
             switch b {
             case UInt8(ascii: "\""):
@@ -245,31 +247,48 @@ public enum JSONValidator {
             }
         }
 
+        /// `true`, `false` or `null`, compared four bytes at once.
+        @inline(__always)
         private mutating func literal(_ word: StaticString) throws(Failure) {
             let count = word.utf8CodeUnitCount
-            let start = i
-            guard bytes.count - i >= count else { throw fail(.invalidToken, at: start) }
-            for k in 0..<count where bytes[i + k] != word.utf8Start[k] { throw fail(.invalidToken, at: start) }
+            guard bytes.count - i >= count,
+                  load32(at: i) == UnsafeRawPointer(word.utf8Start).loadUnaligned(as: UInt32.self),
+                  count == 4 || bytes[i + 4] == word.utf8Start[4] else { throw fail(.invalidToken, at: i) }
             i += count
+        }
+
+        @inline(__always)
+        private func load32(at position: Int) -> UInt32 {
+            UnsafeRawPointer(bytes.baseAddress!).loadUnaligned(fromByteOffset: position, as: UInt32.self)
         }
 
         // MARK: Strings
 
         /// A string from its opening quote at `i` to past its closing one.
+        @inline(__always)
         private mutating func string(isKey: Bool) throws(Failure) {
             i += 1
-            while i < bytes.count {
+            let base = UnsafeRawPointer(bytes.baseAddress!)  // not empty: `i` was at a quote
+            while true {
+                // Skip plain bytes (printable ASCII other than quote and
+                // backslash) eight at a time, to the first other one.
+                if bytes.count - i >= 8 {
+                    let special = JSONValidator.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                    if special == 0 {
+                        i += 8
+                        continue
+                    }
+                    i += special.trailingZeroBitCount >> 3
+                } else {
+                    while i < bytes.count, JSONValidator.isPlain(bytes[i]) { i += 1 }
+                    guard i < bytes.count else { throw fail(.prematureEnd, at: i) }
+                }
                 let b = bytes[i]
-                if b >= 0x20 && b < 0x80 {
-                    if b == UInt8(ascii: "\"") {
-                        i += 1
-                        return
-                    }
-                    if b == UInt8(ascii: "\\") {
-                        try escape(isKey: isKey)
-                    } else {
-                        i += 1
-                    }
+                if b == UInt8(ascii: "\"") {
+                    i += 1
+                    return
+                } else if b == UInt8(ascii: "\\") {
+                    try escape(isKey: isKey)
                 } else if b >= 0x80 {
                     let length = JSONValidator.characterLength(bytes, at: i)
                     guard length > 0 else { throw fail(.invalidUTF8(b), at: i) }
@@ -278,7 +297,6 @@ public enum JSONValidator {
                     throw fail(b == 0 ? .rawNUL : .controlCharacter(b), at: i)
                 }
             }
-            throw fail(.prematureEnd, at: i)
         }
 
         /// An escape from its backslash at `i`.
@@ -336,6 +354,7 @@ public enum JSONValidator {
         // MARK: Numbers
 
         /// A number at `i`: the RFC 8259 form, then its range.
+        @inline(__always)
         private mutating func number() throws(Failure) {
             let start = i
             let negative = bytes[i] == UInt8(ascii: "-")
@@ -396,6 +415,28 @@ public enum JSONValidator {
     // MARK: Helpers
 
     static func isDigit(_ b: UInt8) -> Bool { b &- UInt8(ascii: "0") < 10 }
+
+    /// Printable ASCII other than quote and backslash: taken as is in a string.
+    @inline(__always)
+    static func isPlain(_ b: UInt8) -> Bool {
+        b >= 0x20 && b < 0x80 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\")
+    }
+
+    /// `isPlain` for eight bytes at once (the first in the lowest bits): the
+    /// high bit of each byte that is not plain is set. Bits above the first
+    /// such byte may be set falsely (a borrow runs upward), so only the
+    /// lowest set bit counts, and it is exact.
+    @inline(__always)
+    static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let below = (word &- ones &* 0x20) & ~word
+        let quote = (quotes &- ones) & ~quotes
+        let backslash = (backslashes &- ones) & ~backslashes
+        return (below | quote | backslash | word) & highs
+    }
 
     static func hexValue(_ b: UInt8) -> UInt32? {
         switch b {

@@ -140,6 +140,9 @@ public final class HTTPTransport: Sendable {
                 cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
                 cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
                 cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+                // Sends "Accept-Encoding: gzip" and inflates a gzip answer
+                // (the response size limit counts the inflated bytes).
+                cshim_setopt_pointer(h, CURLOPT_ACCEPT_ENCODING, "gzip")
                 // ALPN offers h2 then http/1.1 over TLS; plain http stays HTTP/1.1
                 // (no cleartext h2 upgrade, which proxies and old servers mishandle).
                 // A libcurl without nghttp2 refuses the option and stays on HTTP/1.1.

@@ -8,24 +8,27 @@ struct RequestTrace {
     private let method: String
     private let path: String
     private let sent: Int
+    /// " gzip" when the body went compressed, else "".
+    private let encoding: String
     private let startedNs: UInt64
 
     init(_ request: HTTPRequest, _ logger: Logger) {
         self.logger = logger
         guard logger.enabled(.debug) else {
-            method = ""; path = ""; sent = 0; startedNs = 0
+            method = ""; path = ""; sent = 0; encoding = ""; startedNs = 0
             return
         }
         method = request.method.rawValue
         path = Self.path(of: request.url)
         sent = request.body?.count ?? 0
+        encoding = request.headers.contains { $0.name == "Content-Encoding" && $0.value == "gzip" } ? " gzip" : ""
         startedNs = SystemClock().monotonicNanoseconds()
     }
 
     func finished(status: Int, received: Int, over protocolName: String) {
         guard startedNs != 0 else { return }
         let over = protocolName.isEmpty ? "" : " over \(protocolName)"
-        logger.log(.debug, "HTTP \(method) \(path) -> \(status) in \(elapsedMs) ms\(over) (sent \(sent) B, received \(received) B)")
+        logger.log(.debug, "HTTP \(method) \(path) -> \(status) in \(elapsedMs) ms\(over) (sent \(sent) B\(encoding), received \(received) B)")
     }
 
     func failed(_ error: AppNorthError) {

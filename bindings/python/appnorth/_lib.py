@@ -114,6 +114,8 @@ MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
 #: Largest in-memory CA bundle for Client(ca_pem=...), in bytes.
 MAX_CA_PEM_BYTES = 4 * 1024 * 1024
 MAX_BUFFER_BYTES = 1024 * 1024 * 1024
+#: Write bodies this size or larger go gzip-compressed (event batches always do).
+GZIP_WRITE_THRESHOLD_BYTES = 1024
 QUEUE_DEFAULT_LIMIT = 50
 NETWORK_UNKNOWN = NetworkType.UNKNOWN
 NETWORK_WIFI = NetworkType.WIFI
@@ -354,6 +356,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_proxy",
                 [ClientOptionsPtr, c_char_p, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_set_compression", [ClientOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     # Client: reads
     Declaration("appnorth_client_new", [ClientOptionsPtr, POINTER(ClientPtr), ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_free", [ClientPtr], None, None),

@@ -243,6 +243,10 @@ class Client(Handle):
         proxy_from_environment: ``False`` ignores curl's proxy environment
             variables (``http_proxy``, ``https_proxy``, ``no_proxy``...);
             they are honoured by default.
+        compress_uploads: ``True`` (default) sends event batches, and write
+            bodies from 1 KiB up, gzip-compressed; a server that answers 415
+            to gzip gets them uncompressed from then on. ``False`` never
+            compresses.
 
     A TLS failure (untrusted, expired or wrong-host certificate, or a pin
     that does not match) raises :class:`NetworkError` with curl's reason.
@@ -273,6 +277,7 @@ class Client(Handle):
         pinned_public_keys: Union[TextArg, Sequence[str]] = None,
         proxy: TextArg = None,
         proxy_from_environment: bool = True,
+        compress_uploads: bool = True,
     ) -> None:
         self._init_state()
         self._description = f"api_url={api_url!r}, app_id={app_id!r}"
@@ -300,6 +305,8 @@ class Client(Handle):
         c_proxy = _lib.to_c_string(proxy, "proxy")
         if not isinstance(proxy_from_environment, bool):
             raise TypeError("proxy_from_environment must be a bool")
+        if not isinstance(compress_uploads, bool):
+            raise TypeError("compress_uploads must be a bool")
 
         err = appnorth_error()
         callback = None
@@ -323,6 +330,8 @@ class Client(Handle):
                 C.appnorth_client_options_set_pinned_public_keys(options, c_pins, err)
             if c_proxy is not None or not proxy_from_environment:
                 C.appnorth_client_options_set_proxy(options, c_proxy, 0 if proxy_from_environment else 1, err)
+            if not compress_uploads:
+                C.appnorth_client_options_set_compression(options, 0, err)
             handle = _lib.ClientPtr()
             C.appnorth_client_new(options, handle, err)
         finally:

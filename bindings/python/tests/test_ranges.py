@@ -234,6 +234,8 @@ TABLE: Dict[Tuple[str, str], Row] = {
         lambda f, v: f.raw.appnorth_client_options_set_ca_pem(f.client_options, f.ca_pem, v, f.e), above=BIG),
     ("appnorth_client_options_set_proxy", "ignore_environment"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_proxy(f.client_options, None, v, f.e)),
+    ("appnorth_client_options_set_compression", "enabled"): Row(
+        "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_compression(f.client_options, v, f.e)),
     ("appnorth_feedback_add_screenshot", "length"): Row("size_t", 1, MAX_SCREENSHOT, _screenshot, above=BIG),
     # In-range lengths above 64 KiB would copy up to 1 GiB: not called.
     ("appnorth_buffer_set", "length"): Row("size_t", 0, MAX_BUFFER, _buffer_set, above=BIG, probe_max=65536),

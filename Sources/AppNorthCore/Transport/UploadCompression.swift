@@ -1,0 +1,60 @@
+import Synchronization
+
+/// Which request bodies a client sends gzip-compressed, and what it learnt
+/// from the server: a 415 (Unsupported Media Type) answer to a gzip body
+/// turns compression off for the rest of that client's life.
+///
+/// Event batches are always compressed (several-fold smaller); write bodies
+/// from `writeThresholdBytes` up (a write is usually a few hundred bytes,
+/// where gzip's 18-byte frame and the CPU buy nothing).
+public final class UploadCompression: Sendable {
+    /// Write bodies this size or larger are compressed.
+    public static let writeThresholdBytes = 1024
+
+    /// What a request carries.
+    public enum Body: Sendable {
+        /// An event batch: compressed whenever compression is on.
+        case eventBatch
+        /// A write: compressed from `writeThresholdBytes` up.
+        case write
+    }
+
+    /// The host's choice (appnorth_client_options_set_compression).
+    public let enabled: Bool
+    private let refusedByServer = Atomic<Bool>(false)
+
+    public init(enabled: Bool = true) {
+        self.enabled = enabled
+    }
+
+    /// True once the server answered 415 to a gzip body: this client sends
+    /// identity from then on.
+    public var refused: Bool { refusedByServer.load(ordering: .acquiring) }
+
+    /// Remembers a 415 answer to a gzip body. Returns true the first time.
+    @discardableResult
+    public func noteRefused() -> Bool {
+        !refusedByServer.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    /// Whether a body of this kind and size goes compressed now.
+    public func applies(to body: Body, size: Int) -> Bool {
+        guard enabled, !refused, size > 0 else { return false }
+        switch body {
+        case .eventBatch: return true
+        case .write: return size >= Self.writeThresholdBytes
+        }
+    }
+
+    /// The request with a gzip body and `Content-Encoding: gzip`, or nil
+    /// when it goes as it is (compression off or refused, a small write, a
+    /// zlib failure).
+    public func compressed(_ request: HTTPRequest, as body: Body) -> HTTPRequest? {
+        guard let plain = request.body, applies(to: body, size: plain.count),
+              let packed = Gzip.compress(plain) else { return nil }
+        var out = request
+        out.body = packed
+        out.headers.append(("Content-Encoding", "gzip"))
+        return out
+    }
+}

@@ -43,9 +43,9 @@ enum Handle {
         let raw = UnsafeRawPointer(try required(handle, name))
         let object: T? = Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box in
             guard box.generation == ForkGuard.generation else { return nil }
-            if let calls = ThreadCalls.current, calls.scopes > 0 {
+            if let calls = ThreadCalls.current, calls.pointee.scopes > 0 {
                 guard enter(box) else { return nil }
-                calls.entered.append(raw)
+                calls.pointee.push(raw)
             }
             return unsafeDowncast(box.object, to: T.self)
         }
@@ -71,7 +71,7 @@ enum Handle {
     }
 
     /// Ends one call counted by `get`.
-    fileprivate static func leave(_ raw: UnsafeRawPointer) {
+    static func leave(_ raw: UnsafeRawPointer) {
         let box = Unmanaged<Box>.fromOpaque(raw)
         let after = box._withUnsafeGuaranteedRef { $0.state.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue }
         if after == freeing | releaseOnLeave { box.release() }
@@ -103,7 +103,7 @@ enum Handle {
         guard started else { return }
         teardown(object)
         let calls = ThreadCalls.current
-        if let calls, calls.inCallback > 0 || calls.entered.contains(raw) {
+        if let calls, calls.pointee.inCallback > 0 || calls.pointee.contains(raw) {
             let before = box._withUnsafeGuaranteedRef { $0.state.bitwiseOr(releaseOnLeave, ordering: .acquiringAndReleasing).oldValue }
             if before & callsMask == 0 { box.release() }
             return
@@ -130,47 +130,76 @@ enum Handle {
 /// This thread's library calls: the handles they use (innermost last) and
 /// whether host code the library called back is running. A handle freed on
 /// this thread reads it to know whether it may wait for calls in flight.
-final class ThreadCalls {
+/// Raw memory behind a pthread key: no reference counting and no
+/// exclusivity checks on the hot path.
+struct ThreadCalls {
     /// Nesting of `guarded` bodies (host callbacks may call in again).
-    fileprivate(set) var scopes = 0
-    /// Handles entered by `Handle.get`, left when their body returns.
-    fileprivate(set) var entered: ContiguousArray<UnsafeRawPointer> = []
+    var scopes = 0
     /// Nesting of host callbacks the library is running on this thread.
-    fileprivate(set) var inCallback = 0
+    var inCallback = 0
+    /// Handles entered by `Handle.get`, left when their body returns.
+    private var count = 0
+    private var capacity = 0
+    private var entered: UnsafeMutablePointer<UnsafeRawPointer>?
 
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()
         let rc = pthread_key_create(&key) { value in
-            guard let value else { return }
-            Unmanaged<ThreadCalls>.fromOpaque(value).release()
+            guard let calls = value?.assumingMemoryBound(to: ThreadCalls.self) else { return }
+            calls.pointee.entered?.deallocate()
+            calls.deinitialize(count: 1)
+            calls.deallocate()
         }
         return rc == 0 ? key : nil
     }()
 
     /// This thread's record, made on first use; nil only when the system
     /// has no thread-specific key left (calls are then not counted).
-    static var current: ThreadCalls? {
+    static var current: UnsafeMutablePointer<ThreadCalls>? {
         guard let key else { return nil }
-        if let value = pthread_getspecific(key) {
-            return Unmanaged<ThreadCalls>.fromOpaque(value).takeUnretainedValue()
-        }
-        let calls = Unmanaged.passRetained(ThreadCalls())
-        guard pthread_setspecific(key, calls.toOpaque()) == 0 else {
-            calls.release()
+        if let value = pthread_getspecific(key) { return value.assumingMemoryBound(to: ThreadCalls.self) }
+        let calls = UnsafeMutablePointer<ThreadCalls>.allocate(capacity: 1)
+        calls.initialize(to: ThreadCalls())
+        guard pthread_setspecific(key, calls) == 0 else {
+            calls.deinitialize(count: 1)
+            calls.deallocate()
             return nil
         }
-        return calls.takeUnretainedValue()
+        return calls
+    }
+
+    mutating func push(_ handle: UnsafeRawPointer) {
+        if count == capacity {
+            let grown = UnsafeMutablePointer<UnsafeRawPointer>.allocate(capacity: max(8, capacity * 2))
+            if let entered {
+                grown.moveInitialize(from: entered, count: count)
+                entered.deallocate()
+            }
+            entered = grown
+            capacity = max(8, capacity * 2)
+        }
+        (entered! + count).initialize(to: handle)
+        count += 1
+    }
+
+    func contains(_ handle: UnsafeRawPointer) -> Bool {
+        guard let entered else { return false }
+        for i in 0..<count where entered[i] == handle { return true }
+        return false
     }
 
     /// Runs the body of an exported function: handles it gets are counted
     /// until it returns.
     static func scope<R>(_ body: () throws -> R) rethrows -> R {
         guard let calls = current else { return try body() }
-        let mark = calls.entered.count
-        calls.scopes += 1
+        let mark = calls.pointee.count
+        calls.pointee.scopes += 1
         defer {
-            while calls.entered.count > mark { Handle.leave(calls.entered.removeLast()) }
-            calls.scopes -= 1
+            while calls.pointee.count > mark {
+                calls.pointee.count -= 1
+                Handle.leave(calls.pointee.entered![calls.pointee.count])
+            }
+            calls.pointee.scopes -= 1
         }
         return try body()
     }
@@ -178,8 +207,8 @@ final class ThreadCalls {
     /// Runs host code the library calls back.
     static func callback<R>(_ body: () throws -> R) rethrows -> R {
         guard let calls = current else { return try body() }
-        calls.inCallback += 1
-        defer { calls.inCallback -= 1 }
+        calls.pointee.inCallback += 1
+        defer { calls.pointee.inCallback -= 1 }
         return try body()
     }
 }

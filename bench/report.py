@@ -87,18 +87,22 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
     if tr:
         s = tr["single"]
         lib, bare = s["library"], s["bare"]
+        faster = 1 / s["ratio_p50"] if s["ratio_p50"] > 0 else 0.0
         t.add("`track()` from C, one thread",
-              f"p50 {us(lib['p50_us'])}, p99 {us(lib['p99_us'])}, {rate(lib['events_per_s'])} over "
-              f"{lib['events']:,} events; bare SQLite WAL insert of the same row: p50 {us(bare['p50_us'])}, "
-              f"p99 {us(bare['p99_us'])}, {rate(bare['events_per_s'])} → **{s['ratio_p50']:.2f}×** "
-              f"(median of {tr['rounds']} interleaved rounds; throughput ratio {s['ratio_throughput']:.2f}×)",
-              "median ≤ 1.25× bare insert", s["ratio_p50"] <= 1.25)
+              f"p50 {us(lib['p50_us'])}, {rate(lib['events_per_s'])} over {lib['events']:,} events; "
+              f"bare SQLite WAL insert of the same row (the old floor): p50 {us(bare['p50_us'])}, "
+              f"p99 {us(bare['p99_us'])}, {rate(bare['events_per_s'])} → `track()` **{faster:.1f}× faster** "
+              f"(median of {tr['rounds']} interleaved rounds; throughput {1 / s['ratio_throughput']:.1f}×)",
+              "p50 ≤ 2 µs and ≥ 6× faster than the bare insert", lib["p50_us"] <= 2 and faster >= 6)
+        t.add("`track()` from C, one thread, p99", f"p99 {us(lib['p99_us'])} (median of the rounds' p99)",
+              "≤ 10 µs", lib["p99_us"] <= 10)
         th = tr["threads"]
+        scale = th["library_events_per_s"] / th["library_single_events_per_s"]
         t.add(f"`track()` from C, {th['threads']} threads",
-              f"{rate(th['library_events_per_s'])} aggregate (1 thread on the same handle, same moment: "
-              f"{rate(th['library_single_events_per_s'])}; bare insert, {th['threads']} threads on one "
-              f"connection: {rate(th['bare_events_per_s'])})",
-              "≥ the single-thread figure", th["library_events_per_s"] >= th["library_single_events_per_s"])
+              f"{rate(th['library_events_per_s'])} aggregate, **{scale:.2f}×** one thread on the same handle at the "
+              f"same moment ({rate(th['library_single_events_per_s'])}); bare insert, {th['threads']} threads on "
+              f"one connection: {rate(th['bare_events_per_s'])}",
+              "≥ 1.5× the single-thread figure", scale >= 1.5)
     py = data.get("python_track")
     if py:
         p = py["peers"]
@@ -248,12 +252,10 @@ def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
     if any("threads" in m for m in missed) and tr:
         th = tr["threads"]
         out.append("### `track()` from several threads\n")
-        out.append(f"One SQLite connection serialised by a mutex serves every thread, so inserts cannot overlap: "
-                   f"{th['threads']} threads reach {rate(th['library_events_per_s'])} against "
-                   f"{rate(th['library_single_events_per_s'])} for one; the bare insert through one connection "
-                   f"behind a mutex does {rate(th['bare_events_per_s'])} with {th['threads']} threads. Threads "
-                   "waiting for the lock (Swift's `Mutex` spins, then sleeps) add hand-over cost instead of "
-                   "throughput.\n")
+        out.append(f"{th['threads']} threads reach {rate(th['library_events_per_s'])} against "
+                   f"{rate(th['library_single_events_per_s'])} for one. Each builds its payload without a lock "
+                   "and appends with one `writev()`; what they share is the events' state lock (consent check), "
+                   "the identity and id-pool locks, and the kernel's append to the one journal file.\n")
     fl = data.get("flush")
     if fl and (any("flush" in m for m in missed) or fl.get("library_connections", 1) > 1):
         out.append("### Flush: what differs from plain libcurl\n")
@@ -299,8 +301,9 @@ def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
         cap = tr.get("offline_at_cap")
         if cap:
             out.append("### Also measured\n")
-            out.append(f"- `track()` offline with the default options (10,000 events queued, so each event also drops "
-                       f"the oldest; queue above the flush threshold after a failed upload): p50 {us(cap['p50_us'])}, "
+            out.append(f"- `track()` offline with the default options (10,000 events queued; past the cap the journal "
+                       f"is drained and the oldest dropped once per 100 events; queue above the flush threshold "
+                       f"after a failed upload): p50 {us(cap['p50_us'])}, "
                        f"p99 {us(cap['p99_us'])}, {rate(cap['events_per_s'])}.")
     return "\n".join(out)
 

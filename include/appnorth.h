@@ -965,9 +965,14 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
 /* ------------------------------------------------------------------------
  * Analytics events
  *
- * appnorth_events_track() writes the event to the data directory's SQLite
- * database (WAL) before it returns: it survives the host being killed right
- * after. One library thread, started by appnorth_events_new() and stopped
+ * appnorth_events_track() appends the event to this process's journal file
+ * in the data directory (one write() of a checksummed record) before it
+ * returns: it survives the host being killed right after, as a SQLite
+ * commit in WAL mode with synchronous=NORMAL does (not necessarily a power
+ * cut: docs/events.md, "Durability"). The library thread moves journaled
+ * events into the data directory's SQLite database; journals that a killed
+ * process left are imported by the next handle opened on the directory.
+ * One library thread, started by appnorth_events_new() and stopped
  * by appnorth_events_close()/appnorth_events_free(), uploads the queue:
  * every 30 s, as soon as 20 events wait, or when appnorth_events_flush()
  * asks; batches hold 100 events on Wi-Fi, 50 on cellular, 20 on expensive
@@ -1141,7 +1146,7 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
  * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
  * max_event_bytes (checked before the text is parsed), and
  * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
- * Cost: one SQLite insert (WAL); no network.
+ * Cost: one write() to the journal file; no SQLite, no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
                                            const char *properties_json, int32_t *out_queued,

@@ -59,6 +59,26 @@ final class CompressionTests: EventsTestCase {
         XCTAssertEqual(comments.compactMap { $0["body"]?.stringValue }, ["+1", long])
     }
 
+    func testAQueuedLargeWriteIsReplayedCompressedOnce() throws {
+        let board = try TestServer.board("swift", "Features")
+        try TestServer.idea("swift", board: board, title: "Dark mode")
+        let client = try TestServer.client()
+        let idea = try JSON.parse(try client.listIdeas())["ideas"]?.arrayElements.first?["id"]?.stringValue ?? ""
+        let queue = try AppNorthOfflineQueue(storage: MemoryStorage())
+        let long = String(repeating: "written offline, ", count: 100)
+        let sentNow = try TestServer.offline {
+            try queue.submitComment(using: client, handle: idea, body: long, idempotencyKey: "q1")
+        }
+        XCTAssertFalse(sentNow)
+        XCTAssertEqual(try queue.flush(using: client), 1)
+        let log = try posts("/v1/apps/swift/ideas/\(idea)/comments")
+        XCTAssertEqual(log.last.map { $0["status"]?.intValue ?? 0 }, 201)
+        XCTAssertEqual(log.last?["content_encoding"]?.stringValue, "gzip")
+        XCTAssertEqual((try TestServer.get("/admin/apps/swift/state")["comments"]?.arrayElements ?? [])
+            .compactMap { $0["body"]?.stringValue }, [long])
+        XCTAssertEqual(try queue.pendingCount(), 0)
+    }
+
     func testA415ToGzipFallsBackToIdentityAndIsRemembered() throws {
         try TestServer.post("/admin/settings", #"{"accept_gzip":false}"#)
         let client = try TestServer.client()

@@ -43,6 +43,31 @@ class EventsTestCase: XCTestCase {
                            options: options, secureStore: secure, logger: logger)
     }
 
+    /// The paths of the event journal files in the data folder.
+    func journalFiles() -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        defer { closedir(dir) }
+        var paths: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) { paths.append(folder + "/" + name) }
+        }
+        return paths.sorted()
+    }
+
+    func readFile(_ path: String) throws -> [UInt8] {
+        let fd = Glibc.open(path, O_RDONLY)
+        guard fd >= 0 else { throw AppNorthError.storage("cannot open \(path)") }
+        defer { close(fd) }
+        return try EventJournal.readAll(fd, path)
+    }
+
+    func writeFile(_ path: String, _ bytes: [UInt8]) {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
     func serverEvents() throws -> [JSON] {
         try TestServer.get("/admin/apps/swift/state")["events"]?.arrayElements ?? []
     }

@@ -9,12 +9,18 @@ final class EventsTests: EventsTestCase {
     func testTrackIsOnDiskBeforeItReturns() throws {
         let events = try open(quiet())
         try events.track("opened")
+        // In this process's journal file, which outlives the process.
+        let journaled = try journalFiles().flatMap { JournalRecord.decode(try readFile($0)).events }
+        XCTAssertEqual(journaled.count, 1)
+        XCTAssertEqual(try JSON.parse(String(decoding: journaled.first?.payload ?? [], as: UTF8.self))["name"]?.stringValue,
+                       "opened")
+        // Closing moves it into SQLite.
+        events.close(timeoutMilliseconds: 0)
         let other = try SQLiteStore(directory: DataDirectory(path: folder))
         let rows = try other.withConnection { conn throws(AppNorthError) in
             try conn.query("SELECT COUNT(*) FROM events") { $0.int(0) }.first
         }
         XCTAssertEqual(rows, 1)
-        events.close(timeoutMilliseconds: 0)
     }
 
     func testEventCarriesIdTimestampIdentitySessionAndVerbatimProperties() throws {

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "admin.h"
+#include "journal.h"
 #include "support.h"
 
 #define APP "tdamage-app"
@@ -395,6 +396,82 @@ static void write_file(const char *dir, const char *name, const void *bytes, siz
     fclose(f);
 }
 
+/* ---- damaged event journals ---------------------------------------------------- */
+
+/* Journals left by ended processes, damaged every way a file can be: a
+ * flipped payload byte (bad checksum), a huge length, a length too small,
+ * a torn tail, garbage, an empty file. Opening the queue imports the sound
+ * records, skips and counts the rest, and never crashes. */
+static void test_damaged_event_journals_are_skipped(void) {
+    admin_request(server, "POST", "/admin/reset", "{}", NULL);
+    char *source = make_temp_dir("damage-journal-src");
+    char *dir = make_temp_dir("damage-journal");
+    appnorth_client *client = logging_client();
+    appnorth_error err;
+    /* Real records: tracked by a handle on another directory, copied from
+     * its live journal, never sent from there. */
+    appnorth_events *writer = open_events(client, source, 120000);
+    const char *names[] = {"jd-0", "jd-1", "jd-2", "jd-3", "jd-4", "jd-5"};
+    for (int i = 0; i < 6; i++) track(writer, names[i]);
+    char path[1024];
+    size_t len = 0;
+    unsigned char *bytes = journal_first_path(source, path, sizeof path) ? journal_read_file(path, &len) : NULL;
+    CHECK(bytes != NULL, "the writer's journal is readable");
+    size_t at[7] = {0};
+    for (int i = 0; bytes && i < 6; i++) {
+        uint32_t n = (uint32_t)bytes[at[i] + 4] | (uint32_t)bytes[at[i] + 5] << 8 | (uint32_t)bytes[at[i] + 6] << 16;
+        at[i + 1] = at[i] + JOURNAL_HEADER + n;
+    }
+    CHECK(bytes && at[6] == len, "6 records in the journal: %zu of %zu bytes", at[6], len);
+    if (bytes && at[6] == len) {
+        unsigned char *copy = malloc(len);
+        /* jd-0 sound, jd-1 with a flipped payload byte, jd-2 sound. */
+        memcpy(copy, bytes, at[3]);
+        copy[at[1] + JOURNAL_HEADER + 20] ^= 0x20;
+        write_file(dir, "events-4000001-0000000000000001.journal", copy, at[3]);
+        /* jd-3 claims 4 GiB. */
+        memcpy(copy, bytes + at[3], at[4] - at[3]);
+        memset(copy + 4, 0xff, 4);
+        write_file(dir, "events-4000002-0000000000000002.journal", copy, at[4] - at[3]);
+        /* jd-4 claims 3 bytes, then jd-5 torn in its payload. */
+        memcpy(copy, bytes + at[4], len - at[4]);
+        copy[4] = 3, copy[5] = 0, copy[6] = 0, copy[7] = 0;
+        write_file(dir, "events-4000003-0000000000000003.journal", copy, len - at[4] - 10);
+        write_file(dir, "events-4000004-0000000000000004.journal", "ANJ1\xff\xff\xff\x7fgarbage", 15);
+        write_file(dir, "events-4000005-0000000000000005.journal", "", 0);
+        free(copy);
+    }
+    free(bytes);
+    appnorth_events_free(writer);
+
+    log_clear();
+    appnorth_events *e = open_events(client, dir, 120000);
+    CHECK(e != NULL, "the queue opens over damaged journals");
+    if (e) {
+        CHECK(log_has("damaged stretch"), "damage is logged: %s", log_text);
+        char *stats = NULL;
+        CHECK_STATUS(appnorth_events_stats(e, &stats, &err), APPNORTH_OK, err);
+        json_t *s = stats ? json_loads(stats, 0, NULL) : NULL;
+        CHECK(json_integer_value(json_object_get(s, "queued")) == 2, "the 2 sound records are queued: %s", stats);
+        /* One stretch per file: jd-4's bad length runs into jd-5's torn tail. */
+        CHECK(json_integer_value(json_object_get(json_object_get(s, "dropped"), "damaged")) == 4,
+              "4 damaged stretches counted: %s", stats);
+        json_decref(s);
+        appnorth_string_free(stats);
+        CHECK_STATUS(appnorth_events_flush(e, 20000, &err), APPNORTH_OK, err);
+        CHECK(server_events_named("jd-0") == 1 && server_events_named("jd-2") == 1, "the sound records arrive");
+        for (int i = 1; i < 6; i++)
+            if (i != 2) CHECK(server_events_named(names[i]) == 0, "damaged %s is not sent", names[i]);
+        char left[1024];
+        CHECK(!journal_first_path(dir, left, sizeof left) || strstr(left, "events-4000") == NULL,
+              "the damaged journals are removed: %s", left);
+        appnorth_events_free(e);
+    }
+    appnorth_client_free(client);
+    remove_tree(source);
+    remove_tree(dir);
+}
+
 static int is_uuid(const char *id) {
     if (!id || strlen(id) != 36) return 0;
     for (int i = 0; i < 36; i++) {
@@ -600,6 +677,7 @@ int main(void) {
     test_damaged_cache_entries_are_dropped();
     test_damaged_queue_entries_are_dropped();
     test_damaged_event_rows_are_dropped();
+    test_damaged_event_journals_are_skipped();
     test_damaged_identity_file_starts_afresh();
     test_damaged_consent_row_is_dropped();
     return check_summary();

@@ -32,6 +32,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "journal.h"
 #include "support.h"
 
 #define APP "tevents"
@@ -240,8 +241,9 @@ static sqlite3 *open_db(const char *dir) {
     return db;
 }
 
-/* Rows in the data directory's `events` table, read by a separate SQLite
- * connection: what a new process would find after a crash. -1 on error. */
+/* Events on disk: records in the data directory's journal files plus rows
+ * in its `events` table, read by a separate SQLite connection: what a new
+ * process would find after a crash. -1 on error. */
 static int disk_rows(const char *dir) {
     sqlite3 *db = open_db(dir);
     if (!db) return -1;
@@ -252,7 +254,25 @@ static int disk_rows(const char *dir) {
         n = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    return n;
+    return n < 0 ? n : n + journal_each(dir, NULL, NULL);
+}
+
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int rows;
+} payload_batch;
+
+static void batch_add(const unsigned char *bytes, size_t n, void *ctx) {
+    payload_batch *b = ctx;
+    if (b->len + n + 4 > b->cap) {
+        b->cap = (b->len + n + 4) * 2;
+        b->body = realloc(b->body, b->cap);
+    }
+    if (b->rows > 0) b->body[b->len++] = ',';
+    memcpy(b->body + b->len, bytes, n);
+    b->len += n;
+    b->rows++;
 }
 
 /* The stored upload payloads, oldest first, joined into an events request
@@ -261,28 +281,19 @@ static char *disk_payload_batch(const char *dir, int *out_rows) {
     *out_rows = 0;
     sqlite3 *db = open_db(dir);
     if (!db) return NULL;
-    size_t cap = 64, len = 0;
-    char *body = malloc(cap);
-    len += (size_t)sprintf(body, "{\"events\":[");
+    payload_batch b = {malloc(64), 0, 64, 0};
+    b.len += (size_t)sprintf(b.body, "{\"events\":[");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT payload FROM events ORDER BY seq", -1, &st, NULL) == SQLITE_OK) {
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const void *bytes = sqlite3_column_blob(st, 0);
-            size_t n = (size_t)sqlite3_column_bytes(st, 0);
-            if (len + n + 4 > cap) {
-                cap = (len + n + 4) * 2;
-                body = realloc(body, cap);
-            }
-            if (*out_rows > 0) body[len++] = ',';
-            memcpy(body + len, bytes, n);
-            len += n;
-            (*out_rows)++;
-        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            batch_add(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &b);
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
-    memcpy(body + len, "]}", 3);
-    return body;
+    journal_each(dir, batch_add, &b); /* the journaled events come after the stored rows */
+    memcpy(b.body + b.len, "]}", 3); /* batch_add keeps room for it */
+    *out_rows = b.rows;
+    return b.body;
 }
 
 /* ---- the library ------------------------------------------------------------ */

@@ -29,12 +29,14 @@
  * sends): "after" and "before" compression.
  *
  * usage: bench_flush SERVER_URL   env: BENCH_FLUSH_EVENTS (10000),
- *        BENCH_FLUSH_ROUNDS (5)
+ *        BENCH_FLUSH_ROUNDS (5), BENCH_FLUSH_GZIP (1; 0 uploads uncompressed)
  */
 #include "bench.h"
 
 #include <jansson.h>
 #include <sqlite3.h>
+
+#include "../../Tests/c/journal.h"
 
 typedef struct {
     char **bodies;
@@ -42,7 +44,24 @@ typedef struct {
     size_t count;
 } batches;
 
-/* Reads every queued payload (oldest first) and splices them into bodies of
+typedef struct {
+    char **payloads;
+    size_t *sizes;
+    size_t n, cap;
+} payload_list;
+
+static void add_payload(const unsigned char *bytes, size_t len, void *ctx) {
+    payload_list *l = ctx;
+    if (l->n == l->cap) die("too many events");
+    l->sizes[l->n] = len;
+    l->payloads[l->n] = malloc(len + 1);
+    memcpy(l->payloads[l->n], bytes, len);
+    l->payloads[l->n][len] = 0;
+    l->n++;
+}
+
+/* Reads every queued payload (table rows oldest first, then the journal's)
+ * and splices them into bodies of
  * `per_batch` events, exactly as the library's upload does. `extra` more
  * events are synthesised from the last payload with fresh ids. */
 static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
@@ -53,19 +72,15 @@ static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
     if (sqlite3_prepare_v2(db, "SELECT payload FROM events ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         die("select: %s", sqlite3_errmsg(db));
-    size_t cap = 16384, n = 0;
-    char **payloads = malloc(cap * sizeof *payloads);
-    size_t *sizes = malloc(cap * sizeof *sizes);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) die("too many events");
-        sizes[n] = (size_t)sqlite3_column_bytes(st, 0);
-        payloads[n] = malloc(sizes[n] + 1);
-        memcpy(payloads[n], sqlite3_column_blob(st, 0), sizes[n]);
-        payloads[n][sizes[n]] = 0;
-        n++;
-    }
+    size_t cap = 16384;
+    payload_list list = {malloc(cap * sizeof(char *)), malloc(cap * sizeof(size_t)), 0, cap};
+    while (sqlite3_step(st) == SQLITE_ROW)
+        add_payload(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &list);
     sqlite3_finalize(st);
     sqlite3_close(db);
+    journal_each(dir, add_payload, &list);
+    char **payloads = list.payloads;
+    size_t *sizes = list.sizes, n = list.n;
     if (n == 0) die("no queued events to read");
     for (size_t k = 0; k < extra; k++) {
         if (n == cap) die("too many events");
@@ -200,7 +215,15 @@ static void event_body_bytes(const char *server, const char *app, double *wire, 
  * seconds; fills *out_batches with the bodies for the curl side. */
 static double flush_with_library(const char *server, const char *app, size_t n, batches *out_batches,
                                  int *out_connections, double *out_wire_per_event, double *out_plain_per_event) {
-    appnorth_client *client = make_client(server, app);
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client *client = NULL;
+    CHECK(appnorth_client_options_set_api_url(co, server, &E));
+    CHECK(appnorth_client_options_set_app_id(co, app, &E));
+    CHECK(appnorth_client_options_set_timeouts(co, 10000, 10000, &E));
+    /* BENCH_FLUSH_GZIP=0: upload uncompressed, to see what compression costs. */
+    CHECK(appnorth_client_options_set_compression(co, env_int("BENCH_FLUSH_GZIP", 1) ? 1 : 0, &E));
+    CHECK(appnorth_client_new(co, &client, &E));
+    appnorth_client_options_free(co);
     char *dir = scratch_dir("flush");
     appnorth_events_options *o = appnorth_events_options_new();
     appnorth_events *ev = NULL;

@@ -2,8 +2,9 @@ import Synchronization
 
 /// The analytics event queue: durable, batched, retried, consent-aware.
 ///
-/// `track` writes the event to SQLite (WAL) before it returns. One library
-/// thread uploads: every 30 s, as soon as 20 events wait, or when `flush`
+/// `track` appends the event to this process's journal file before it
+/// returns (`EventJournal`); the library thread moves journaled events into
+/// SQLite (WAL) and uploads from there: every 30 s, as soon as 20 events wait, or when `flush`
 /// asks, in batches sized by the network type. Failed requests are retried
 /// 3 times (1 s, 2 s, 4 s with jitter); 5 consecutive failed upload cycles
 /// (an attempt and its retries count as one) pause uploads until
@@ -28,8 +29,6 @@ public final class AppNorthEvents: Sendable {
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     private let uploadsFailing = Atomic<Bool>(false)
-    /// `track` calls between their consent check and their insert.
-    private let tracking = TrackCounter()
 
     struct State {
         var consent: ConsentState
@@ -71,7 +70,7 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        store = try EventStore(db: db, logger: self.logger)
+        store = try EventStore(db: db, directory: directory, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         identity = try Identity(store: secrets, clock: clock, logger: self.logger)
@@ -124,18 +123,17 @@ public final class AppNorthEvents: Sendable {
             }
             try JSON.validateObject(propertiesJSON, what: "event properties")
         }
-        // Counted from the consent check to the end of the insert, under the
-        // same lock as the check, so that a revocation waits for this insert
-        // and purges it (see setConsent).
-        let snapshot = state.withLock { s -> (allowed: Bool, closed: Bool, session: String) in
+        // The journal file is taken under the same lock as the consent
+        // check and counted as written to until the append returns, so that
+        // a revocation, which rotates the journal after flipping the state,
+        // waits for this write and purges it (see setConsent).
+        let snapshot = state.withLock { s -> (segment: JournalSegment?, closed: Bool, session: String) in
             let allowed = s.allowsTracking(requireConsent: options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
-            if allowed && !s.closed { tracking.enter() }
-            return (allowed, s.closed, s.sessionID)
+            return (allowed && !s.closed ? store.journal.enter() : nil, s.closed, s.sessionID)
         }
         guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
-        guard snapshot.allowed else { return false }
-        defer { tracking.leave() }
+        guard let segment = snapshot.segment else { return false }
 
         let now = clock.wallMilliseconds()
         let id = Random.uuidV7(unixMilliseconds: now)
@@ -143,18 +141,46 @@ public final class AppNorthEvents: Sendable {
         let payload = EventPayload.build(id: id, name: name, timestampMs: now, propertiesJSON: propertiesJSON,
                                          anonymousID: who.anonymousID, userID: who.userID, sessionID: snapshot.session)
         guard payload.count <= options.maxEventBytes else {
+            store.journal.leave(segment)
             throw .tooLarge("event is \(payload.count) bytes; the limit is \(options.maxEventBytes)")
         }
-        try store.insert(id: id, payload: payload)
+        try store.journal.append(payload, to: segment)
+        let queued = store.queued
+        // Past a limit by more than the slack, the journal is drained into
+        // the table and the oldest dropped now (stats and `queuedCount`
+        // trim the slack before they answer).
+        if queued.count > options.maxQueuedEvents + countSlack || queued.bytes > options.maxQueuedBytes + byteSlack {
+            try drainIntoTable()
+        }
+        // After a failed upload the timer brings the next attempt: waking
+        // the uploader on every event would only cost the tracking thread.
+        if queued.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
+        return true
+    }
+
+    /// How far `track` lets the journal run past the limits before it
+    /// drains and trims on the calling thread: at the limit (offline, the
+    /// queue full), one drain per event would cost more than the journal
+    /// saves; one per 1 % of the limit costs little.
+    private var countSlack: Int { max(0, min(100, options.maxQueuedEvents / 100)) }
+    private var byteSlack: Int { options.maxQueuedBytes / 100 }
+
+    /// Drains and trims when the queue is past a limit, so that what the
+    /// host reads holds the limits exactly.
+    private func trimToLimits() {
+        let queued = store.queued
+        if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { _ = try? drainIntoTable() }
+    }
+
+    /// Moves journaled events into SQLite, then drops the oldest past the
+    /// limits (counted as `queue_limit`).
+    private func drainIntoTable() throws(AppNorthError) {
+        try store.drain()
         let dropped = try store.dropOldest(maxCount: options.maxQueuedEvents, maxBytes: options.maxQueuedBytes)
         if dropped > 0 {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
         }
-        // After a failed upload the timer brings the next attempt: waking
-        // the uploader on every event would only cost the tracking thread.
-        if store.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
-        return true
     }
 
     // MARK: Flushing
@@ -214,6 +240,8 @@ public final class AppNorthEvents: Sendable {
         shutdown.cancel()
         state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
+        // Journaled events move to SQLite now, not at the next open.
+        _ = try? drainIntoTable()
     }
 
     // MARK: Sessions and network
@@ -279,8 +307,7 @@ public final class AppNorthEvents: Sendable {
         }
         if !granted {
             // Tracks that passed their check before the revocation finish
-            // their inserts now; the purge below takes them.
-            tracking.waitUntilIdle()
+            // their journal writes inside the purge, which takes them too.
             let purged = try store.purge()
             if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
         }
@@ -330,6 +357,7 @@ public final class AppNorthEvents: Sendable {
     /// Queued count and bytes, drops by reason, breaker state, last error,
     /// last flush time, as a JSON object.
     public func statsJSON() -> String {
+        trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
         root.set("queued", .int(Int64(store.count)))
@@ -338,6 +366,8 @@ public final class AppNorthEvents: Sendable {
         for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
             dropped.set(reason, .int(Int64(s.dropped[reason, default: 0])))
         }
+        // Damaged journal stretches and table rows found and skipped.
+        dropped.set("damaged", .int(Int64(store.damagedDropped.load(ordering: .relaxed))))
         root.set("dropped", dropped)
         let breaker = JSON.object()
         breaker.set("open", .bool(s.breaker.isOpen))
@@ -360,7 +390,10 @@ public final class AppNorthEvents: Sendable {
         return root.serialized()
     }
 
-    public var queuedCount: Int { store.count }
+    public var queuedCount: Int {
+        trimToLimits()
+        return store.count
+    }
 
     /// Events the server has accepted since this queue was opened.
     public var deliveredCount: Int { state.withLock { $0.delivered } }
@@ -426,6 +459,8 @@ public final class AppNorthEvents: Sendable {
             guard allowed else { return state.withLock { !$0.breaker.isOpen } }
             let batch: [StoredEvent]
             do {
+                try store.recoverOrphansIfDue()
+                try drainIntoTable()
                 batch = try store.oldest(batchSize)
             } catch {
                 record(error)

@@ -1,4 +1,6 @@
 import CJansson
+import Glibc
+import Synchronization
 
 /// One stored event: its place in the queue and its upload JSON.
 struct StoredEvent: Sendable {
@@ -8,30 +10,30 @@ struct StoredEvent: Sendable {
     let payload: [UInt8]
 }
 
-/// The durable event queue: rows in the data directory's SQLite database
-/// (WAL). An insert has committed, and survives the process being killed,
-/// before `insert` returns. Count and size are kept in memory so the limits
-/// cost nothing on the hot path.
+/// The durable event queue: `track` appends to this process's journal
+/// (`EventJournal`), and the upload thread drains journals into rows of
+/// the data directory's SQLite database (WAL), which uploads read. Count
+/// and size (journal plus table) are kept in memory so the limits cost
+/// nothing on the hot path.
 final class EventStore: Sendable {
     private let db: SQLiteStore
+    let journal: EventJournal
     private let totals: Lock<(count: Int, bytes: Int)>
-    /// Rows waiting to be written (group commit, see `insert`).
-    private let commits = GroupCommit()
+    /// Held through a drain, so drains and purges never overlap.
+    private let draining: Lock<DrainState>
 
-    /// Leader-based group commit: rows wait in a list; one caller at a time
-    /// (the leader) writes every waiting row, then wakes the others, whose
-    /// rows it wrote. Followers sleep on the condition instead of queueing
-    /// for the connection, so concurrent callers share one commit.
-    final class GroupCommit: @unchecked Sendable {
-        // @unchecked: every field is used with `condition`'s mutex held.
-        let condition = MonotonicCondition()
-        var rows: [(ticket: UInt64, id: String, payload: [UInt8])] = []
-        var nextTicket: UInt64 = 1
-        /// Every ticket up to this one has been written (or has failed).
-        var doneThrough: UInt64 = 0
-        var leaderActive = false
-        var failures: [UInt64: AppNorthError] = [:]
+    struct DrainState {
+        /// Segments rotated out of the journal and not imported yet (a
+        /// writer was still inside one).
+        var retired: [JournalSegment] = []
+        /// Import marks of files already deleted: removed by the next
+        /// import's transaction rather than by one of their own.
+        var settledMarks: [String] = []
+        /// When dead processes' journals were last looked for.
+        var lastScanMono: UInt64
     }
+    /// Damaged journal stretches and table rows dropped since open.
+    let damagedDropped = Atomic<Int>(0)
 
     /// Sequence numbers above this are damage, not history: at one event per
     /// nanosecond the queue would need 146 years to reach it.
@@ -39,7 +41,7 @@ final class EventStore: Sendable {
 
     private let logger: Logger
 
-    init(db: SQLiteStore, logger: Logger = .silent) throws(AppNorthError) {
+    init(db: SQLiteStore, directory: DataDirectory, logger: Logger = .silent) throws(AppNorthError) {
         self.db = db
         self.logger = logger
         let (row, dropped) = try db.withConnection { conn throws(AppNorthError) in
@@ -53,6 +55,15 @@ final class EventStore: Sendable {
         }
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
         totals = Lock(row ?? (0, 0))
+        journal = try EventJournal(directory: directory)
+        draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
+        try recoverOrphans()
+    }
+
+    /// A last drain, so that a closed queue leaves its events in SQLite. If
+    /// it fails, the journal stays and the next open imports it.
+    deinit {
+        _ = try? drain()
     }
 
     /// A sequence number near the top of the range would stop every later
@@ -65,85 +76,158 @@ final class EventStore: Sendable {
         return dropped
     }
 
-    var count: Int { totals.withLock { $0.count } }
-    var bytes: Int { totals.withLock { $0.bytes } }
+    /// Queued events and bytes: table rows plus journal records.
+    var count: Int { totals.withLock { $0.count } + journal.pendingRecords.load(ordering: .relaxed) }
+    var bytes: Int { totals.withLock { $0.bytes } + journal.pendingBytes.load(ordering: .relaxed) }
+    /// Both at once, for the hot path.
+    var queued: (count: Int, bytes: Int) {
+        let table = totals.withLock { $0 }
+        return (table.count + journal.pendingRecords.load(ordering: .relaxed),
+                table.bytes + journal.pendingBytes.load(ordering: .relaxed))
+    }
+    /// Events in the journal, not yet drained into the table.
+    var journaled: Int { journal.pendingRecords.load(ordering: .relaxed) }
 
-    /// Writes one event and returns once it is committed.
-    ///
-    /// Group commit: the row joins a waiting list. If no other caller is
-    /// writing, this one becomes the leader and writes every waiting row,
-    /// in one transaction when there are several; otherwise it sleeps until
-    /// a leader has written its row. A failed group fails each of its rows.
-    func insert(id: String, payload: [UInt8]) throws(AppNorthError) {
-        let c = commits
-        let ticket = c.condition.locked { () -> UInt64 in
-            let ticket = c.nextTicket
-            c.nextTicket += 1
-            c.rows.append((ticket, id, payload))
-            return ticket
-        }
-        while true {
-            let group = c.condition.locked { () -> [(ticket: UInt64, id: String, payload: [UInt8])]? in
-                c.condition.wait(until: { c.doneThrough >= ticket || !c.leaderActive }, deadline: nil)
-                guard c.doneThrough < ticket else { return nil }
-                c.leaderActive = true
-                defer { c.rows.removeAll(keepingCapacity: true) }
-                return c.rows
+    // MARK: Journal to table
+
+    /// Moves the journal's records into the table: rotates the current
+    /// journal file out and imports every retired one that no `track` is
+    /// still writing to, each in one transaction. Returns how many events
+    /// moved.
+    @discardableResult
+    func drain() throws(AppNorthError) -> Int {
+        try draining.withLock { state throws(AppNorthError) -> Int in
+            if let old = try journal.rotate() { state.retired.append(old) }
+            var moved = 0
+            while let index = state.retired.firstIndex(where: { $0.isIdle }) {
+                let segment = state.retired[index]
+                moved += try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
+                state.retired.remove(at: index)
+                journal.settle(segment)
             }
-            guard let group else { break }
-            let failure = write(group)
-            c.condition.locked {
-                if let failure { for row in group { c.failures[row.ticket] = failure } }
-                c.doneThrough = group.last?.ticket ?? c.doneThrough
-                c.leaderActive = false
-                c.condition.broadcast()
-            }
+            return moved
         }
-        if let failure = c.condition.locked({ c.failures.removeValue(forKey: ticket) }) { throw failure }
     }
 
-    /// Writes a group of rows; returns the error that failed them, if any.
-    private func write(_ group: [(ticket: UInt64, id: String, payload: [UInt8])]) -> AppNorthError? {
-        do {
-            try db.withConnection { conn throws(AppNorthError) in
-                do throws(AppNorthError) {
-                    if group.count > 1 { try conn.exec("BEGIN IMMEDIATE") }
-                    for row in group {
-                        try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
-                                     [.text(row.id), .blob(row.payload), .int(Int64(row.payload.count))])
-                    }
-                    if group.count > 1 { try conn.exec("COMMIT") }
-                } catch {
-                    if group.count > 1 { try? conn.exec("ROLLBACK") }
-                    throw error
+    /// Imports one journal file's events and deletes the file. The import
+    /// commits with a mark naming the file, so that a crash before the file
+    /// is deleted cannot import it twice: a marked file is only deleted.
+    /// The transaction also drops the marks of files deleted earlier
+    /// (`settledMarks`), and this file's mark joins them.
+    private func importJournal(_ name: String, _ path: String, contents: [UInt8],
+                               _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
+        let decoded = JournalRecord.decode(contents)
+        if decoded.damaged > 0 {
+            damagedDropped.add(decoded.damaged, ordering: .relaxed)
+            logger.log(.warning, "event queue: skipped \(decoded.damaged) damaged stretch(es) of the event journal \(name)")
+        }
+        let (count, bytes) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+            let marked = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
+                                        [.text(Self.importedNamespace), .text(name)]) { $0.int(0) }
+            guard marked.isEmpty else { return (0, 0) }
+            var count = 0, bytes = 0
+            for event in decoded.events {
+                // An id already queued is the same event (ids are UUIDv7).
+                let added = try conn.run("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                                         [.text(event.id), .blob(event.payload), .int(Int64(event.payload.count))])
+                if added > 0 {
+                    count += 1
+                    bytes += event.payload.count
                 }
             }
-            totals.withLock {
-                $0.count += group.count
-                $0.bytes += group.reduce(0) { $0 + $1.payload.count }
+            try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
+                         [.text(Self.importedNamespace), .text(name)])
+            for settled in settledMarks {
+                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.importedNamespace), .text(settled)])
             }
-            return nil
-        } catch {
-            return error
+            return (count, bytes)
         }
+        settledMarks.removeAll()
+        totals.withLock {
+            $0.count += count
+            $0.bytes += bytes
+        }
+        unlink(path)
+        settledMarks.append(name)
+        return count
     }
 
-    /// Drops the oldest events until both limits hold; returns how many.
+    /// The kv namespace of the marks `importJournal` leaves.
+    static let importedNamespace = "events_journal_imported"
+
+    /// Imports the journals that dead processes left (nobody holds their
+    /// lock), removes half-created ones, and forgets marks of files that
+    /// are gone. Runs at open and, from the upload thread, every 10 s.
+    func recoverOrphans() throws(AppNorthError) {
+        for name in journal.journalNames(creating: true) {
+            let path = journal.directory.file(name)
+            if let fd = EventJournal.claimOrphan(path) {
+                unlink(path)
+                close(fd)
+            }
+        }
+        var imported = 0
+        var settled: [String] = []
+        for name in journal.journalNames() {
+            let path = journal.directory.file(name)
+            guard let fd = EventJournal.claimOrphan(path) else { continue }
+            defer { close(fd) }
+            imported += try importJournal(name, path, contents: try EventJournal.readAll(fd, path), &settled)
+        }
+        if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
+        let marks = try db.withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT key FROM kv WHERE namespace = ?", [.text(Self.importedNamespace)]) { $0.text(0) }
+        }
+        // Marks of deleted files: this scan's, and any a process left when
+        // it ended (or closed) before its next import dropped them.
+        for name in marks where access(journal.directory.file(name), F_OK) != 0 && errno == ENOENT {
+            try? db.kvDelete(namespace: Self.importedNamespace, key: name)
+        }
+        draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }
+    }
+
+    /// `recoverOrphans` when the last look is 10 s old.
+    func recoverOrphansIfDue() throws(AppNorthError) {
+        let due = draining.withLock { Self.monotonicNanoseconds() &- $0.lastScanMono >= 10_000_000_000 }
+        if due { try recoverOrphans() }
+    }
+
+    private static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
+
+    /// Drops the oldest rows until both limits hold (journal records
+    /// count too, being newer); returns how many. One transaction: the rows
+    /// to drop are found oldest first, then deleted by one statement.
     func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
         // The common case, within both limits, costs no connection lock.
-        guard totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) else { return 0 }
-        return try db.withConnection { conn throws(AppNorthError) in
-            var dropped = 0
-            while totals.withLock({ $0.count > maxCount || $0.bytes > maxBytes }) {
-                let removed = try conn.query("DELETE FROM events WHERE seq = (SELECT MIN(seq) FROM events) RETURNING length(payload)") {
-                    $0.int(0)
+        let queued = self.queued
+        guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }
+        let (gone, size) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+            var excessCount = queued.count - maxCount, excessBytes = queued.bytes - maxBytes
+            var through: Int64?
+            while excessCount > 0 || excessBytes > 0 {
+                let rows = try conn.query("SELECT seq, length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                          [.int(through ?? Int64.min), .int(Int64(max(excessCount, 0) + 64))]) {
+                    ($0.int64(0), $0.int(1))
                 }
-                guard let size = removed.first else { break }
-                totals.withLock { $0.count -= 1; $0.bytes -= size }
-                dropped += 1
+                for (seq, size) in rows where excessCount > 0 || excessBytes > 0 {
+                    through = seq
+                    excessCount -= 1
+                    excessBytes -= size
+                }
+                if rows.isEmpty { break }
             }
-            return dropped
+            guard let through else { return (0, 0) }
+            let sizes = try conn.query("DELETE FROM events WHERE seq <= ? RETURNING length(payload)", [.int(through)]) {
+                $0.int(0)
+            }
+            return (sizes.count, sizes.reduce(0, +))
         }
+        totals.withLock { $0.count -= gone; $0.bytes -= size }
+        return gone
     }
 
     /// The oldest `limit` events. A row whose payload is not a sound event
@@ -163,6 +247,7 @@ final class EventStore: Sendable {
             }
             return (damaged.isEmpty ? rows : rows.filter { Self.isSound($0.payload) }, damaged.count)
         }
+        if damaged > 0 { damagedDropped.add(damaged, ordering: .relaxed) }
         if damaged > 0 { logger.log(.warning, "event queue: dropped \(damaged) damaged event row(s) that were not sound event objects") }
         return events
     }
@@ -212,12 +297,26 @@ final class EventStore: Sendable {
         }
     }
 
-    /// Removes every event; returns how many.
+    /// Removes every event, journaled and stored; returns how many. Waits
+    /// for `track` calls still writing to the journal (their events are
+    /// purged too). Journal files go first: a crash halfway leaves rows
+    /// that were queued before, never journal records to import later.
     func purge() throws(AppNorthError) -> Int {
-        try db.withConnection { conn throws(AppNorthError) in
-            let gone = try conn.run("DELETE FROM events")
-            totals.withLock { $0 = (0, 0) }
-            return gone
+        try draining.withLock { state throws(AppNorthError) -> Int in
+            if let old = try journal.rotate() { state.retired.append(old) }
+            var gone = 0
+            for segment in state.retired {
+                while !segment.isIdle { sched_yield() }
+                gone += segment.records.load(ordering: .acquiring)
+                unlink(segment.path)
+                journal.settle(segment)
+            }
+            state.retired.removeAll()
+            return try gone + db.withConnection { conn throws(AppNorthError) in
+                let rows = try conn.run("DELETE FROM events")
+                totals.withLock { $0 = (0, 0) }
+                return rows
+            }
         }
     }
 }

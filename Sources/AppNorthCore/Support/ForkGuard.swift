@@ -37,6 +37,25 @@ public enum ForkGuard {
         state.locks.remove(mutex)
         pthread_mutex_unlock(state.registry)
     }
+
+    /// A descriptor a forked child must not keep: the child closes it as it
+    /// starts. For event journals, whose `flock` would otherwise stay held
+    /// by the child after the parent dies, keeping the parent's journal
+    /// from being recovered for as long as the child lives.
+    static func closeInChild(_ fd: Int32) {
+        let state = forkState
+        pthread_mutex_lock(state.registry)
+        state.childCloses.insert(fd)
+        pthread_mutex_unlock(state.registry)
+    }
+
+    /// Undoes `closeInChild` (the descriptor is about to be closed).
+    static func keepInChild(_ fd: Int32) {
+        let state = forkState
+        pthread_mutex_lock(state.registry)
+        state.childCloses.remove(fd)
+        pthread_mutex_unlock(state.registry)
+    }
 }
 
 /// One lock the prepare handler holds across fork().
@@ -81,11 +100,12 @@ private enum Quiesced {
 }
 
 private final class ForkState: @unchecked Sendable {
-    // @unchecked: `locks`, `held` and `registryHeld` are only touched with
+    // @unchecked: `locks`, `childCloses`, `held` and `registryHeld` are only touched with
     // `registry` locked, or by the fork handlers of the one forking thread.
     let registry: UnsafeMutablePointer<pthread_mutex_t>
     let generation = Atomic<UInt64>(0)
     var locks = Set<UnsafeMutablePointer<pthread_mutex_t>>()
+    var childCloses = Set<Int32>()
     var held: [Quiesced] = []
     var registryHeld = false
     let sqliteMutexes: [Quiesced]
@@ -143,7 +163,12 @@ private final class ForkState: @unchecked Sendable {
     }
 
     func release(child: Bool) {
-        if child { generation.add(1, ordering: .releasing) }
+        if child {
+            generation.add(1, ordering: .releasing)
+            // The child's only thread runs this: no other can race the set.
+            for fd in childCloses { close(fd) }
+            childCloses.removeAll()
+        }
         for item in held.reversed() { item.release() }
         held = []
         if registryHeld {

@@ -1,7 +1,8 @@
 """Analytics events: :class:`Events`.
 
-``track()`` writes each event to the data directory's SQLite database before
-it returns; one library thread uploads the queue in batches (every 30 s, as
+``track()`` appends each event to a journal file in the data directory
+before it returns (it survives the process being killed); one library
+thread moves events into SQLite and uploads the queue in batches (every 30 s, as
 soon as 20 events wait, or on ``flush()``), with retries, a circuit breaker
 and consent. That thread may log through the client's logger at any time,
 so an Events object is closed at interpreter exit like every handle, and it

@@ -1,0 +1,140 @@
+/// The byte format of one event in a journal file (see `EventJournal`).
+///
+/// A record is a 16-byte header and the event's upload JSON:
+///
+///     magic "ANJ1" | payload length (UInt32, LE) | checksum (UInt64, LE) | payload
+///
+/// The checksum covers the length and the payload, so a torn record (the
+/// process died inside its `write`) or any other damage fails it. Records
+/// are written whole by one `writev` on an `O_APPEND` descriptor, so they
+/// never interleave; damage can still sit between good records (a short
+/// write on a full disk), so the decoder resynchronises on the next magic
+/// instead of giving up on the rest of the file.
+enum JournalRecord {
+    static let headerSize = 16
+    /// "ANJ1" read as a little-endian UInt32.
+    static let magic: UInt32 = 0x314A_4E41
+    /// The largest payload a record may claim: the largest event `track`
+    /// accepts (`AppNorthEventsOptions.maxEventBytes` tops at 16 MiB).
+    static let maxPayload = 16 << 20
+
+    /// The header for `payload`, as two words to write before it.
+    static func header(for payload: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        let length = UInt32(truncatingIfNeeded: payload.count)
+        return ((UInt64(magic) | UInt64(length) << 32).littleEndian,
+                checksum(length: length, payload).littleEndian)
+    }
+
+    /// A 64-bit mixing checksum over the length and the payload, eight bytes
+    /// per step: it only has to catch torn and damaged records, not an
+    /// adversary, and it costs a few dozen cycles per event.
+    static func checksum(length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64 {
+        let k1: UInt64 = 0x9E37_79B9_7F4A_7C15, k2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+        var h: UInt64 = 0x27D4_EB2F_1656_67C5 ^ (UInt64(length) &* k1)
+        var offset = 0
+        let count = payload.count
+        if let base = payload.baseAddress {
+            while offset + 8 <= count {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                h = ((h ^ (word &* k1)) << 31 | (h ^ (word &* k1)) >> 33) &* k2
+                offset += 8
+            }
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < count {
+                tail |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
+                shift += 8
+                offset += 1
+            }
+            h = ((h ^ (tail &* k1)) << 31 | (h ^ (tail &* k1)) >> 33) &* k2
+        }
+        h ^= h >> 33
+        h = h &* 0xFF51_AFD7_ED55_8CCD
+        h ^= h >> 29
+        return h
+    }
+
+    /// One event read back: its id (taken from the payload, which starts
+    /// `{"id":"<36 characters>"` as `EventPayload` writes it) and payload.
+    struct Event: Equatable {
+        let id: String
+        let payload: [UInt8]
+    }
+
+    /// What a journal file held.
+    struct Decoded {
+        var events: [Event] = []
+        /// Damaged stretches skipped: a bad magic, length or checksum, a
+        /// payload without an event id, or a torn tail.
+        var damaged = 0
+    }
+
+    /// Decodes a whole journal file. Never traps, whatever the bytes.
+    static func decode(_ bytes: [UInt8]) -> Decoded {
+        var out = Decoded()
+        bytes.withUnsafeBytes { buffer in
+            let count = buffer.count
+            var position = 0
+            var inDamage = false
+            while position < count {
+                if let (event, next) = record(at: position, in: buffer) {
+                    out.events.append(event)
+                    position = next
+                    inDamage = false
+                    continue
+                }
+                // Count each damaged stretch once, then look for the next
+                // record start.
+                if !inDamage { out.damaged += 1 }
+                inDamage = true
+                position += 1
+            }
+        }
+        return out
+    }
+
+    /// The record starting at `position`, and where the next one starts;
+    /// nil when there is no sound record there.
+    private static func record(at position: Int, in buffer: UnsafeRawBufferPointer) -> (Event, Int)? {
+        guard let base = buffer.baseAddress, position >= 0, buffer.count - position >= headerSize else { return nil }
+        let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+        guard UInt32(truncatingIfNeeded: first) == magic else { return nil }
+        let length = Int(UInt32(truncatingIfNeeded: first >> 32))
+        guard length <= maxPayload, length <= buffer.count - position - headerSize else { return nil }
+        let stored = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self))
+        let payload = UnsafeRawBufferPointer(start: base + position + headerSize, count: length)
+        guard checksum(length: UInt32(length), payload) == stored, let id = eventID(payload) else { return nil }
+        return (Event(id: id, payload: Array(payload)), position + headerSize + length)
+    }
+
+    static let idPrefix: [UInt8] = Array(#"{"id":""#.utf8)
+
+    /// The UUID at the front of a payload: 36 hex digits and dashes.
+    static func eventID(_ payload: UnsafeRawBufferPointer) -> String? {
+        let idEnd = idPrefix.count + 36
+        guard payload.count > idEnd, payload[idEnd] == UInt8(ascii: "\""),
+              payload.prefix(idPrefix.count).elementsEqual(idPrefix) else { return nil }
+        let id = payload[idPrefix.count..<idEnd]
+        guard id.allSatisfy({ $0 == UInt8(ascii: "-") || isHexDigit($0) }) else { return nil }
+        return String(decoding: id, as: UTF8.self)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+
+    /// A record's bytes, for tests and tools (the hot path writes the
+    /// header and payload with one `writev` instead).
+    static func encode(_ payload: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(headerSize + payload.count)
+        payload.withUnsafeBytes { p in
+            let (a, b) = header(for: p)
+            withUnsafeBytes(of: a) { out.append(contentsOf: $0) }
+            withUnsafeBytes(of: b) { out.append(contentsOf: $0) }
+        }
+        out.append(contentsOf: payload)
+        return out
+    }
+}

@@ -1,0 +1,132 @@
+import XCTest
+import Glibc
+@testable import AppNorthCore
+
+/// The event journal: its record format, damage, and the recovery of
+/// journals that ended processes left.
+final class JournalTests: EventsTestCase {
+    func payload(_ name: String, id: String = Random.uuidV7(unixMilliseconds: 1_700_000_000_000)) -> [UInt8] {
+        EventPayload.build(id: id, name: name, timestampMs: 1_700_000_000_000, propertiesJSON: #"{"n":1}"#,
+                           anonymousID: "anon", userID: nil, sessionID: "s")
+    }
+
+    func names(_ decoded: JournalRecord.Decoded) -> [String] {
+        decoded.events.map { (try? JSON.parse(String(decoding: $0.payload, as: UTF8.self)))?["name"]?.stringValue ?? "?" }
+    }
+
+    func testRecordsRoundTrip() {
+        let bytes = JournalRecord.encode(payload("a")) + JournalRecord.encode(payload("b"))
+        let decoded = JournalRecord.decode(bytes)
+        XCTAssertEqual(names(decoded), ["a", "b"])
+        XCTAssertEqual(decoded.damaged, 0)
+        XCTAssertEqual(decoded.events.first?.id.count, 36)
+    }
+
+    func testATornLastRecordIsDropped() {
+        let whole = JournalRecord.encode(payload("a"))
+        let torn = JournalRecord.encode(payload("b"))
+        for cut in [1, 8, 15, 16, 17, torn.count - 1] {
+            let decoded = JournalRecord.decode(whole + torn.prefix(cut))
+            XCTAssertEqual(names(decoded), ["a"], "cut at \(cut)")
+            XCTAssertEqual(decoded.damaged, 1, "cut at \(cut)")
+        }
+    }
+
+    func testDamageIsSkippedAndTheNextRecordFound() {
+        let a = JournalRecord.encode(payload("a")), b = JournalRecord.encode(payload("b")), c = JournalRecord.encode(payload("c"))
+        var flipped = b
+        flipped[40] ^= 0x01  // a payload byte: the checksum fails
+        XCTAssertEqual(names(JournalRecord.decode(a + flipped + c)), ["a", "c"])
+        var huge = b
+        huge[4] = 0xFF; huge[5] = 0xFF; huge[6] = 0xFF; huge[7] = 0xFF  // length 4 GiB
+        XCTAssertEqual(names(JournalRecord.decode(a + huge + c)), ["a", "c"])
+        var short = b
+        short[4] = 3; short[5] = 0; short[6] = 0; short[7] = 0  // length too small
+        XCTAssertEqual(names(JournalRecord.decode(a + short + c)), ["a", "c"])
+        let garbage: [UInt8] = Array("ANJ1ANJ1\u{0}\u{0}\u{0}garbage".utf8)
+        let decoded = JournalRecord.decode(garbage + a + garbage + c + garbage)
+        XCTAssertEqual(names(decoded), ["a", "c"])
+        XCTAssertEqual(decoded.damaged, 3)
+        // A payload whose checksum holds but which carries no event id.
+        XCTAssertEqual(names(JournalRecord.decode(JournalRecord.encode(Array("{}".utf8)) + c)), ["c"])
+        XCTAssertEqual(JournalRecord.decode([]).events.count, 0)
+    }
+
+    func testAnEndedProcessJournalIsImportedAtOpen() throws {
+        _ = try DataDirectory(path: folder)
+        let left = folder + "/events-999999-0123456789abcdef.journal"
+        var bytes = JournalRecord.encode(payload("left1")) + JournalRecord.encode(payload("left2"))
+        bytes += JournalRecord.encode(payload("torn")).prefix(30)
+        writeFile(left, bytes)
+        let events = try open(quiet())
+        XCTAssertEqual(events.queuedCount, 2)
+        XCTAssertFalse(journalFiles().contains(left), "the imported journal is removed")
+        XCTAssertTrue(eventually { (try? serverEvents().count) == 2 }, "uploaded at once after the open")
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["damaged"]?.intValue, 1)
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testAJournalMarkedImportedIsOnlyRemoved() throws {
+        // The process died after its import committed, before it removed
+        // the file: importing it again would queue its events twice.
+        let directory = try DataDirectory(path: folder)
+        let name = "events-999998-fedcba9876543210.journal"
+        writeFile(folder + "/" + name, JournalRecord.encode(payload("once")))
+        let db = try SQLiteStore(directory: directory)
+        try db.kvPut(namespace: EventStore.importedNamespace, key: name, value: [], updatedMs: 0)
+        let events = try open(quiet())
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertFalse(journalFiles().contains(folder + "/" + name))
+        XCTAssertNil(try db.kvGet(namespace: EventStore.importedNamespace, key: name), "the mark goes with the file")
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testALiveProcessJournalIsLeftAlone() throws {
+        _ = try DataDirectory(path: folder)
+        let live = folder + "/events-999997-aaaaaaaaaaaaaaaa.journal"
+        writeFile(live, JournalRecord.encode(payload("live")))
+        let fd = Glibc.open(live, O_RDWR)
+        XCTAssertEqual(flock(fd, LOCK_EX), 0)
+        let events = try open(quiet())
+        XCTAssertEqual(events.queuedCount, 0, "a locked journal belongs to a live process")
+        XCTAssertTrue(journalFiles().contains(live))
+        close(fd)  // the owner ends: the next open imports it
+        let again = try open(quiet())
+        XCTAssertEqual(again.queuedCount, 1)
+        events.close(timeoutMilliseconds: 0)
+        again.close(timeoutMilliseconds: 0)
+    }
+
+    func testRevokingConsentPurgesJournaledEvents() throws {
+        let events = try open(quiet())
+        for i in 0..<5 { try events.track("j\(i)") }
+        XCTAssertEqual(events.queuedCount, 5)
+        try events.setConsent(analytics: false)
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["consent"]?.intValue, 5)
+        XCTAssertEqual(journalFiles().flatMap { JournalRecord.decode((try? readFile($0)) ?? []).events }.count, 0)
+        events.close(timeoutMilliseconds: 0)
+        let again = try open(quiet())
+        XCTAssertEqual(again.queuedCount, 0, "nothing comes back at the next open")
+        again.close(timeoutMilliseconds: 0)
+    }
+
+    func testConcurrentTracksLandOnceEach() throws {
+        let events = try open(quiet { $0.batchThreshold = 50; $0.networkType = .wifi })
+        let perThread = 300
+        for t in 0..<4 {
+            try spawn("tracker\(t)") { _ in
+                for i in 0..<perThread { try? events.track("t\(t)-\(i)") }
+            }
+        }
+        for thread in threads { thread.stop() }
+        threads = []
+        try events.flush(timeoutMilliseconds: 20_000)
+        let stored = try serverEvents().compactMap { $0["name"]?.stringValue }
+        XCTAssertEqual(stored.count, 4 * perThread)
+        XCTAssertEqual(Set(stored).count, 4 * perThread)
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertTrue(journalFiles().count <= 1, "imported journals are removed: \(journalFiles())")
+        events.close(timeoutMilliseconds: 0)
+    }
+}

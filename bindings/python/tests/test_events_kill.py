@@ -1,0 +1,98 @@
+"""A Python host killed (SIGKILL) while it tracks and uploads loses no event
+whose track() returned, and the server stores none twice.
+
+Each round a child process tracks numbered events on one shared data
+directory with a busy flush policy (uploads run all the time) and prints
+each number after track() returned; the parent SIGKILLs it at a random
+moment. The next child's open imports the journals the dead ones left.
+At the end the parent opens the queue, flushes it, and every printed event
+must be on the server exactly once. The C campaign (test_events_crash.c)
+runs 200 rounds; APPNORTH_CRASH_ROUNDS makes this one longer too.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import List
+
+import appnorth
+from appnorth_test_support import APP, Admin
+
+CHILD = r"""
+import sys
+import appnorth
+url, app, data_dir, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+client = appnorth.Client(url, app, api_timeout_ms=3000)
+events = appnorth.Events(client, data_dir, flush_interval_ms=50, batch_threshold=20,
+                         max_events=1000000, max_bytes=1 << 30)
+n = first
+while True:
+    assert events.track(f"kill-{n}", {"n": n})
+    print(n, flush=True)
+    n += 1
+"""
+
+
+def read_lines(child: subprocess.Popen, until: float, printed: List[int]) -> None:
+    """Collects the numbers the child printed until `until` (monotonic)."""
+    assert child.stdout is not None
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        ready, _, _ = select.select([child.stdout], [], [], left)
+        if not ready:
+            return
+        line = child.stdout.readline()
+        if not line:
+            return
+        printed.append(int(line))
+
+
+def test_killed_hosts_lose_and_duplicate_no_event(tmp_path: Path, server_url: str, admin: Admin) -> None:
+    admin.reset()
+    rng = random.Random()
+    data_dir = tmp_path / "events"
+    printed: List[int] = []
+    first = 0
+    rounds = int(os.environ.get("APPNORTH_CRASH_ROUNDS", "10"))
+    for _ in range(rounds):
+        child = subprocess.Popen([sys.executable, "-c", CHILD, server_url, APP, str(data_dir), str(first)],
+                                 stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+        before = len(printed)
+        # Wait for the first event (a loaded machine may start the child late),
+        # then kill at a random moment while it tracks and uploads.
+        read_lines_until_first = time.monotonic() + 60
+        while len(printed) == before and time.monotonic() < read_lines_until_first:
+            read_lines(child, min(read_lines_until_first, time.monotonic() + 0.05), printed)
+        assert len(printed) > before, "the child tracked"
+        read_lines(child, time.monotonic() + rng.uniform(0.0, 0.2), printed)
+        child.send_signal(signal.SIGKILL)
+        # What it printed before dying still counts.
+        assert child.stdout is not None
+        printed.extend(int(line) for line in child.stdout.read().split())
+        child.wait()
+        child.stdout.close()
+        assert child.returncode == -signal.SIGKILL
+        first = max(printed) + 10  # a tracked but unprinted number is never reused
+
+    with appnorth.Client(server_url, APP) as client, \
+            appnorth.Events(client, str(data_dir), max_events=1000000, max_bytes=1 << 30) as events:
+        events.set_network_type(appnorth.NETWORK_WIFI)
+        events.flush(30000)
+        assert events.stats()["queued"] == 0
+
+    names = Counter(e["name"] for e in admin.state(APP)["events"])
+    duplicates = [name for name, count in names.items() if count > 1]
+    missing = [n for n in printed if f"kill-{n}" not in names]
+    assert duplicates == [], f"stored twice: {duplicates[:5]}"
+    assert missing == [], f"{len(missing)} of {len(printed)} printed events lost, e.g. {missing[:5]}"
+    assert len(names) - len(printed) <= rounds, "at most one unprinted event per round"

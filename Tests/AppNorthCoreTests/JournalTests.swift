@@ -129,4 +129,27 @@ final class JournalTests: EventsTestCase {
         XCTAssertTrue(journalFiles().count <= 1, "imported journals are removed: \(journalFiles())")
         events.close(timeoutMilliseconds: 0)
     }
+
+    func testIdentityAndSessionChangesReachTheNextEvent() throws {
+        // The identity part of an event is built once per change, not per event.
+        let events = try open(quiet())
+        try events.track("anonymous")
+        try events.identify(userID: "u-1")
+        try events.track("identified")
+        try events.startSession()
+        try events.track("new session")
+        try events.reset()
+        try events.track("after reset")
+        try events.flush(timeoutMilliseconds: 5000)
+        var byName: [String: JSON] = [:]
+        for event in try serverEvents() { byName[event["name"]?.stringValue ?? ""] = event }
+        XCTAssertTrue(byName["anonymous"]?["user_id"]?.kind == .null)
+        XCTAssertEqual(byName["identified"]?["user_id"]?.stringValue, "u-1")
+        XCTAssertEqual(byName["new session"]?["user_id"]?.stringValue, "u-1")
+        XCTAssertTrue(byName["after reset"]?["user_id"]?.kind == .null)
+        XCTAssertEqual(byName["identified"]?["session_id"]?.stringValue, byName["anonymous"]?["session_id"]?.stringValue)
+        XCTAssertNotEqual(byName["new session"]?["session_id"]?.stringValue, byName["identified"]?["session_id"]?.stringValue)
+        XCTAssertEqual(Set(byName.values.compactMap { $0["anonymous_id"]?.stringValue }), [events.anonymousID])
+        events.close(timeoutMilliseconds: 0)
+    }
 }

@@ -18,7 +18,11 @@ struct StoredEvent: Sendable {
 final class EventStore: Sendable {
     private let db: SQLiteStore
     let journal: EventJournal
-    private let totals: Lock<(count: Int, bytes: Int)>
+    /// The table's rows and payload bytes. Atomics, read on every `track`;
+    /// every change is a delta of rows a statement reported deleted or
+    /// inserted, so concurrent changes never undo each other.
+    private let tableCount = Atomic<Int>(0)
+    private let tableBytes = Atomic<Int>(0)
     /// Held through a drain, so drains and purges never overlap.
     private let draining: Lock<DrainState>
 
@@ -54,7 +58,8 @@ final class EventStore: Sendable {
             return (row, dropped)
         }
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
-        totals = Lock(row ?? (0, 0))
+        tableCount.store(row?.0 ?? 0, ordering: .relaxed)
+        tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
         journal = try EventJournal(directory: directory)
         draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
         try recoverOrphans()
@@ -77,14 +82,18 @@ final class EventStore: Sendable {
     }
 
     /// Queued events and bytes: table rows plus journal records.
-    var count: Int { totals.withLock { $0.count } + journal.pendingRecords.load(ordering: .relaxed) }
-    var bytes: Int { totals.withLock { $0.bytes } + journal.pendingBytes.load(ordering: .relaxed) }
+    var count: Int { queued.count }
+    var bytes: Int { queued.bytes }
     /// Both at once, for the hot path.
     var queued: (count: Int, bytes: Int) {
-        let table = totals.withLock { $0 }
-        return (table.count + journal.pendingRecords.load(ordering: .relaxed),
-                table.bytes + journal.pendingBytes.load(ordering: .relaxed))
+        (tableCount.load(ordering: .relaxed) + journal.pendingRecords.load(ordering: .relaxed),
+         tableBytes.load(ordering: .relaxed) + journal.pendingBytes.load(ordering: .relaxed))
     }
+    private func addToTable(_ count: Int, _ bytes: Int) {
+        tableCount.add(count, ordering: .relaxed)
+        tableBytes.add(bytes, ordering: .relaxed)
+    }
+
     /// Events in the journal, not yet drained into the table.
     var journaled: Int { journal.pendingRecords.load(ordering: .relaxed) }
 
@@ -143,10 +152,7 @@ final class EventStore: Sendable {
             return (count, bytes)
         }
         settledMarks.removeAll()
-        totals.withLock {
-            $0.count += count
-            $0.bytes += bytes
-        }
+        addToTable(count, bytes)
         unlink(path)
         settledMarks.append(name)
         return count
@@ -226,7 +232,7 @@ final class EventStore: Sendable {
             }
             return (sizes.count, sizes.reduce(0, +))
         }
-        totals.withLock { $0.count -= gone; $0.bytes -= size }
+        addToTable(-gone, -size)
         return gone
     }
 
@@ -243,7 +249,7 @@ final class EventStore: Sendable {
                 let gone = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(row.seq)]) {
                     $0.int(0)
                 }
-                totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+                addToTable(-gone.count, -gone.reduce(0, +))
             }
             return (damaged.isEmpty ? rows : rows.filter { Self.isSound($0.payload) }, damaged.count)
         }
@@ -270,7 +276,7 @@ final class EventStore: Sendable {
         return try db.withConnection { conn throws(AppNorthError) in
             let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING length(payload)",
                                       [.int(first), .int(last)]) { $0.int(0) }
-            totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+            addToTable(-gone.count, -gone.reduce(0, +))
             return gone.count
         }
     }
@@ -292,7 +298,7 @@ final class EventStore: Sendable {
                 try? conn.exec("ROLLBACK")
                 throw error
             }
-            totals.withLock { $0.count -= sizes.count; $0.bytes -= sizes.reduce(0, +) }
+            addToTable(-sizes.count, -sizes.reduce(0, +))
             return sizes.count
         }
     }
@@ -313,9 +319,9 @@ final class EventStore: Sendable {
             }
             state.retired.removeAll()
             return try gone + db.withConnection { conn throws(AppNorthError) in
-                let rows = try conn.run("DELETE FROM events")
-                totals.withLock { $0 = (0, 0) }
-                return rows
+                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
+                addToTable(-sizes.count, -sizes.reduce(0, +))
+                return sizes.count
             }
         }
     }

@@ -125,10 +125,15 @@ test-swift:
 # The Swift example package (examples/swift) depends on this package by
 # path, as an app would. Built into its own folder (incremental after the
 # first time; warnings are errors there, so the AppNorth products stay
-# warning-free under Swift 6) and run against the dev server.
+# warning-free under Swift 6) and run against the dev server. SwiftPM does
+# not notice a source file deleted from a path dependency ("missing
+# inputs"), so a failed incremental build is retried once from scratch.
 SWIFT_EXAMPLE := $(BUILD)/swift-example
+SWIFT_EXAMPLE_BUILD := $(SWIFT) build --package-path examples/swift --scratch-path $(SWIFT_EXAMPLE) -Xswiftc -warnings-as-errors
 test-swift-example:
-	$(SWIFT) build --package-path examples/swift --scratch-path $(SWIFT_EXAMPLE) -Xswiftc -warnings-as-errors
+	@mkdir -p $(BUILD)
+	@$(SWIFT_EXAMPLE_BUILD) > $(BUILD)/swift-example-build.log 2>&1 \
+	    || { echo "swift example: incremental build failed; building from scratch"; rm -rf $(SWIFT_EXAMPLE); $(SWIFT_EXAMPLE_BUILD); }
 	@scripts/with-devserver.sh sh -c '$(SWIFT_EXAMPLE)/debug/AppDNAExample "$$APPNORTH_TEST_SERVER"' \
 	    > $(BUILD)/swift-example.log 2>&1 || { cat $(BUILD)/swift-example.log; exit 1; }
 	@echo "swift example: $$(tail -n 1 $(BUILD)/swift-example.log)"

@@ -175,14 +175,7 @@ public enum AppDNA {
     /// `configure` is applied when it opens.
     public static func setConsent(analytics granted: Bool) {
         state.withLock { $0.consentChoice = granted }
-        worker.async {
-            guard let events = state.withLock({ $0.session?.events }) else { return }
-            do throws(AppNorthError) {
-                try events.setConsent(analytics: granted)
-            } catch {
-                report(error)
-            }
-        }
+        withEvents(nil) { events throws(AppNorthError) in try events.setConsent(analytics: granted) }
     }
 
     /// The analytics choice: this process's latest `setConsent`, else the
@@ -191,6 +184,36 @@ public enum AppDNA {
         let (choice, events) = state.withLock { ($0.consentChoice, $0.session?.events) }
         if let choice { return choice ? .granted : .revoked }
         return events?.consent ?? .unknown
+    }
+
+    // MARK: Sessions, network and identity
+
+    /// The app came to the foreground, the seed's "foreground event": uploads
+    /// that the circuit breaker paused resume, and a flush starts. Linux has
+    /// no app lifecycle to watch: call it from the host's own hook.
+    public static func foreground() {
+        withEvents("foreground") { events throws(AppNorthError) in try events.foreground() }
+    }
+
+    /// The network the device is on, which sets the upload batch size (the
+    /// seed's adaptive batches: Wi-Fi 100, cellular 50, expensive cellular
+    /// 20; `.unknown`, the default, counts as expensive). Linux cannot tell
+    /// by itself: the host says. Kept for later configures in this process.
+    public static func setNetworkType(_ type: NetworkType) {
+        state.withLock { $0.networkType = type }
+        withEvents(nil) { events throws(AppNorthError) in try events.setNetworkType(type) }
+    }
+
+    /// Identifies the signed-in user: later events carry the id as
+    /// `user_id`. Kept in the data directory's secure store (a 0600 file,
+    /// the Keychain's stand-in) across restarts; never logged.
+    public static func identify(userID: String) {
+        withEvents("identify") { events throws(AppNorthError) in try events.identify(userID: userID) }
+    }
+
+    /// Forgets the user id (logout); the anonymous id stays.
+    public static func resetUser() {
+        withEvents("resetUser") { events throws(AppNorthError) in try events.reset() }
     }
 
     // MARK: Remote config
@@ -216,6 +239,7 @@ public enum AppDNA {
         var activeID: UInt64 = 0
         var lastID: UInt64 = 0
         var consentChoice: Bool?
+        var networkType: NetworkType?
         var configureError: AppNorthError?
         var lastError: AppNorthError?
         var devServer: DevServer?
@@ -240,16 +264,16 @@ public enum AppDNA {
     /// On the worker: closes the open configuration, then opens the next.
     static func reopen(apiKey: String, apiURL: String, dataRoot: String?, options: AppDNAOptions) {
         closeCurrent(flushMilliseconds: 0)
-        let (id, consent) = state.withLock { s -> (UInt64, Bool?) in
+        let (id, consent, network) = state.withLock { s -> (UInt64, Bool?, NetworkType?) in
             s.lastID &+= 1
             s.activeID = s.lastID
             s.logger = options.logger
-            return (s.lastID, s.consentChoice)
+            return (s.lastID, s.consentChoice, s.networkType)
         }
         let session: AppDNASession
         do throws(AppNorthError) {
             session = try AppDNASession.open(id: id, apiKey: apiKey, apiURL: apiURL, dataRoot: dataRoot,
-                                             options: options, consent: consent)
+                                             options: options, consent: consent, networkType: network)
         } catch {
             state.withLock { s in
                 s.activeID = 0
@@ -300,6 +324,24 @@ public enum AppDNA {
             guard state.withLock({ $0.activeID == id }) else { return }
             NotificationCenter.default.post(name: configUpdated, object: nil,
                                             userInfo: [changedKeysKey: change.changedKeys, tierKey: change.tier])
+        }
+    }
+
+    /// On the worker, after the calls before it: `body` on the open event
+    /// queue, its failure reported. Without a configuration: reported as
+    /// `.wrongState` when `call` names the call, else nothing to do (the
+    /// choice is remembered for the next configure).
+    static func withEvents(_ call: String?, _ body: @escaping @Sendable (AppNorthEvents) throws(AppNorthError) -> Void) {
+        worker.async {
+            guard let events = state.withLock({ $0.session?.events }) else {
+                if let call { report(.wrongState("AppDNA.\(call) before configure: ignored")) }
+                return
+            }
+            do throws(AppNorthError) {
+                try body(events)
+            } catch {
+                report(error)
+            }
         }
     }
 

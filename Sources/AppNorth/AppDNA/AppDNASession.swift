@@ -21,14 +21,15 @@ final class AppDNASession: Sendable {
         self.logger = logger
     }
 
-    /// Opens the handles: no network traffic happens here. `consent`, the
-    /// host's latest choice in this process, is applied before any event
-    /// can be tracked.
+    /// Opens the handles: no network traffic happens here. `consent` and
+    /// `networkType`, the host's latest choices in this process, are applied
+    /// before any event can be tracked.
     static func open(id: UInt64, apiKey: String, apiURL: String, dataRoot: String?, options: AppDNAOptions,
-                     consent: Bool?) throws(AppNorthError) -> AppDNASession {
+                     consent: Bool?, networkType: NetworkType?) throws(AppNorthError) -> AppDNASession {
         let configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: apiKey, logger: options.logger)
         let ttl = try options.configTTLSeconds()
-        let eventsOptions = try options.eventsOptions()
+        var eventsOptions = try options.eventsOptions()
+        if let networkType { eventsOptions.networkType = networkType }
         var path = options.dataDirectory ?? ""
         if options.dataDirectory == nil {
             path = try defaultDirectory(root: dataRoot, apiURL: configuration.apiURL, apiKey: apiKey)

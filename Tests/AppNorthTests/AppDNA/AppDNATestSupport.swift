@@ -10,10 +10,14 @@ extension TestServer {
         try post("/admin/apps/\(app)/config", #"{"config":\#(configJSON)}"#)
     }
 
-    /// The names of the events the server stored for `app`, in arrival order.
+    /// The events the server stored for `app`, in arrival order.
+    static func events(_ app: String) throws -> [[String: Any]] {
+        try get("/admin/apps/\(app)/state")["events"] as? [[String: Any]] ?? []
+    }
+
+    /// Their names.
     static func eventNames(_ app: String) throws -> [String] {
-        let events = try get("/admin/apps/\(app)/state")["events"] as? [[String: Any]] ?? []
-        return events.compactMap { $0["name"] as? String }
+        try events(app).compactMap { $0["name"] as? String }
     }
 }
 

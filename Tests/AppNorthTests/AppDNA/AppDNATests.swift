@@ -13,8 +13,8 @@ final class AppDNATests: XCTestCase {
     override func setUpWithError() throws {
         try TestServer.reset()
         AppDNA.useDevServer(apiURL: try TestServer.url(), dataRoot: try temporaryDirectory("root"))
-        // A fresh "process": no consent choice carried from another test.
-        AppDNA.state.withLock { $0.consentChoice = nil }
+        // A fresh "process": no choice carried from another test.
+        AppDNA.state.withLock { $0.consentChoice = nil; $0.networkType = nil }
     }
 
     override func tearDownWithError() throws {
@@ -91,6 +91,75 @@ final class AppDNATests: XCTestCase {
         XCTAssertEqual(AppDNA.config.string("theme", default: ""), "dark")
         XCTAssertTrue(spinMainRunLoop(until: { received.all.first?.tier == .cached }))
         XCTAssertEqual(received.all.first?.keys, ["theme"])
+    }
+
+    /// Seed, "Bundled Config": with nothing cached, the bundled file is
+    /// served from the start (and announced); a published config replaces
+    /// it. A missing bundled file does not stop configure.
+    func testTheBundledConfigIsServedUntilARemoteOneArrives() throws {
+        let bundled = try temporaryDirectory("bundle") + "/appdna-config.json"
+        XCTAssertTrue(FileManager.default.createFile(atPath: bundled, contents: Data(#"{"theme":"bundled","price":1.50}"#.utf8)))
+        let received = Received()
+        let token = NotificationCenter.default.addObserver(forName: AppDNA.configUpdated, object: nil, queue: nil) { note in
+            received.append(note.userInfo?[AppDNA.changedKeysKey] as? [String] ?? [], note.userInfo?[AppDNA.tierKey] as? ConfigTier)
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        AppDNA.configure(apiKey: "appdna-bundle", options: AppDNAOptions(bundledConfigPath: bundled))
+        try runOnMainRunLoop { try await AppDNA.ready() }
+        XCTAssertEqual(AppDNA.config.string("theme", default: ""), "bundled")
+        XCTAssertEqual(AppDNA.config.json("price"), "1.50")
+        XCTAssertTrue(spinMainRunLoop(until: { received.all.first?.tier == .bundled }))
+
+        try TestServer.publish("appdna-bundle", #"{"theme":"remote"}"#)
+        XCTAssertTrue(spinMainRunLoop(until: { AppDNA.config.string("theme", default: "") == "remote" }))
+        XCTAssertEqual(AppDNA.config.tier, .remote)
+        XCTAssertEqual(AppDNA.config.double("price", default: -1), -1, "tiers are whole documents, never merged")
+        XCTAssertTrue(spinMainRunLoop(until: { received.all.last?.tier == .remote }))
+
+        AppDNA.configure(apiKey: "appdna-nobundle",
+                         options: AppDNAOptions(bundledConfigPath: bundled + ".missing", logger: .silent))
+        try runOnMainRunLoop { try await AppDNA.ready() }
+        XCTAssertEqual(AppDNA.config.tier, .default)
+    }
+
+    /// `identify` puts the user id on later events; `foreground` starts an
+    /// upload by itself; the network type sets the batch size and carries
+    /// into a reconfigure.
+    func testIdentifyForegroundAndNetworkType() async throws {
+        let options = AppDNAOptions(flushInterval: 3600, batchSize: 10_000, liveUpdates: false)
+        AppDNA.configure(apiKey: "appdna-user", options: options)
+        AppDNA.identify(userID: "user-42")
+        AppDNA.track("identified")
+        AppDNA.foreground()
+        let deadline = Date().addingTimeInterval(60)
+        while try TestServer.eventNames("appdna-user").isEmpty && Date() < deadline {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let events = try TestServer.events("appdna-user")
+        XCTAssertEqual(events.map { $0["name"] as? String }, ["identified"])
+        XCTAssertEqual(events.first?["user_id"] as? String, "user-42")
+
+        AppDNA.resetUser()
+        AppDNA.track("anonymous_again")
+        try await AppDNA.flush()
+        XCTAssertTrue(try TestServer.events("appdna-user").last?["user_id"] is NSNull)
+
+        AppDNA.setNetworkType(.wifi)
+        try await AppDNA.ready()
+        XCTAssertTrue(try XCTUnwrap(AppDNA.state.withLock { $0.session }).events.statsJSON().contains(#""batch_size":100"#))
+        AppDNA.configure(apiKey: "appdna-user", options: options)
+        try await AppDNA.ready()
+        XCTAssertTrue(try XCTUnwrap(AppDNA.state.withLock { $0.session }).events.statsJSON().contains(#""batch_size":100"#))
+        AppDNA.state.withLock { $0.networkType = nil }
+
+        await AppDNA.shutdown()
+        AppDNA.identify(userID: "nobody")
+        await assertError({ try await AppDNA.ready() }) { if case .wrongState = $0 { return true } else { return false } }
+        if case .wrongState(let message)? = AppDNA.lastError {
+            XCTAssertTrue(message.contains("identify"), message)
+        } else {
+            XCTFail("identify before configure was not reported: \(String(describing: AppDNA.lastError))")
+        }
     }
 
     /// Seed, "Consent and Offline Behavior": events tracked while consent

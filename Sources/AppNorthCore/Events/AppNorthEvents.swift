@@ -177,8 +177,7 @@ public final class AppNorthEvents: Sendable {
     /// Moves journaled events into SQLite, then drops the oldest past the
     /// limits (counted as `queue_limit`).
     private func drainIntoTable() throws(AppNorthError) {
-        try store.drain()
-        let dropped = try store.dropOldest(maxCount: options.maxQueuedEvents, maxBytes: options.maxQueuedBytes)
+        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes))
         if dropped > 0 {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")

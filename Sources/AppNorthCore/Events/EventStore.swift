@@ -101,20 +101,24 @@ final class EventStore: Sendable {
 
     /// Moves the journal's records into the table: rotates the current
     /// journal file out and imports every retired one that no `track` is
-    /// still writing to, each in one transaction. Returns how many events
-    /// moved.
+    /// still writing to, each in one transaction. Then, with `limits`,
+    /// drops the oldest rows past them. Returns how many rows were dropped.
+    ///
+    /// All under one lock with purges, so that the totals a trim reads are
+    /// never caught between an import's two counters (the table's and the
+    /// journal's), and two trims never drop the same excess twice.
     @discardableResult
-    func drain() throws(AppNorthError) -> Int {
+    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
             if let old = try journal.rotate() { state.retired.append(old) }
-            var moved = 0
             while let index = state.retired.firstIndex(where: { $0.isIdle }) {
                 let segment = state.retired[index]
-                moved += try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
+                _ = try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
                 state.retired.remove(at: index)
                 journal.settle(segment)
             }
-            return moved
+            guard let limits else { return 0 }
+            return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
         }
     }
 
@@ -207,11 +211,14 @@ final class EventStore: Sendable {
     /// Drops the oldest rows until both limits hold (journal records
     /// count too, being newer); returns how many. One transaction: the rows
     /// to drop are found oldest first, then deleted by one statement.
-    func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
+    private func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
         // The common case, within both limits, costs no connection lock.
         let queued = self.queued
         guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }
         let (gone, size) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+            // Read again with the connection held: an upload's deletions
+            // (which update the totals with it held) are all counted.
+            let queued = self.queued
             var excessCount = queued.count - maxCount, excessBytes = queued.bytes - maxBytes
             var through: Int64?
             while excessCount > 0 || excessBytes > 0 {

@@ -43,7 +43,10 @@ let package = Package(
                 swiftSettings: swift6),
         .target(name: "AppNorth", dependencies: ["AppNorthCore"],
                 swiftSettings: swift6Strict),
-        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth"],
+        // AppNorthCore is named although AppNorth re-exports it: without it
+        // an incremental build does not recompile these tests when a core
+        // type they use changes layout (a stale build that crashes).
+        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth", "AppNorthCore"],
                     swiftSettings: swift6Strict),
         .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore"],
                     swiftSettings: swift6),

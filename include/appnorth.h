@@ -19,6 +19,19 @@
  *    a hidden "last error".
  *  - Handles are opaque, made by appnorth_X_new() and released by
  *    appnorth_X_free(). Passing NULL to a _free function does nothing.
+ *  - Freeing while other threads use a handle. Each handle counts the calls
+ *    in flight on it (an atomic increment and decrement per call). Its _free
+ *    function refuses new calls at once (they return APPNORTH_E_WRONG_STATE,
+ *    "being freed"), stops the handle's own threads, waits for the calls in
+ *    progress on other threads to return, then frees: after it returns no
+ *    call on the handle runs and none of its callbacks does. Called from
+ *    inside a library callback (or one of the handle's own calls), it does
+ *    not wait, since that call or the callback's thread may be what the
+ *    others wait for: it returns at once and the handle is freed when its
+ *    last call returns. A call made after _free has returned uses freed
+ *    memory, as with any freed pointer: the host must stop using the
+ *    handle once it calls _free (a host that cannot order that, such as
+ *    the Python binding, counts its own callers before calling _free).
  *  - Strings. Input strings are NUL-terminated UTF-8; the library copies
  *    what it keeps. Strings the library returns through `char **out_*`
  *    parameters belong to the caller and must be released with
@@ -423,8 +436,9 @@ APPNORTH_API int32_t appnorth_client_new(const appnorth_client_options *options,
                                          appnorth_error *err);
 
 /**
- * Free a client. NULL is a no-op. Wait for calls in progress on other
- * threads to return before freeing: the handle must not be used after.
+ * Free a client. NULL is a no-op. Calls in progress on other threads
+ * (network calls included, for at most their timeout) are waited for; see
+ * "Freeing while other threads use a handle" above.
  */
 APPNORTH_API void appnorth_client_free(appnorth_client *client);
 
@@ -1106,7 +1120,9 @@ APPNORTH_API int32_t appnorth_events_new(const appnorth_events_options *options,
 /**
  * Stop the upload thread without flushing (queued events stay on disk;
  * an upload in progress is aborted within about a second) and free the
- * handle. NULL is a no-op. Do not call it from a log callback.
+ * handle. NULL is a no-op. Calls in progress on other threads (a flush
+ * ends when the thread stops) are waited for. Do not call it from a log
+ * callback.
  */
 APPNORTH_API void appnorth_events_free(appnorth_events *events);
 
@@ -1424,8 +1440,9 @@ APPNORTH_API int32_t appnorth_config_new(const appnorth_config_options *options,
  * another thread, and releases the client reference. After it returns no
  * callback of this config runs. It may be called from inside one of the
  * config's listener callbacks (the callback then finishes normally and no
- * other callback follows). Do not use the handle after, and do not free it
- * while another thread is inside a call on it.
+ * other callback follows). Calls in progress on other threads are waited
+ * for, except from inside a callback (see "Freeing while other threads use
+ * a handle" above). Do not use the handle after.
  */
 APPNORTH_API void appnorth_config_free(appnorth_config *config);
 

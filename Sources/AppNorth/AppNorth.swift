@@ -14,4 +14,7 @@
 // module it imports, so a host that imports `AppNorth` gets these. Inside
 // this module the core's are spelled `AppNorthCore.X`. A host that also
 // writes `import AppNorthCore` must qualify those four names itself.
+//
+// Each file here that uses core types also writes `import AppNorthCore`
+// itself, so incremental builds recompile it when a core type changes.
 @_exported import AppNorthCore

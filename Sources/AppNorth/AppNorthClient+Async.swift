@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 
 /// Typed async reads for Swift hosts. Each runs the core's blocking call on

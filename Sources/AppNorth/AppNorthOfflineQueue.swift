@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 
 /// Community writes that survive being offline, for Swift hosts: the core's

@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 
 /// A TTL cache of board and idea arrays for Swift hosts, 300 s by default:

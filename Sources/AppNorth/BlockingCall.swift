@@ -1,3 +1,4 @@
+import AppNorthCore
 import Dispatch
 import Foundation
 import Synchronization

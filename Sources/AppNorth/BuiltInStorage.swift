@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 
 /// The core's own storages, offered through the async protocols. A queue or

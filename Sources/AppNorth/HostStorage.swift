@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 import Synchronization
 

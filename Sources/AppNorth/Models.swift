@@ -1,3 +1,4 @@
+import AppNorthCore
 import Foundation
 
 // Typed community data, decoded from the exact JSON the core returns (the

@@ -3,8 +3,9 @@ import CAppNorthAPI
 import Glibc
 
 // The C-ABI layer's shared plumbing: status mapping, the error
-// out-parameter, handle boxing and string conversion. The exported
-// functions live one file per component and only convert and delegate.
+// out-parameter and string conversion (handles: Handle.swift). The
+// exported functions live one file per component and only convert and
+// delegate.
 
 extension AppNorthError {
     /// The APPNORTH_E_* status for this error.
@@ -53,10 +54,11 @@ func report(_ err: UnsafeMutablePointer<appnorth_error>?, code: Int32, httpStatu
 }
 
 /// Runs the body of an exported function: catches every error, maps it to
-/// a status, and writes the error out-parameter either way.
+/// a status, and writes the error out-parameter either way. The handles the
+/// body gets count the call as in flight on them until it returns.
 func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws -> Void) -> Int32 {
     do {
-        try body()
+        try ThreadCalls.scope(body)
         report(err, code: 0, httpStatus: 0, message: "")
         return 0
     } catch let error as AppNorthError {
@@ -127,46 +129,6 @@ func returnOptionalString(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     guard let out else { return }
     out.pointee = nil
     if let value { out.pointee = try hostString(value) }
-}
-
-/// Boxes a Swift object as an opaque C handle (one retain, released by
-/// `release`). The box remembers the fork generation it was made in: a
-/// handle inherited through fork() is refused in the child, whose copy of
-/// the library threads and connections is not alive.
-enum Handle {
-    private final class Box {
-        let object: AnyObject
-        let generation = ForkGuard.generation
-        init(_ object: AnyObject) { self.object = object }
-    }
-
-    static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
-        OpaquePointer(Unmanaged.passRetained(Box(object)).toOpaque())
-    }
-
-    static func get<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, _ name: String) throws(AppNorthError) -> T {
-        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(try required(handle, name))).takeUnretainedValue()
-        guard box.generation == ForkGuard.generation else {
-            throw .wrongState("\(name) was created before fork(); handles do not survive into a child, make new ones")
-        }
-        return unsafeDowncast(box.object, to: T.self)
-    }
-
-    /// Lends `object` to host code as a handle for the duration of `body`
-    /// (the buffer a load callback fills); the host never frees it.
-    static func lend<T: AnyObject, R>(_ object: T, _ body: (OpaquePointer) throws -> R) rethrows -> R {
-        let box = Box(object)
-        return try withExtendedLifetime(box) { try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque())) }
-    }
-
-    /// Frees the handle. One inherited through fork() is left alone: its
-    /// teardown would wait for threads that do not exist in the child.
-    static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type) {
-        guard let handle else { return }
-        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(handle))
-        guard box.takeUnretainedValue().generation == ForkGuard.generation else { return }
-        box.release()
-    }
 }
 
 /// A host pointer carried into Swift closures. The host promises it stays

@@ -76,7 +76,7 @@ public func appnorth_cache_clear(_ cache: OpaquePointer?, _ scope: UnsafePointer
 
 /// Wraps the host's read callback.
 private func deliverer(_ fn: appnorth_read_fn, _ userData: UnsafeMutableRawPointer?) -> (AppNorthReadCache.Source, String) -> Void {
-    { source, json in json.withCString { fn(source.rawValue, $0, userData) } }
+    { source, json in ThreadCalls.callback { json.withCString { fn(source.rawValue, $0, userData) } } }
 }
 
 @c @implementation

@@ -175,7 +175,7 @@ func hostLogger(_ fn: appnorth_log_fn?, _ minLevel: Int32,
     }
     let context = HostPointer(raw: userData)
     return Logger(minimum: level) { level, message in
-        message.withCString { fn(level.rawValue, $0, context.raw) }
+        ThreadCalls.callback { message.withCString { fn(level.rawValue, $0, context.raw) } }
     }
 }
 

@@ -139,11 +139,9 @@ public func appnorth_config_new(_ options: OpaquePointer?, _ outConfig: UnsafeMu
 
 @c @implementation
 public func appnorth_config_free(_ config: OpaquePointer?) {
-    guard config != nil, let object = try? Handle.get(config, as: AppNorthRemoteConfig.self, "config") else { return }
     // Stop the thread and the listeners first: the handle's reference may
     // not be the last one while a callback is on the stack.
-    object.close()
-    Handle.release(config, as: AppNorthRemoteConfig.self)
+    Handle.release(config, as: AppNorthRemoteConfig.self) { $0.close() }
 }
 
 @c @implementation
@@ -269,9 +267,11 @@ public func appnorth_config_add_listener(_ config: OpaquePointer?, _ fn: appnort
         let out = try required(outToken, "out_token")
         let context = HostPointer(raw: userData)
         out.pointee = try config.addListener { change in
-            change.config.withCString { json in
-                change.changedKeysJSON.withCString { keys in
-                    fn(json, keys, change.tier.rawValue, context.raw)
+            ThreadCalls.callback {
+                change.config.withCString { json in
+                    change.changedKeysJSON.withCString { keys in
+                        fn(json, keys, change.tier.rawValue, context.raw)
+                    }
                 }
             }
         }

@@ -40,9 +40,11 @@ final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
     }
 
     func write(_ key: String, _ value: String?) throws {
-        let rc = key.withCString { k in
-            if let value { return value.withCString { setFn(userData, k, $0) } }
-            return setFn(userData, k, nil)
+        let rc = ThreadCalls.callback {
+            key.withCString { k in
+                if let value { return value.withCString { setFn(userData, k, $0) } }
+                return setFn(userData, k, nil)
+            }
         }
         guard rc == 0 else { throw AppNorthError.storage("the host secure store set callback returned \(rc)") }
     }
@@ -161,10 +163,9 @@ public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMu
 
 @c @implementation
 public func appnorth_events_free(_ events: OpaquePointer?) {
-    guard let events else { return }
-    // Stop the upload thread now, whatever other references exist.
-    (try? Handle.get(events, as: AppNorthEvents.self, "events"))?.close(timeoutMilliseconds: 0)
-    Handle.release(events, as: AppNorthEvents.self)
+    // Stop the upload thread now, whatever other references exist; calls
+    // waiting on it (a flush) then return.
+    Handle.release(events, as: AppNorthEvents.self) { $0.close(timeoutMilliseconds: 0) }
 }
 
 private func withEvents(_ events: OpaquePointer?, _ err: ErrorOut?, _ body: (AppNorthEvents) throws -> Void) -> Int32 {

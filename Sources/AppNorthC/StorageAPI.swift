@@ -47,11 +47,9 @@ final class HostCallbackStorage: SDKStorage, @unchecked Sendable {
     }
 
     func save(_ data: [UInt8]?) throws {
-        let rc: Int32
-        if let data {
-            rc = data.withUnsafeBytes { saveFn(userData, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count) }
-        } else {
-            rc = saveFn(userData, nil, 0)
+        let rc: Int32 = ThreadCalls.callback {
+            guard let data else { return saveFn(userData, nil, 0) }
+            return data.withUnsafeBytes { saveFn(userData, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count) }
         }
         guard rc == 0 else { throw AppNorthError.storage("the host storage save callback returned \(rc)") }
     }

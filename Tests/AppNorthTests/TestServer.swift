@@ -1,4 +1,5 @@
 import AppNorth
+import AppNorthCore
 import Foundation
 import XCTest
 

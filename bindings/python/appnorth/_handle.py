@@ -4,7 +4,14 @@ A :class:`Handle` owns one C pointer. It guarantees, on the Python side,
 what the header asks of the host:
 
 - calls in progress finish before the handle is freed (:meth:`close` waits
-  for them), and no call starts after (``WrongStateError``);
+  for them), and no call starts after (``WrongStateError``). Each call
+  appends to the handle's ``_calls`` list before it reads the pointer and
+  pops after the C function returned (both atomic under the GIL, and
+  nothing else per call: no lock, no context manager); :meth:`close`
+  clears the pointer first, then waits for the list to empty, then calls
+  the C ``_free``. The library counts the calls in flight too (its _free
+  waits for them and refuses new ones), but a thread that has read the
+  pointer and not yet entered C is only visible here;
 - a handle is never freed from inside one of its own calls or callbacks
   (that would deadlock or free memory the library is using);
 - handles do not survive ``fork()``: in a child process calls raise
@@ -25,9 +32,11 @@ what the header asks of the host:
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import threading
+import time
 import traceback
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, TypeVar
@@ -42,6 +51,11 @@ _T = TypeVar("_T")
 #: How often the main thread wakes to take a pending signal while a network
 #: call runs on a worker: Ctrl-C is seen within this time.
 INTERRUPT_POLL_S = 0.02
+
+#: close() polls for calls in progress on other threads, sleeping from the
+#: first to the second (calls are usually microseconds, network calls up to
+#: their timeout).
+CLOSE_POLL_S = (0.0001, 0.005)
 
 
 def run_interruptible(call: Callable[[], _T], cancel: Callable[[], None]) -> _T:
@@ -111,12 +125,15 @@ class Handle:
     _kind = "handle"
     # Class-level defaults keep __del__ and close() safe when __init__ failed.
     _ptr: Optional[Any] = None
+    #: The same pointer as an int, for the thin calls (``_lib.thin``).
+    _addr: Optional[int] = None
     _closed: bool = True
 
     def _init_state(self) -> None:
         """Call first in __init__, before any callback is created."""
-        self._cond = threading.Condition()
-        self._active = 0
+        #: One entry per call in progress (see the module's docstring).
+        self._calls: List[None] = []
+        self._close_lock = threading.Lock()
         self._local = threading.local()
         self._pid = os.getpid()
         self._keep: List[Any] = []
@@ -125,6 +142,7 @@ class Handle:
         """Call last in __init__, once the handle exists."""
         self._keep = list(keep or [])
         self._ptr = ptr
+        self._addr = ctypes.cast(ptr, ctypes.c_void_p).value
         self._closed = False
         _lib.register_live(self)
 
@@ -157,32 +175,84 @@ class Handle:
         if depth or in_callback or _lib.inside_callback():
             raise errors.WrongStateError(
                 f"cannot close a {self._kind} from inside its own call or a library callback")
-        cond = getattr(self, "_cond", None)
-        if cond is None:
+        close_lock = getattr(self, "_close_lock", None)
+        if close_lock is None:
             return
         if getattr(self, "_pid", None) != os.getpid():
             # Inherited through fork(): the parent's threads, which may have
-            # held this condition or been inside a call, do not exist here.
-            # Forget the pointer without waiting; the library leaves such a
-            # handle alone too.
+            # been inside a call, do not exist here. Forget the pointer
+            # without waiting; the library leaves such a handle alone too.
             self._closed = True
+            self._addr = None
             self._ptr = None
             self._keep = []
             _lib.unregister_live(self)
             return
-        with cond:
+        interrupted: Optional[BaseException] = None
+        with close_lock:
             if self._closed:
                 return
             self._closed = True
+            # Cleared before waiting: a call that reads the pointer from now
+            # on raises WrongStateError; one that read it earlier is in
+            # _calls already.
+            ptr, self._ptr, self._addr = self._ptr, None, None
             self._on_close()
-            while self._active:
-                cond.wait()
-            ptr, self._ptr = self._ptr, None
-        if ptr and self._pid == os.getpid():
-            self._free(ptr)
+            interrupted = self._wait_for_calls()
+            if ptr:
+                self._free(ptr)
         # Only now: the library holds no pointer to these any more.
         self._keep = []
         _lib.unregister_live(self)
+        if interrupted is not None:
+            raise interrupted
+
+    def _wait_for_calls(self) -> Optional[BaseException]:
+        """Wait until no call is in progress on the handle. A signal
+        handler's exception (Ctrl-C) is returned, to be raised once the
+        handle is freed: left half-closed, it would never be freed, and its
+        library threads would outlive the interpreter."""
+        interrupted: Optional[BaseException] = None
+        delay, longest = CLOSE_POLL_S
+        while self._calls:
+            try:
+                time.sleep(delay)
+            except BaseException as exc:  # noqa: BLE001 - raised by close()
+                interrupted = interrupted or exc
+            delay = min(delay * 2, longest)
+        return interrupted
+
+    def _thin(self, func: Any, *args: Any) -> "_lib.CallScratch":
+        """Call a hot C function (from :func:`_lib.thin`) with almost nothing
+        around it: ``func(handle, *args, out, err)``, where ``out`` and
+        ``err`` are in a scratch taken from ``_lib.SCRATCH``. Returns the
+        scratch: read the result from it, then append it back to
+        ``_lib.SCRATCH`` (one lost to an exception is only garbage). Raises
+        the call's error, or WrongStateError when the handle is closed. No
+        callback_errors(): only callbacks that report their own exceptions
+        (the log callback) run inside these calls."""
+        try:
+            out = _lib.SCRATCH.pop()
+        except IndexError:
+            out = _lib.CallScratch()
+        calls = self._calls
+        calls.append(None)
+        try:
+            addr = self._addr
+            if addr is None:
+                raise self._closed_error()
+            status = func(addr, *args, out.value_addr, out.err_addr)
+        finally:
+            calls.pop()
+        if status:
+            error = _lib.status_error(status, out.err)
+            _lib.SCRATCH.append(out)
+            raise error
+        return out
+
+    def _closed_error(self) -> errors.AppNorthError:
+        """What a call on a closed (or never opened) handle raises."""
+        return errors.WrongStateError(f"{self._kind} is closed")
 
     def __enter__(self: _H) -> _H:
         return self
@@ -212,23 +282,21 @@ class Handle:
     def _use(self, sync: bool = True) -> Iterator[Any]:
         """The live pointer for the duration of one call."""
         if self._pid != os.getpid():
-            # Checked before the condition: a parent thread may have held it
-            # at the moment of fork().
             raise errors.WrongStateError(
                 f"{self._kind} was created in another process; handles do not survive fork()")
         if sync:
             self._sync_log_level()
-        with self._cond:
-            if self._closed:
-                raise errors.WrongStateError(f"{self._kind} is closed")
-            self._active += 1
-        depth = getattr(self._local, "depth", 0)
-        self._local.depth = depth + 1
+        calls = self._calls
+        calls.append(None)
         try:
-            yield self._ptr
+            ptr = self._ptr
+            if ptr is None or self._closed:
+                raise self._closed_error()
+            depth = getattr(self._local, "depth", 0)
+            self._local.depth = depth + 1
+            try:
+                yield ptr
+            finally:
+                self._local.depth = depth
         finally:
-            self._local.depth = depth
-            with self._cond:
-                self._active -= 1
-                if not self._active:
-                    self._cond.notify_all()
+            calls.pop()

@@ -276,15 +276,18 @@ def _find_error(arguments: Sequence[Any]) -> Optional[appnorth_error]:
     return None
 
 
+def status_error(code: int, err: Optional[appnorth_error]) -> errors.AppNorthError:
+    """The exception for a failed call's status and its error struct."""
+    if err is not None:
+        return errors.make_error(code, err.text() or _status_name(code), err.http_status)
+    return errors.make_error(code, _status_name(code))
+
+
 def check_status(result: int, func: Any, arguments: Tuple[Any, ...]) -> int:
     """errcheck for calls returning an ``int32_t`` status: raise on failure."""
     if result == errors.OK:
         return result
-    err = _find_error(arguments)
-    if err is not None:
-        message = err.text() or _status_name(result)
-        raise errors.make_error(result, message, err.http_status)
-    raise errors.make_error(result, _status_name(result))
+    raise status_error(result, _find_error(arguments))
 
 
 def static_string(result: Optional[int], func: Any, arguments: Tuple[Any, ...]) -> str:
@@ -649,6 +652,48 @@ DLL, LIBRARY_PATH = load()
 C = SimpleNamespace(**{d.name: ffi(*d) for d in DECLARATIONS})
 
 
+def thin(name: str) -> Any:
+    """A second ctypes function for a hot call (``Events.track``, config
+    getters), declared from the same table entry but cheaper to call: every
+    pointer argument is a plain address (``int``; the handle's
+    ``Handle._addr``, a :class:`CallScratch` field) and there is no errcheck,
+    so the caller checks the status itself (:func:`status_error`)."""
+    declaration = next(d for d in DECLARATIONS if d.name == name)
+    if name in MISSING:
+        return _missing_function(name)
+    func = DLL[name]  # a new function object: C.<name> keeps its errcheck
+    func.argtypes = [c_void_p if isinstance(t, type) and issubclass(t, ctypes._Pointer) else t
+                     for t in declaration.argtypes]
+    func.restype = declaration.restype
+    return func
+
+
+class CallScratch:
+    """Out-parameters for one thin call: the error struct and an 8-byte
+    value slot read as whichever type the call writes (``int32``,
+    ``int64``, ``double`` or a ``char *``). Scratches are reused through
+    :data:`SCRATCH` so that a call that succeeds allocates nothing."""
+
+    __slots__ = ("err", "err_addr", "value", "value_addr", "int32", "int64", "double", "string")
+
+    def __init__(self) -> None:
+        self.err = appnorth_error()
+        self.err_addr = ctypes.addressof(self.err)
+        self.value = (c_char * 8)()
+        self.value_addr = ctypes.addressof(self.value)
+        self.int32 = c_int32.from_buffer(self.value)
+        self.int64 = c_int64.from_buffer(self.value)
+        self.double = c_double.from_buffer(self.value)
+        self.string = c_void_p.from_buffer(self.value)
+
+
+#: Idle scratches. A call pops one (or makes one when none is idle) and
+#: appends it back when done: both atomic under the GIL, so each scratch has
+#: one user at a time whatever the threads, and a call made from inside
+#: another (a library callback, a signal handler) gets its own.
+SCRATCH: List[CallScratch] = []
+
+
 def _check_version() -> None:
     if "appnorth_version" in MISSING:
         raise ImportError(f"appnorth: {LIBRARY_PATH} does not export appnorth_version: "
@@ -685,11 +730,13 @@ def to_c_string(value: TextArg, name: str) -> Optional[bytes]:
     if value is None:
         return None
     if isinstance(value, str):
+        if "\0" in value:
+            raise errors.InvalidArgumentError(f"{name} contains a NUL character")
         try:
-            data = value.encode("utf-8")
+            return value.encode()
         except UnicodeEncodeError as exc:
             raise errors.InvalidUTF8Error(f"{name} is not valid UTF-8: {exc.reason}") from None
-    elif isinstance(value, (bytes, bytearray)):
+    if isinstance(value, (bytes, bytearray)):
         data = bytes(value)
     else:
         raise TypeError(f"{name} must be str, bytes or None, not {type(value).__name__}")

@@ -108,14 +108,54 @@ def _make_log_callback(logger: logging.Logger, local: threading.local) -> Any:
     return _lib.LOG_FN(log_sink)
 
 
+def _json_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False)``, minus the encoder that
+    dumps builds on every call (for any non-default argument): the C
+    encoder json itself uses, made once. Without a circular-reference check
+    (a shared one is not thread-safe): a circular value raises RecursionError
+    instead of ValueError. Used only when it gives exactly dumps' output on a
+    sample of every JSON type; otherwise (another Python, another json) it
+    is dumps' own encoder."""
+    slow = json.JSONEncoder(ensure_ascii=False)
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return slow.encode
+    sample = {"s": "\u00e9\u2028\x00\"\\", "f": [9.99, -0.0, 1e300, float("inf")], "i": -3,
+              "t": True, "n": None, "d": {"k": []}}
+    try:
+        fast = make(None, slow.default, json.encoder.encode_basestring, None,
+                    slow.key_separator, slow.item_separator, False, False, True)
+
+        def encode(value: Any) -> str:
+            return "".join(fast(value, 0))
+
+        if encode(sample) == json.dumps(sample, ensure_ascii=False):
+            return encode
+    except Exception:  # noqa: BLE001 - any mismatch: use the slow path
+        pass
+    return slow.encode
+
+
+#: Serialises the dicts and lists handed to the library (json_text).
+_encode_json = _json_encoder()
+
+
 def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     """JSON for the library: dicts and lists are serialised (UTF-8, no ASCII
     escaping); ``str``/``bytes`` are sent as given, so the host's own
     spelling (``9.99``) survives and the library validates it."""
+    if value.__class__ is str and "\0" not in value and value.isascii():
+        return value.encode()  # the common case, first (nothing to check)
+    if isinstance(value, (dict, list)):
+        # JSON text never holds a raw NUL (it is escaped), so only the
+        # UTF-8 encoding can fail (a lone surrogate).
+        text = _encode_json(value)
+        try:
+            return text.encode()
+        except UnicodeEncodeError as exc:
+            raise errors.InvalidUTF8Error(f"{name} is not valid UTF-8: {exc.reason}") from None
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return _lib.to_c_string(value, name)
-    if isinstance(value, (dict, list)):
-        return _lib.to_c_string(json.dumps(value, ensure_ascii=False), name)
     raise TypeError(f"{name} must be a dict, list, str, bytes or None, not {type(value).__name__}")
 
 
@@ -300,10 +340,17 @@ class Client(Handle):
         # The CFUNCTYPE object must outlive every call the library may make
         # into it: it is dropped only after appnorth_client_free() returned.
         self._py_logger = py_logger
+        cache = getattr(py_logger, "_cache", None)
+        self._level_cache = cache if isinstance(cache, dict) else None
+        self._level_key = ("appnorth level", id(self))
         self._attach(handle, keep=[callback] if callback is not None else [])
 
     _py_logger: Optional[logging.Logger] = None
     _library_level = -1
+    #: The logger's level cache (cleared in place, never replaced) and this
+    #: client's mark in it (see sync_log_level).
+    _level_cache: Optional[Dict[Any, Any]] = None
+    _level_key: Tuple[str, int] = ("appnorth level", 0)
 
     def _sync_log_level(self) -> None:
         self.sync_log_level()
@@ -312,10 +359,21 @@ class Client(Handle):
         """Hand the logger's current level to the library when it changed
         (it applies to every handle made with this client). Called on every
         call into the library through this client or its events and configs;
-        costs one ``getEffectiveLevel()`` when nothing changed."""
+        costs one dict lookup when nothing changed: a key of this client's
+        in the logger's level cache (``Logger._cache``, which ``logging``
+        clears whenever any logger's level changes, ``logging.disable()``
+        included) says the level was handed over since. Without that cache
+        (another logging implementation), one ``getEffectiveLevel()``."""
         logger = self._py_logger
         if logger is None:
             return
+        cache = self._level_cache
+        if cache is not None:
+            if self._level_key in cache:
+                return
+            # Marked before reading the level: a change after this point
+            # clears the mark again, so the next call sees it.
+            cache[self._level_key] = True
         level = _min_library_level(logger)
         if level == self._library_level:
             return

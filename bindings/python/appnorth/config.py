@@ -43,6 +43,13 @@ from .client import LOGGER_NAME, Client, LoggerArg, _make_log_callback, _min_lib
 from .offline import ManualClock
 
 
+_GET_STRING = _lib.thin("appnorth_config_get_string")
+_GET_INT = _lib.thin("appnorth_config_get_int")
+_GET_DOUBLE = _lib.thin("appnorth_config_get_double")
+_GET_BOOL = _lib.thin("appnorth_config_get_bool")
+_GET_JSON = _lib.thin("appnorth_config_get_json")
+
+
 def _tier(value: int) -> "_lib.ConfigTier":
     """A tier from the library as the enum (a value this binding does not
     know, from a newer library, is kept as a plain int)."""
@@ -352,37 +359,50 @@ class Config(Handle):
     # missing key, or a value of another type, gives the default. Reads never
     # block on I/O; a read of a stale config starts a background fetch.
 
+    # The getters take the thin path (Handle._thin): no lock, no context
+    # manager, no allocation beyond the arguments and the result. A string
+    # the library returns is freed before the scratch goes back.
+
     def get_string(self, key: TextArg, default: Optional[str] = None) -> Optional[str]:
         """A string value, else ``default``."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_c_string(default, "default")
-        with self._use() as config, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_config_get_string, config, c_key, c_default)
+        self._sync_log_level()
+        out = self._thin(_GET_STRING, c_key, c_default)
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def get_int(self, key: TextArg, default: int = 0) -> int:
         """An integer value (a JSON number without fraction or exponent:
         ``3.0`` is not one), else ``default`` (an int64)."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_int64(default, "default")
-        out = ctypes.c_int64(c_default)
-        self._call(C.appnorth_config_get_int, c_key, c_default, out)
-        return out.value
+        self._sync_log_level()
+        out = self._thin(_GET_INT, c_key, c_default)
+        value = out.int64.value
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_double(self, key: TextArg, default: float = 0.0) -> float:
         """A number (integer or real) as a float, else ``default``."""
         if isinstance(default, bool) or not isinstance(default, (int, float)):
             raise TypeError(f"default must be a float, not {type(default).__name__}")
         c_key = _lib.to_c_string(key, "key")
-        out = ctypes.c_double(float(default))
-        self._call(C.appnorth_config_get_double, c_key, float(default), out)
-        return out.value
+        self._sync_log_level()
+        out = self._thin(_GET_DOUBLE, c_key, float(default))
+        value = out.double.value
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_bool(self, key: TextArg, default: bool = False) -> bool:
         """A JSON ``true``/``false``, else ``default``."""
         if not isinstance(default, bool):
             raise TypeError(f"default must be a bool, not {type(default).__name__}")
         c_key = _lib.to_c_string(key, "key")
-        out = ctypes.c_int32(int(default))
-        self._call(C.appnorth_config_get_bool, c_key, int(default), out)
-        return bool(out.value)
+        self._sync_log_level()
+        out = self._thin(_GET_BOOL, c_key, int(default))
+        value = out.int32.value != 0
+        _lib.SCRATCH.append(out)
+        return value
 
     def get_json(self, key: TextArg, default: Any = None) -> Any:
         """Any value, parsed (dict, list, str, int, float, bool or None for
@@ -395,8 +415,11 @@ class Config(Handle):
         ``9.99``), else ``default``: JSON text (validated even when the key
         exists: InvalidJSONError) or None."""
         c_key, c_default = _lib.to_c_string(key, "key"), _lib.to_c_string(default, "default")
-        with self._use() as config, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_config_get_json, config, c_key, c_default)
+        self._sync_log_level()
+        out = self._thin(_GET_JSON, c_key, c_default)
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def snapshot_json(self) -> str:
         """The whole effective config object as JSON text, exactly as served

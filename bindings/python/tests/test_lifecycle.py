@@ -73,9 +73,9 @@ def test_close_waits_for_a_call_in_progress(server_url: str, admin: Admin) -> No
     worker.start()
     # Wait until the call is inside the library.
     deadline = time.monotonic() + 2
-    while client._active == 0 and time.monotonic() < deadline:
+    while not client._calls and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert client._active == 1
+    assert len(client._calls) == 1
     started = time.monotonic()
     client.close()
     waited = time.monotonic() - started

@@ -1,0 +1,214 @@
+import AppNorthCore
+import Glibc
+import Synchronization
+
+/// Boxes a Swift object as an opaque C handle (one retain, released by
+/// `release`), and counts the calls in flight on it.
+///
+/// - Fork: the box remembers the fork generation it was made in; a handle
+///   inherited through fork() is refused in the child, whose copy of the
+///   library threads and connections is not alive.
+/// - Calls in flight: `get` inside a `guarded` body counts the call on the
+///   handle until that body returns. `release` (every appnorth_X_free)
+///   refuses new calls at once (APPNORTH_E_WRONG_STATE), runs the handle's
+///   teardown, waits for the calls in flight, then frees. Called from inside
+///   one of the handle's own calls or from a host callback, it does not wait
+///   (that call, or what the callback's thread is busy with, may be what the
+///   others wait for): the last call to leave frees the handle.
+///
+/// The hot-path cost is one compare-and-swap on entry and one atomic
+/// decrement on exit, plus this thread's call list (ThreadCalls).
+enum Handle {
+    fileprivate final class Box {
+        let object: AnyObject
+        let generation = ForkGuard.generation
+        /// Calls in flight (the low bits), `freeing` and `releaseOnLeave`.
+        let state = Atomic<UInt>(0)
+        init(_ object: AnyObject) { self.object = object }
+    }
+
+    /// Set by `release`: new calls are refused.
+    private static let freeing: UInt = 1 << (UInt.bitWidth - 1)
+    /// Set by a `release` that did not wait: the last call to leave frees.
+    private static let releaseOnLeave: UInt = 1 << (UInt.bitWidth - 2)
+    private static let callsMask: UInt = releaseOnLeave - 1
+
+    static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
+        OpaquePointer(Unmanaged.passRetained(Box(object)).toOpaque())
+    }
+
+    /// The object behind a handle argument, counted as in flight on it until
+    /// the enclosing `guarded` body returns.
+    static func get<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, _ name: String) throws(AppNorthError) -> T {
+        let raw = UnsafeRawPointer(try required(handle, name))
+        let object: T? = Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box in
+            guard box.generation == ForkGuard.generation else { return nil }
+            if let calls = ThreadCalls.current, calls.pointee.scopes > 0 {
+                guard enter(box) else { return nil }
+                calls.pointee.push(raw)
+            }
+            return unsafeDowncast(box.object, to: T.self)
+        }
+        guard let object else {
+            if Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef({ $0.generation == ForkGuard.generation }) {
+                throw .wrongState("\(name) is being freed: no call may start once its _free function was called")
+            }
+            throw .wrongState("\(name) was created before fork(); handles do not survive into a child, make new ones")
+        }
+        return object
+    }
+
+    /// Counts one call in flight; false once `release` has begun.
+    private static func enter(_ box: Box) -> Bool {
+        var state = box.state.load(ordering: .relaxed)
+        while true {
+            guard state & freeing == 0 else { return false }
+            let (done, seen) = box.state.weakCompareExchange(expected: state, desired: state + 1,
+                                                            successOrdering: .acquiring, failureOrdering: .relaxed)
+            if done { return true }
+            state = seen
+        }
+    }
+
+    /// Ends one call counted by `get`.
+    static func leave(_ raw: UnsafeRawPointer) {
+        let box = Unmanaged<Box>.fromOpaque(raw)
+        let after = box._withUnsafeGuaranteedRef { $0.state.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue }
+        if after == freeing | releaseOnLeave { box.release() }
+    }
+
+    /// Lends `object` to host code as a handle for the duration of `body`
+    /// (the buffer a load callback fills); the host never frees it.
+    static func lend<T: AnyObject, R>(_ object: T, _ body: (OpaquePointer) throws -> R) rethrows -> R {
+        let box = Box(object)
+        return try withExtendedLifetime(box) {
+            try ThreadCalls.callback { try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque())) }
+        }
+    }
+
+    /// Frees the handle (see the type's comment); `teardown` stops what the
+    /// object runs on its own threads before the calls in flight are waited
+    /// for. One inherited through fork() is left alone: its teardown would
+    /// wait for threads that do not exist in the child.
+    static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, teardown: (T) -> Void = { _ in }) {
+        guard let handle else { return }
+        let raw = UnsafeRawPointer(handle)
+        let box = Unmanaged<Box>.fromOpaque(raw)
+        let (object, started): (T, Bool) = box._withUnsafeGuaranteedRef { box in
+            guard box.generation == ForkGuard.generation else { return (unsafeDowncast(box.object, to: T.self), false) }
+            let before = box.state.bitwiseOr(freeing, ordering: .acquiringAndReleasing).oldValue
+            return (unsafeDowncast(box.object, to: T.self), before & freeing == 0)
+        }
+        // A second free while the first runs, or a handle from before fork().
+        guard started else { return }
+        teardown(object)
+        let calls = ThreadCalls.current
+        if let calls, calls.pointee.inCallback > 0 || calls.pointee.contains(raw) {
+            let before = box._withUnsafeGuaranteedRef { $0.state.bitwiseOr(releaseOnLeave, ordering: .acquiringAndReleasing).oldValue }
+            if before & callsMask == 0 { box.release() }
+            return
+        }
+        var pauses = 0
+        while box._withUnsafeGuaranteedRef({ $0.state.load(ordering: .acquiring) }) & callsMask != 0 {
+            pause(pauses)
+            pauses += 1
+        }
+        box.release()
+    }
+
+    /// Yields first (calls are usually microseconds), then sleeps up to 1 ms.
+    private static func pause(_ round: Int) {
+        guard round >= 50 else {
+            sched_yield()
+            return
+        }
+        var delay = timespec(tv_sec: 0, tv_nsec: min(1_000_000, 20_000 * (round - 49)))
+        nanosleep(&delay, nil)
+    }
+}
+
+/// This thread's library calls: the handles they use (innermost last) and
+/// whether host code the library called back is running. A handle freed on
+/// this thread reads it to know whether it may wait for calls in flight.
+/// Raw memory behind a pthread key: no reference counting and no
+/// exclusivity checks on the hot path.
+struct ThreadCalls {
+    /// Nesting of `guarded` bodies (host callbacks may call in again).
+    var scopes = 0
+    /// Nesting of host callbacks the library is running on this thread.
+    var inCallback = 0
+    /// Handles entered by `Handle.get`, left when their body returns.
+    private var count = 0
+    private var capacity = 0
+    private var entered: UnsafeMutablePointer<UnsafeRawPointer>?
+
+    private static let key: pthread_key_t? = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key) { value in
+            guard let calls = value?.assumingMemoryBound(to: ThreadCalls.self) else { return }
+            calls.pointee.entered?.deallocate()
+            calls.deinitialize(count: 1)
+            calls.deallocate()
+        }
+        return rc == 0 ? key : nil
+    }()
+
+    /// This thread's record, made on first use; nil only when the system
+    /// has no thread-specific key left (calls are then not counted).
+    static var current: UnsafeMutablePointer<ThreadCalls>? {
+        guard let key else { return nil }
+        if let value = pthread_getspecific(key) { return value.assumingMemoryBound(to: ThreadCalls.self) }
+        let calls = UnsafeMutablePointer<ThreadCalls>.allocate(capacity: 1)
+        calls.initialize(to: ThreadCalls())
+        guard pthread_setspecific(key, calls) == 0 else {
+            calls.deinitialize(count: 1)
+            calls.deallocate()
+            return nil
+        }
+        return calls
+    }
+
+    mutating func push(_ handle: UnsafeRawPointer) {
+        if count == capacity {
+            let grown = UnsafeMutablePointer<UnsafeRawPointer>.allocate(capacity: max(8, capacity * 2))
+            if let entered {
+                grown.moveInitialize(from: entered, count: count)
+                entered.deallocate()
+            }
+            entered = grown
+            capacity = max(8, capacity * 2)
+        }
+        (entered! + count).initialize(to: handle)
+        count += 1
+    }
+
+    func contains(_ handle: UnsafeRawPointer) -> Bool {
+        guard let entered else { return false }
+        for i in 0..<count where entered[i] == handle { return true }
+        return false
+    }
+
+    /// Runs the body of an exported function: handles it gets are counted
+    /// until it returns.
+    static func scope<R>(_ body: () throws -> R) rethrows -> R {
+        guard let calls = current else { return try body() }
+        let mark = calls.pointee.count
+        calls.pointee.scopes += 1
+        defer {
+            while calls.pointee.count > mark {
+                calls.pointee.count -= 1
+                Handle.leave(calls.pointee.entered![calls.pointee.count])
+            }
+            calls.pointee.scopes -= 1
+        }
+        return try body()
+    }
+
+    /// Runs host code the library calls back.
+    static func callback<R>(_ body: () throws -> R) rethrows -> R {
+        guard let calls = current else { return try body() }
+        calls.pointee.inCallback += 1
+        defer { calls.pointee.inCallback -= 1 }
+        return try body()
+    }
+}

@@ -90,10 +90,14 @@ final class JournalTests: EventsTestCase {
         let events = try open(quiet())
         XCTAssertEqual(events.queuedCount, 0, "a locked journal belongs to a live process")
         XCTAssertTrue(journalFiles().contains(live))
+        // Closed first: its upload thread also imports dead journals, and
+        // an import it had in progress while the next open looked would be
+        // skipped there as locked (not lost: it lands in the table a moment
+        // later), which this count cannot wait for.
+        events.close(timeoutMilliseconds: 0)
         close(fd)  // the owner ends: the next open imports it
         let again = try open(quiet())
         XCTAssertEqual(again.queuedCount, 1)
-        events.close(timeoutMilliseconds: 0)
         again.close(timeoutMilliseconds: 0)
     }
 
@@ -127,6 +131,29 @@ final class JournalTests: EventsTestCase {
         XCTAssertEqual(Set(stored).count, 4 * perThread)
         XCTAssertEqual(events.queuedCount, 0)
         XCTAssertTrue(journalFiles().count <= 1, "imported journals are removed: \(journalFiles())")
+        events.close(timeoutMilliseconds: 0)
+    }
+
+    func testIdentityAndSessionChangesReachTheNextEvent() throws {
+        // The identity part of an event is built once per change, not per event.
+        let events = try open(quiet())
+        try events.track("anonymous")
+        try events.identify(userID: "u-1")
+        try events.track("identified")
+        try events.startSession()
+        try events.track("new session")
+        try events.reset()
+        try events.track("after reset")
+        try events.flush(timeoutMilliseconds: 5000)
+        var byName: [String: JSON] = [:]
+        for event in try serverEvents() { byName[event["name"]?.stringValue ?? ""] = event }
+        XCTAssertTrue(byName["anonymous"]?["user_id"]?.kind == .null)
+        XCTAssertEqual(byName["identified"]?["user_id"]?.stringValue, "u-1")
+        XCTAssertEqual(byName["new session"]?["user_id"]?.stringValue, "u-1")
+        XCTAssertTrue(byName["after reset"]?["user_id"]?.kind == .null)
+        XCTAssertEqual(byName["identified"]?["session_id"]?.stringValue, byName["anonymous"]?["session_id"]?.stringValue)
+        XCTAssertNotEqual(byName["new session"]?["session_id"]?.stringValue, byName["identified"]?["session_id"]?.stringValue)
+        XCTAssertEqual(Set(byName.values.compactMap { $0["anonymous_id"]?.stringValue }), [events.anonymousID])
         events.close(timeoutMilliseconds: 0)
     }
 }

@@ -5,7 +5,10 @@
  *    every child's events reach the server exactly once;
  *  - handles inherited from the parent are refused in the child
  *    (APPNORTH_E_WRONG_STATE) and freeing them is harmless;
- *  - a child that only exits or execs does not deadlock. */
+ *  - a child that only exits or execs does not deadlock;
+ *  - a child does not keep its parent's event journal locked: when the
+ *    parent is killed, the next open recovers its journal while the child
+ *    still lives. */
 #define _GNU_SOURCE
 #include <appnorth.h>
 #include <jansson.h>
@@ -48,6 +51,75 @@ static int exit_with_live_handles(const char *server, const char *dir) {
     if (appnorth_events_new(o, &e, NULL) != APPNORTH_OK) return 4;
     for (int i = 0; i < 50; i++) appnorth_events_track(e, "leak", NULL, NULL, NULL);
     exit(0);
+}
+
+/* The owner process: tracks 3 events into its own handle (no uploads: a
+ * closed port), forks a child that only sleeps, reports the child's pid and
+ * waits to be killed. */
+static void journal_owner(const char *dir, int report_fd) {
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(co, "http://127.0.0.1:9", NULL);
+    appnorth_client_options_set_app_id(co, "fork", NULL);
+    appnorth_client *c = NULL;
+    appnorth_events *e = NULL;
+    appnorth_events_options *o = appnorth_events_options_new();
+    if (appnorth_client_new(co, &c, NULL) != APPNORTH_OK || appnorth_events_options_set_client(o, c, NULL) != 0 ||
+        appnorth_events_options_set_data_dir(o, dir, NULL) != 0 ||
+        appnorth_events_options_set_flush_policy(o, 3600000, 10000, NULL) != 0 ||
+        appnorth_events_new(o, &e, NULL) != APPNORTH_OK)
+        _exit(3);
+    for (int i = 0; i < 3; i++)
+        if (appnorth_events_track(e, "journaled", NULL, NULL, NULL) != APPNORTH_OK) _exit(4);
+    pid_t keeper = fork();
+    if (keeper == 0) {
+        sleep(60);
+        _exit(0);
+    }
+    if (write(report_fd, &keeper, sizeof keeper) != (ssize_t)sizeof keeper) _exit(5);
+    for (;;) pause();
+}
+
+static void a_killed_parents_journal_is_recovered_while_its_child_lives(const char *base) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/journal-owner", base);
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    pid_t owner = fork();
+    if (owner == 0) {
+        close(fds[0]);
+        journal_owner(dir, fds[1]);
+    }
+    close(fds[1]);
+    pid_t keeper = 0;
+    CHECK(read(fds[0], &keeper, sizeof keeper) == (ssize_t)sizeof keeper && keeper > 0, "the owner reports its child");
+    close(fds[0]);
+    kill(owner, SIGKILL);
+    waitpid(owner, NULL, 0);
+
+    appnorth_error err;
+    appnorth_client_options *co = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(co, "http://127.0.0.1:9", &err);
+    appnorth_client_options_set_app_id(co, "fork", &err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(co, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(co);
+    appnorth_events_options *o = appnorth_events_options_new();
+    appnorth_events_options_set_client(o, c, &err);
+    appnorth_events_options_set_data_dir(o, dir, &err);
+    appnorth_events_options_set_flush_policy(o, 3600000, 10000, &err);
+    appnorth_events *e = NULL;
+    CHECK_STATUS(appnorth_events_new(o, &e, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(o);
+    char *stats = NULL;
+    if (e) CHECK_STATUS(appnorth_events_stats(e, &stats, &err), APPNORTH_OK, err);
+    json_t *s = stats ? json_loads(stats, 0, NULL) : NULL;
+    CHECK(json_integer_value(json_object_get(s, "queued")) == 3,
+          "the killed owner's 3 journaled events are recovered while its child lives: %s", stats ? stats : "");
+    json_decref(s);
+    appnorth_string_free(stats);
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    if (keeper > 0) kill(keeper, SIGKILL);
 }
 
 static double now_seconds(void) {
@@ -250,6 +322,7 @@ int main(int argc, char **argv) {
     }
 
     forks_from_busy_parent(server, dir, events);
+    a_killed_parents_journal_is_recovered_while_its_child_lives(dir);
 
     /* A host that exits without freeing its handles, while the upload
      * thread is busy, exits cleanly (a fresh process: this program exec'd

@@ -34,6 +34,9 @@ public final class AppNorthEvents: Sendable {
         var consent: ConsentState
         var networkType: NetworkType
         var sessionID: String
+        /// The identity and session part of every event (EventPayload):
+        /// rebuilt by identify, reset and a new session.
+        var eventTail: [UInt8] = []
         var breaker: CircuitBreaker
         var closed = false
         var flushRequested: UInt64 = 0
@@ -77,6 +80,7 @@ public final class AppNorthEvents: Sendable {
         let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
+        refreshEventTail()
         // Events an earlier run left on disk go out as soon as the thread
         // starts, not after the first 30 s timer or the 20th new event.
         let leftover = store.count
@@ -113,7 +117,8 @@ public final class AppNorthEvents: Sendable {
     /// event was dropped because analytics consent is not given.
     @discardableResult
     public func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
-        guard (1...256).contains(name.unicodeScalars.count) else {
+        // At most 256 bytes is at most 256 characters: count them only past that.
+        guard !name.isEmpty && (name.utf8.count <= 256 || name.unicodeScalars.count <= 256) else {
             throw .invalidArgument("event name must be 1 to 256 characters")
         }
         if let propertiesJSON {
@@ -127,19 +132,16 @@ public final class AppNorthEvents: Sendable {
         // check and counted as written to until the append returns, so that
         // a revocation, which rotates the journal after flipping the state,
         // waits for this write and purges it (see setConsent).
-        let snapshot = state.withLock { s -> (segment: JournalSegment?, closed: Bool, session: String) in
+        let snapshot = state.withLock { s -> (segment: JournalSegment?, closed: Bool, tail: [UInt8]) in
             let allowed = s.allowsTracking(requireConsent: options.requireConsent)
             if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
-            return (allowed && !s.closed ? store.journal.enter() : nil, s.closed, s.sessionID)
+            return (allowed && !s.closed ? store.journal.enter() : nil, s.closed, s.eventTail)
         }
         guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
         guard let segment = snapshot.segment else { return false }
 
-        let now = clock.wallMilliseconds()
-        let id = Random.uuidV7(unixMilliseconds: now)
-        let who = identity.both
-        let payload = EventPayload.build(id: id, name: name, timestampMs: now, propertiesJSON: propertiesJSON,
-                                         anonymousID: who.anonymousID, userID: who.userID, sessionID: snapshot.session)
+        let payload = EventPayload.build(name: name, timestampMs: clock.wallMilliseconds(), propertiesJSON: propertiesJSON,
+                                         tail: snapshot.tail)
         guard payload.count <= options.maxEventBytes else {
             store.journal.leave(segment)
             throw .tooLarge("event is \(payload.count) bytes; the limit is \(options.maxEventBytes)")
@@ -175,8 +177,7 @@ public final class AppNorthEvents: Sendable {
     /// Moves journaled events into SQLite, then drops the oldest past the
     /// limits (counted as `queue_limit`).
     private func drainIntoTable() throws(AppNorthError) {
-        try store.drain()
-        let dropped = try store.dropOldest(maxCount: options.maxQueuedEvents, maxBytes: options.maxQueuedBytes)
+        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes))
         if dropped > 0 {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
@@ -252,6 +253,7 @@ public final class AppNorthEvents: Sendable {
         var wasOpen = false
         try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
+            $0.eventTail = eventTail(sessionID: $0.sessionID)
             wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
         }
@@ -336,12 +338,26 @@ public final class AppNorthEvents: Sendable {
         guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
         try whileOpen { _ in }
         try identity.identify(userID)
+        refreshEventTail()
     }
 
     /// Clears the user id (logout). The anonymous id stays.
     public func reset() throws(AppNorthError) {
         try whileOpen { _ in }
         try identity.identify(nil)
+        refreshEventTail()
+    }
+
+    /// Rebuilds the events' identity tail from the identity now held. The
+    /// identity is read under the state lock, so that of two racing
+    /// identify calls the later rebuild sees the later value.
+    private func refreshEventTail() {
+        state.withLock { $0.eventTail = eventTail(sessionID: $0.sessionID) }
+    }
+
+    private func eventTail(sessionID: String) -> [UInt8] {
+        let who = identity.both
+        return EventPayload.identityTail(anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)
     }
 
     public func setPushToken(_ token: String?) throws(AppNorthError) {

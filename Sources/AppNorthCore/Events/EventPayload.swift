@@ -1,17 +1,46 @@
 /// Builds an event's upload JSON by splicing: the host's properties text is
 /// validated elsewhere and inserted as-is, never re-serialised, so numbers
 /// keep their exact spelling; only the short strings are escaped.
+///
+/// An event reads `{"id","name","timestamp",` then the identity tail
+/// (`"anonymous_id","user_id","session_id","properties":`), which changes
+/// only with identify/reset and a new session: it is built then, not per
+/// event.
 enum EventPayload {
     static func build(id: String, name: String, timestampMs: Int64, propertiesJSON: String?,
                       anonymousID: String, userID: String?, sessionID: String) -> [UInt8] {
+        let tail = identityTail(anonymousID: anonymousID, userID: userID, sessionID: sessionID)
+        return build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
+            $0.append(contentsOf: id.utf8)
+        }
+    }
+
+    /// The hot path's form: a fresh UUIDv7 for the id, the tail as built.
+    static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8]) -> [UInt8] {
+        build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
+            Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0)
+        }
+    }
+
+    private static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8],
+                              id: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(160 + name.utf8.count + (propertiesJSON?.utf8.count ?? 2))
+        out.reserveCapacity(80 + name.utf8.count + tail.count + (propertiesJSON?.utf8.count ?? 2))
         out.append(contentsOf: #"{"id":""#.utf8)
-        out.append(contentsOf: id.utf8)
+        id(&out)
         out.append(contentsOf: #"","name":"#.utf8)
         appendString(name, to: &out)
         out.append(contentsOf: #","timestamp":"#.utf8)
         appendInteger(timestampMs, to: &out)
+        out.append(contentsOf: tail)
+        out.append(contentsOf: (propertiesJSON ?? "{}").utf8)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `,"anonymous_id":…,"user_id":…,"session_id":…,"properties":`
+    static func identityTail(anonymousID: String, userID: String?, sessionID: String) -> [UInt8] {
+        var out: [UInt8] = []
         out.append(contentsOf: #","anonymous_id":"#.utf8)
         appendString(anonymousID, to: &out)
         out.append(contentsOf: #","user_id":"#.utf8)
@@ -19,8 +48,6 @@ enum EventPayload {
         out.append(contentsOf: #","session_id":"#.utf8)
         appendString(sessionID, to: &out)
         out.append(contentsOf: #","properties":"#.utf8)
-        out.append(contentsOf: (propertiesJSON ?? "{}").utf8)
-        out.append(UInt8(ascii: "}"))
         return out
     }
 

@@ -18,7 +18,11 @@ struct StoredEvent: Sendable {
 final class EventStore: Sendable {
     private let db: SQLiteStore
     let journal: EventJournal
-    private let totals: Lock<(count: Int, bytes: Int)>
+    /// The table's rows and payload bytes. Atomics, read on every `track`;
+    /// every change is a delta of rows a statement reported deleted or
+    /// inserted, so concurrent changes never undo each other.
+    private let tableCount = Atomic<Int>(0)
+    private let tableBytes = Atomic<Int>(0)
     /// Held through a drain, so drains and purges never overlap.
     private let draining: Lock<DrainState>
 
@@ -54,7 +58,8 @@ final class EventStore: Sendable {
             return (row, dropped)
         }
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
-        totals = Lock(row ?? (0, 0))
+        tableCount.store(row?.0 ?? 0, ordering: .relaxed)
+        tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
         journal = try EventJournal(directory: directory)
         draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
         try recoverOrphans()
@@ -77,14 +82,18 @@ final class EventStore: Sendable {
     }
 
     /// Queued events and bytes: table rows plus journal records.
-    var count: Int { totals.withLock { $0.count } + journal.pendingRecords.load(ordering: .relaxed) }
-    var bytes: Int { totals.withLock { $0.bytes } + journal.pendingBytes.load(ordering: .relaxed) }
+    var count: Int { queued.count }
+    var bytes: Int { queued.bytes }
     /// Both at once, for the hot path.
     var queued: (count: Int, bytes: Int) {
-        let table = totals.withLock { $0 }
-        return (table.count + journal.pendingRecords.load(ordering: .relaxed),
-                table.bytes + journal.pendingBytes.load(ordering: .relaxed))
+        (tableCount.load(ordering: .relaxed) + journal.pendingRecords.load(ordering: .relaxed),
+         tableBytes.load(ordering: .relaxed) + journal.pendingBytes.load(ordering: .relaxed))
     }
+    private func addToTable(_ count: Int, _ bytes: Int) {
+        tableCount.add(count, ordering: .relaxed)
+        tableBytes.add(bytes, ordering: .relaxed)
+    }
+
     /// Events in the journal, not yet drained into the table.
     var journaled: Int { journal.pendingRecords.load(ordering: .relaxed) }
 
@@ -92,20 +101,24 @@ final class EventStore: Sendable {
 
     /// Moves the journal's records into the table: rotates the current
     /// journal file out and imports every retired one that no `track` is
-    /// still writing to, each in one transaction. Returns how many events
-    /// moved.
+    /// still writing to, each in one transaction. Then, with `limits`,
+    /// drops the oldest rows past them. Returns how many rows were dropped.
+    ///
+    /// All under one lock with purges, so that the totals a trim reads are
+    /// never caught between an import's two counters (the table's and the
+    /// journal's), and two trims never drop the same excess twice.
     @discardableResult
-    func drain() throws(AppNorthError) -> Int {
+    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
             if let old = try journal.rotate() { state.retired.append(old) }
-            var moved = 0
             while let index = state.retired.firstIndex(where: { $0.isIdle }) {
                 let segment = state.retired[index]
-                moved += try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
+                _ = try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
                 state.retired.remove(at: index)
                 journal.settle(segment)
             }
-            return moved
+            guard let limits else { return 0 }
+            return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
         }
     }
 
@@ -143,10 +156,7 @@ final class EventStore: Sendable {
             return (count, bytes)
         }
         settledMarks.removeAll()
-        totals.withLock {
-            $0.count += count
-            $0.bytes += bytes
-        }
+        addToTable(count, bytes)
         unlink(path)
         settledMarks.append(name)
         return count
@@ -201,11 +211,14 @@ final class EventStore: Sendable {
     /// Drops the oldest rows until both limits hold (journal records
     /// count too, being newer); returns how many. One transaction: the rows
     /// to drop are found oldest first, then deleted by one statement.
-    func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
+    private func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
         // The common case, within both limits, costs no connection lock.
         let queued = self.queued
         guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }
         let (gone, size) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+            // Read again with the connection held: an upload's deletions
+            // (which update the totals with it held) are all counted.
+            let queued = self.queued
             var excessCount = queued.count - maxCount, excessBytes = queued.bytes - maxBytes
             var through: Int64?
             while excessCount > 0 || excessBytes > 0 {
@@ -226,7 +239,7 @@ final class EventStore: Sendable {
             }
             return (sizes.count, sizes.reduce(0, +))
         }
-        totals.withLock { $0.count -= gone; $0.bytes -= size }
+        addToTable(-gone, -size)
         return gone
     }
 
@@ -243,7 +256,7 @@ final class EventStore: Sendable {
                 let gone = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(row.seq)]) {
                     $0.int(0)
                 }
-                totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+                addToTable(-gone.count, -gone.reduce(0, +))
             }
             return (damaged.isEmpty ? rows : rows.filter { Self.isSound($0.payload) }, damaged.count)
         }
@@ -270,7 +283,7 @@ final class EventStore: Sendable {
         return try db.withConnection { conn throws(AppNorthError) in
             let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING length(payload)",
                                       [.int(first), .int(last)]) { $0.int(0) }
-            totals.withLock { $0.count -= gone.count; $0.bytes -= gone.reduce(0, +) }
+            addToTable(-gone.count, -gone.reduce(0, +))
             return gone.count
         }
     }
@@ -292,7 +305,7 @@ final class EventStore: Sendable {
                 try? conn.exec("ROLLBACK")
                 throw error
             }
-            totals.withLock { $0.count -= sizes.count; $0.bytes -= sizes.reduce(0, +) }
+            addToTable(-sizes.count, -sizes.reduce(0, +))
             return sizes.count
         }
     }
@@ -313,9 +326,9 @@ final class EventStore: Sendable {
             }
             state.retired.removeAll()
             return try gone + db.withConnection { conn throws(AppNorthError) in
-                let rows = try conn.run("DELETE FROM events")
-                totals.withLock { $0 = (0, 0) }
-                return rows
+                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
+                addToTable(-sizes.count, -sizes.reduce(0, +))
+                return sizes.count
             }
         }
     }

@@ -105,25 +105,42 @@ enum Random {
     /// so ids sort by creation time. Formatted without intermediate
     /// strings: it is on the tracking hot path.
     static func uuidV7(unixMilliseconds: Int64) -> String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            writeUUIDv7(unixMilliseconds: unixMilliseconds, into: out)
+            return 36
+        }
+    }
+
+    /// Appends a UUIDv7's 36 characters, without making a String (the
+    /// tracking hot path writes it straight into the event's JSON).
+    static func appendUUIDv7(unixMilliseconds: Int64, to bytes: inout [UInt8]) {
+        var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes of room
+        withUnsafeMutableBytes(of: &text) { raw in
+            let out = raw.bindMemory(to: UInt8.self)
+            writeUUIDv7(unixMilliseconds: unixMilliseconds, into: out)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: out[0..<36]))
+        }
+    }
+
+    /// Writes a new UUIDv7 into the first 36 bytes of `out`.
+    private static func writeUUIDv7(unixMilliseconds: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
+        guard out.count >= 36 else { return }
         var b: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &b) { fill($0) }
-        return withUnsafeMutableBytes(of: &b) { raw -> String in
+        withUnsafeMutableBytes(of: &b) { raw in
             let ms = UInt64(max(0, unixMilliseconds))
             for i in 0..<6 { raw[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
             raw[6] = 0x70 | (raw[6] & 0x0F)
             raw[8] = 0x80 | (raw[8] & 0x3F)
-            return String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for i in 0..<16 {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        out[o] = UInt8(ascii: "-")
-                        o += 1
-                    }
-                    out[o] = hexDigits.utf8Start[Int(raw[i] >> 4)]
-                    out[o + 1] = hexDigits.utf8Start[Int(raw[i] & 0xF)]
-                    o += 2
+            var o = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[o] = UInt8(ascii: "-")
+                    o += 1
                 }
-                return 36
+                out[o] = hexDigits.utf8Start[Int(raw[i] >> 4)]
+                out[o + 1] = hexDigits.utf8Start[Int(raw[i] & 0xF)]
+                o += 2
             }
         }
     }

@@ -66,6 +66,21 @@ final class JournalTests: EventsTestCase {
         events.close(timeoutMilliseconds: 0)
     }
 
+    func testAnOversizeOrphanIsSkippedAndTheOthersImported() throws {
+        _ = try DataDirectory(path: folder)
+        // Sparse: no disk space, but its size says more than any journal holds.
+        let oversize = folder + "/events-999996-0000000000000000.journal"
+        writeFile(oversize, JournalRecord.encode(payload("inside")))
+        XCTAssertEqual(truncate(oversize, off_t(EventJournal.maxFileBytes) + 1), 0)
+        let good = folder + "/events-999995-1111111111111111.journal"
+        writeFile(good, JournalRecord.encode(payload("good")))
+        let events = try open(quiet())
+        XCTAssertEqual(events.queuedCount, 1, "the readable orphan is imported; the open does not fail")
+        XCTAssertTrue(journalFiles().contains(oversize), "the oversize file is left in place")
+        XCTAssertFalse(journalFiles().contains(good))
+        events.close(timeoutMilliseconds: 0)
+    }
+
     func testAJournalMarkedImportedIsOnlyRemoved() throws {
         // The process died after its import committed, before it removed
         // the file: importing it again would queue its events twice.

@@ -167,10 +167,18 @@ final class EventJournal: Sendable {
         throw .storage("cannot create an event journal in \(directory.path): \(lastError)")
     }
 
+    /// The largest journal file read: above the largest queue limit
+    /// (1 GiB) with its slack and record headers. A bigger file cannot be
+    /// one this library wrote, and reading it whole could exhaust memory.
+    static let maxFileBytes = 2 << 30
+
     /// Reads a whole file from its start.
     static func readAll(_ fd: Int32, _ path: String) throws(AppNorthError) -> [UInt8] {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .storage("cannot read the event journal \(path): \(String(cString: strerror(errno)))") }
+        guard info.st_size <= maxFileBytes else {
+            throw .storage("the event journal \(path) is \(info.st_size) bytes, more than any journal holds (\(maxFileBytes)); left in place")
+        }
         var out = [UInt8](repeating: 0, count: max(0, Int(info.st_size)))
         var filled = 0
         while filled < out.count {

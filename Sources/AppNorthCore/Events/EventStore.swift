@@ -182,7 +182,17 @@ final class EventStore: Sendable {
             let path = journal.directory.file(name)
             guard let fd = EventJournal.claimOrphan(path) else { continue }
             defer { close(fd) }
-            imported += try importJournal(name, path, contents: try EventJournal.readAll(fd, path), &settled)
+            // A file that cannot be read is left for the next scan: it
+            // must not fail the open, or stop every upload cycle, for the
+            // events that are readable.
+            let contents: [UInt8]
+            do {
+                contents = try EventJournal.readAll(fd, path)
+            } catch {
+                logger.log(.warning, "event queue: skipped a journal an ended process left: \(error.message)")
+                continue
+            }
+            imported += try importJournal(name, path, contents: contents, &settled)
         }
         if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
         let marks = try db.withConnection { conn throws(AppNorthError) in

@@ -123,6 +123,39 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertFalse(EventStore.isSound([0xFF, 0xFE]))
     }
 
+    /// The quick check (validator + member walk) must judge every payload as
+    /// jansson does, including the shapes it hands over to jansson.
+    func testSoundnessCheckAgreesWithJansson() {
+        let built = String(decoding: EventPayload.build(id: "e1", name: "n\"\\", timestampMs: 1_764_480_000_000,
+                                                         propertiesJSON: #"{"id":1,"a":[{"timestamp":"x"}],"s":"}]\""}"#,
+                                                         anonymousID: "a", userID: "u", sessionID: "s"), as: UTF8.self)
+        let cases = [
+            built, " \(built) ", #"{"id":"x","name":"n","timestamp":0}"#, #"{"id":"x","name":"n","timestamp":-0}"#,
+            #"{"id":"x","name":"n","timestamp":253402300799999}"#, #"{"id":"x","name":"n","timestamp":253402300800000}"#,
+            #"{"id":"x","name":"n","timestamp":1.5}"#, #"{"id":"x","name":"n","timestamp":1e3}"#,
+            #"{"id":"x","name":"n","timestamp":1764480000000.0}"#, #"{"id":"x","name":"n","timestamp":-1e-300}"#,
+            #"{"id":"x","name":"n","timestamp":0000}"#, #"{"id":"x","name":"n","timestamp":123456789012345678901234567890}"#,
+            #"{"id":"x","name":"n","timestamp":1,"id":2}"#, #"{"id":2,"name":"n","timestamp":1,"id":"x"}"#,
+            #"{"\u0069d":"x","name":"n","timestamp":1}"#, #"{"id":"x","\u006eame":5,"name":"n","timestamp":1}"#,
+            #"{"id":"x","name":"n","timestamp":1,"timestamp":null}"#, #"{"id":"x","name":"n","timestamp":true}"#,
+            #"{"id":"x","name":"n","timestamp":[1]}"#, #"{"id":"x","name":"n","timestamp":{"a":1}}"#,
+            #"{"id":"x","name":null,"timestamp":1}"#, #"{"id":{"id":"x"},"name":"n","timestamp":1}"#,
+            #"{ "id" : "x" , "name" : "n" , "timestamp" : 7 }"#, #"{"id":"x\u0000","name":"","timestamp":7}"#,
+            #"{"id":"x","name":"n","timestamp":7,}"#, #"{"id":"x","name":"n","timestamp":07}"#, "{}", "[]", "7",
+            "{\"id\":\"x\",\"name\":\"n\",\"timestamp\":7}\u{0}", #"{"id":"\ud800","name":"n","timestamp":7}"#,
+        ]
+        for text in cases {
+            let bytes = Array(text.utf8)
+            XCTAssertEqual(EventSoundness.isSound(bytes), EventSoundness.reference(bytes), text)
+        }
+        XCTAssertTrue(EventSoundness.isSound(Array(built.utf8)))
+        // Every prefix of a real event, cut anywhere (a torn row).
+        for end in 0..<built.utf8.count {
+            let bytes = Array(built.utf8.prefix(end))
+            XCTAssertEqual(EventSoundness.isSound(bytes), EventSoundness.reference(bytes), "cut at \(end)")
+        }
+    }
+
     func testRetryScheduleNeverTrapsOnHostValues() {
         let schedule = RetrySchedule(baseMilliseconds: .max, retries: 64, jitterFraction: .nan)
         for n in [1, 2, 32, 33, 64] {

@@ -1,4 +1,3 @@
-import CJansson
 import Glibc
 import Synchronization
 
@@ -275,15 +274,8 @@ final class EventStore: Sendable {
         return events
     }
 
-    /// A payload as `EventPayload` writes it: a JSON object with a string
-    /// id and name and a timestamp within `StoredWallTime.range`. Integers
-    /// past 64 bits in the properties read as reals, as `track` accepts them.
-    static func isSound(_ payload: [UInt8]) -> Bool {
-        let parsed = payload.withUnsafeBytes { try? JSON.parse($0, what: "stored event", flags: size_t(JSON_DECODE_INT_AS_REAL)) }
-        guard let root = parsed, root.kind == .object, root["id"]?.stringValue != nil,
-              root["name"]?.stringValue != nil, let timestamp = root["timestamp"]?.doubleValue else { return false }
-        return Double(StoredWallTime.range.lowerBound) <= timestamp && timestamp <= Double(StoredWallTime.range.upperBound)
-    }
+    /// A payload as `EventPayload` writes it (`EventSoundness`).
+    static func isSound(_ payload: [UInt8]) -> Bool { EventSoundness.isSound(payload) }
 
     /// Removes a batch (rows already dropped for the limits are skipped).
     /// Returns how many rows went.

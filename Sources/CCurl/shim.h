@@ -20,6 +20,9 @@ static inline CURLcode cshim_setopt_xferinfo_function(CURL *h, curl_xferinfo_cal
 static inline CURLcode cshim_getinfo_long(CURL *h, CURLINFO info, long *out) {
     return curl_easy_getinfo(h, info, out);
 }
+static inline CURLcode cshim_getinfo_offset(CURL *h, CURLINFO info, curl_off_t *out) {
+    return curl_easy_getinfo(h, info, out);
+}
 /* CURLOPT_CAINFO_BLOB: curl copies the bytes (CURL_BLOB_COPY), so they need
  * only live for the call. */
 static inline CURLcode cshim_setopt_blob_copy(CURL *h, CURLoption opt, const void *data, size_t len) {

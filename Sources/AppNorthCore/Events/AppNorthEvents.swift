@@ -465,26 +465,60 @@ public final class AppNorthEvents: Sendable {
     /// when nothing failed. A failed cycle (a batch's first attempt and its
     /// retries, or a discarded batch) counts as one failure toward the
     /// circuit breaker: the seed counts failed flushes, not requests.
+    ///
+    /// Batches go one after another, and the work between two of them
+    /// overlaps the server's: while a batch's request is in flight, the
+    /// thread deletes the batch delivered before it and reads, checks and
+    /// encodes the next one (`PreparedBatch`), which goes out as soon as
+    /// the answer is in, if nothing it was read under has changed.
     private func uploadCycle(_ thread: BackgroundThread) -> Bool {
         state.withLock { $0.cycleError = nil }
+        /// The batch read while the previous one was in flight.
+        var ahead: PreparedBatch?
+        /// A delivered batch whose rows are deleted while the next is in
+        /// flight (a crash before that resends it; the server deduplicates).
+        var undeleted: [StoredEvent] = []
+        func deleteDelivered() {
+            guard !undeleted.isEmpty else { return }
+            _ = try? store.remove(undeleted)
+            undeleted = []
+        }
+        defer { deleteDelivered() }
         while !thread.isStopping {
             let (allowed, batchSize, generation) = state.withLock { s in
                 (!s.breaker.isOpen && s.allowsTracking(requireConsent: options.requireConsent),
                  s.networkType.batchSize, s.consentGeneration)
             }
             guard allowed else { return state.withLock { !$0.breaker.isOpen } }
-            let batch: [StoredEvent]
+            let batch: PreparedBatch
             do {
                 try store.recoverOrphansIfDue()
                 try drainIntoTable()
-                batch = try store.oldest(batchSize)
+                // A short batch read ahead may have missed rows drained since.
+                if let next = ahead, next.generation == generation, next.events.count == batchSize,
+                   next.removals == store.removals.load(ordering: .acquiring) {
+                    batch = next
+                } else {
+                    deleteDelivered()
+                    batch = try prepareBatch(batchSize, after: nil, generation)
+                }
+                ahead = nil
             } catch {
                 record(error)
                 state.withLock { $0.cycleError = error }
                 return false
             }
-            if batch.isEmpty { return true }
-            switch upload(batch, generation, thread) {
+            if batch.events.isEmpty { return true }
+            let outcome = upload(batch.events, generation, thread, body: batch.body,
+                                 deferRemoval: { delivered in
+                // The batch before, if its request's wait did not delete it.
+                deleteDelivered()
+                undeleted = delivered
+            }, whileWaiting: {
+                deleteDelivered()
+                ahead = try? self.prepareBatch(batchSize, after: batch.events.last?.seq, generation)
+            })
+            switch outcome {
             case .delivered:
                 continue
             case .abandoned:
@@ -510,12 +544,21 @@ public final class AppNorthEvents: Sendable {
     /// under the state lock, that consent has not been revoked since the
     /// batch was read (`generation`), and registers its request so that a
     /// revocation cancels it.
-    private func upload(_ batch: [StoredEvent], _ generation: UInt64, _ thread: BackgroundThread) -> BatchOutcome {
+    ///
+    /// `body`: the batch's body, when prepared ahead. `deferRemoval`: takes
+    /// the delivered rows instead of deleting them now. `whileWaiting`: runs
+    /// once the first attempt's request is out (`HTTPTransport.perform`).
+    private func upload(_ batch: [StoredEvent], _ generation: UInt64, _ thread: BackgroundThread,
+                        body: BatchBody? = nil, deferRemoval: (([StoredEvent]) -> Void)? = nil,
+                        whileWaiting: (() -> Void)? = nil) -> BatchOutcome {
         var batch = batch
+        var body = body ?? BatchBody(batch, client.compression)
+        var whileWaiting = whileWaiting
         var retry = 0
         while true {
             guard waitForRetryAfter(generation, thread), let cancel = beginAttempt(generation) else { return .abandoned }
-            let (status, response, error) = send(batch, cancel: cancel)
+            let (status, response, error) = send(body, cancel: cancel, whileWaiting: whileWaiting)
+            whileWaiting = nil
             let revoked = state.withLock { s -> Bool in
                 s.inFlight = nil
                 s.lastAttemptMs = clock.wallMilliseconds()
@@ -525,7 +568,7 @@ public final class AppNorthEvents: Sendable {
             if revoked || thread.isStopping { return .abandoned }
             switch UploadStatusPolicy.outcome(for: status) {
             case .delivered:
-                _ = try? store.remove(batch)
+                if let deferRemoval { deferRemoval(batch) } else { _ = try? store.remove(batch) }
                 let failuresBefore = state.withLock { s -> Int in
                     let before = s.breaker.consecutiveFailures
                     s.delivered &+= batch.count
@@ -542,6 +585,7 @@ public final class AppNorthEvents: Sendable {
                 if let rest = dropRejected(batch, response), !rest.isEmpty {
                     // Only the listed events were refused: the rest goes at once.
                     batch = rest
+                    body = BatchBody(rest, client.compression)
                     continue
                 }
                 let gone = (try? store.remove(batch)) ?? 0
@@ -605,21 +649,25 @@ public final class AppNorthEvents: Sendable {
         return batch.filter { !listed.contains($0.id) }
     }
 
-    /// One POST of a batch. The body splices the stored payloads together,
-    /// so properties reach the server exactly as the host wrote them.
-    private func send(_ batch: [StoredEvent], cancel: StreamCancellation) -> (Int?, HTTPResponse?, AppNorthError?) {
-        var body: [UInt8] = Array(#"{"events":["#.utf8)
-        body.reserveCapacity(batch.reduce(16) { $0 + $1.payload.count + 1 })
-        for (index, event) in batch.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            body += event.payload
-        }
-        body += Array("]}".utf8)
+    /// Reads the oldest `limit` events (after `after`) and encodes them,
+    /// noting what they were read under.
+    private func prepareBatch(_ limit: Int, after: Int64?, _ generation: UInt64) throws(AppNorthError) -> PreparedBatch {
+        // Noted before the read: a removal during it shows as a change.
+        let removals = store.removals.load(ordering: .acquiring)
+        let events = try store.oldest(limit, after: after)
+        return PreparedBatch(events: events, body: BatchBody(events, client.compression), generation: generation,
+                             removals: removals)
+    }
+
+    /// One POST of a batch.
+    private func send(_ body: BatchBody, cancel: StreamCancellation,
+                      whileWaiting: (() -> Void)?) -> (Int?, HTTPResponse?, AppNorthError?) {
         var headers = client.standardHeaders()
         headers.append(("Content-Type", "application/json"))
-        let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body)
+        let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body.plain)
         do {
-            let response = try client.upload(request, as: .eventBatch, cancel: cancel)
+            let response = try client.upload(request, as: .eventBatch, packed: body.packed, cancel: cancel,
+                                             whileWaiting: whileWaiting)
             if response.isSuccess { return (response.status, response, nil) }
             return (response.status, response,
                     AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response)))

@@ -37,6 +37,10 @@ final class EventStore: Sendable {
     }
     /// Damaged journal stretches and table rows dropped since open.
     let damagedDropped = Atomic<Int>(0)
+    /// Moves whenever rows leave the table other than by an upload's own
+    /// `remove(_:)` or damage (limits, a purge, rejected ids): a batch read
+    /// ahead under an older value may hold rows that are gone.
+    let removals = Atomic<UInt64>(0)
 
     /// Sequence numbers above this are damage, not history: at one event per
     /// nanosecond the queue would need 146 years to reach it.
@@ -248,16 +252,19 @@ final class EventStore: Sendable {
             }
             return (sizes.count, sizes.reduce(0, +))
         }
+        if gone > 0 { removals.add(1, ordering: .releasing) }
         addToTable(-gone, -size)
         return gone
     }
 
-    /// The oldest `limit` events. A row whose payload is not a sound event
-    /// (a damaged file) is deleted and logged instead of being sent, so it
-    /// cannot make the server refuse the good events in its batch.
-    func oldest(_ limit: Int) throws(AppNorthError) -> [StoredEvent] {
+    /// The oldest `limit` events (after the row `after`, when given: the
+    /// last of a batch still in flight). A row whose payload is not a sound
+    /// event (a damaged file) is deleted and logged instead of being sent,
+    /// so it cannot make the server refuse the good events in its batch.
+    func oldest(_ limit: Int, after: Int64? = nil) throws(AppNorthError) -> [StoredEvent] {
         let (events, damaged) = try db.withConnection { conn throws(AppNorthError) in
-            let rows = try conn.query("SELECT seq, id, payload FROM events ORDER BY seq LIMIT ?", [.int(Int64(limit))]) {
+            let rows = try conn.query("SELECT seq, id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                                      [.int(after ?? Int64.min), .int(Int64(limit))]) {
                 StoredEvent(seq: $0.int64(0), id: $0.text(1), payload: $0.blob(2))
             }
             let damaged = rows.filter { !Self.isSound($0.payload) }
@@ -307,6 +314,7 @@ final class EventStore: Sendable {
                 try? conn.exec("ROLLBACK")
                 throw error
             }
+            removals.add(1, ordering: .releasing)
             addToTable(-sizes.count, -sizes.reduce(0, +))
             return sizes.count
         }
@@ -317,7 +325,8 @@ final class EventStore: Sendable {
     /// purged too). Journal files go first: a crash halfway leaves rows
     /// that were queued before, never journal records to import later.
     func purge() throws(AppNorthError) -> Int {
-        try draining.withLock { state throws(AppNorthError) -> Int in
+        defer { removals.add(1, ordering: .releasing) }
+        return try draining.withLock { state throws(AppNorthError) -> Int in
             if let old = try journal.rotate() { state.retired.append(old) }
             var gone = 0
             for segment in state.retired {

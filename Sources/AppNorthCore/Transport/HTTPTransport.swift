@@ -51,10 +51,17 @@ public final class HTTPTransport: Sendable {
     /// `cancel`, when given and set from another thread, aborts the
     /// transfer within about a second (a `.network` error). `logger`: where
     /// the request's DEBUG trace goes (default: the transport's).
+    /// `whileWaiting` runs at most once, on this thread, as soon as the whole
+    /// request has gone out and before the answer is read: work that can
+    /// overlap the server's (the event upload prepares its next batch). It
+    /// should take milliseconds, not seconds; it does not run when the
+    /// transfer ends first.
     public func perform(_ request: HTTPRequest, cancel: StreamCancellation? = nil,
-                        logger: Logger? = nil) throws(AppNorthError) -> HTTPResponse {
+                        logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
+        context.whileWaiting = whileWaiting
+        context.requestBodyBytes = request.body?.count ?? 0
         context.generation = inFlight.generation
         let trace = RequestTrace(request, logger ?? self.logger)
         let status: Int
@@ -276,6 +283,11 @@ public final class HTTPTransport: Sendable {
                 }
                 waitMs = Int32(min(1000, (idleNs - silent) / 1_000_000 + 1))
             }
+            if let waiting = context.whileWaiting, requestSent(h, context) {
+                context.whileWaiting = nil
+                waiting()
+                if context.isCancelled { break }
+            }
             mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
             if mcode != CURLM_OK || context.isCancelled { break }
             mcode = curl_multi_perform(multi, &running)
@@ -288,6 +300,14 @@ public final class HTTPTransport: Sendable {
             if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
         }
         return result
+    }
+
+    /// Whether the request, body included, has gone out (curl counts the
+    /// body bytes it has sent; the headers go before them).
+    private static func requestSent(_ h: UnsafeMutableRawPointer, _ context: TransferContext) -> Bool {
+        var sent: curl_off_t = 0
+        guard cshim_getinfo_offset(h, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK else { return false }
+        return sent >= curl_off_t(context.requestBodyBytes)
     }
 
     private func borrow() throws(AppNorthError) -> TransferSlot {
@@ -396,6 +416,9 @@ private final class TransferContext {
     /// When bytes last arrived (monotonic ns), for the stream idle timeout.
     var lastActivityNs: UInt64 = 0
     var idledOut = false
+    /// `perform`'s work to overlap the server's, until it has run.
+    var whileWaiting: (() -> Void)?
+    var requestBodyBytes = 0
 
     init(limit: Int, onData: (([UInt8]) -> Bool)?) {
         self.limit = limit

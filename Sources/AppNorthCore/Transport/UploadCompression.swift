@@ -49,12 +49,20 @@ public final class UploadCompression: Sendable {
     /// The request with a gzip body and `Content-Encoding: gzip`, or nil
     /// when it goes as it is (compression off or refused, a small write, a
     /// zlib failure).
-    public func compressed(_ request: HTTPRequest, as body: Body) -> HTTPRequest? {
+    /// `packed`: the body already gzipped (an event batch prepared while
+    /// the one before it was in flight), used when compression still applies.
+    public func compressed(_ request: HTTPRequest, as body: Body, packed: [UInt8]? = nil) -> HTTPRequest? {
         guard let plain = request.body, applies(to: body, size: plain.count),
-              let packed = Gzip.compress(plain) else { return nil }
+              let packed = packed ?? Gzip.compress(plain) else { return nil }
         var out = request
         out.body = packed
         out.headers.append(("Content-Encoding", "gzip"))
         return out
+    }
+
+    /// `body` gzipped if a body of this kind and size goes compressed now;
+    /// nil otherwise (or on a zlib failure).
+    public func pack(_ body: [UInt8], as kind: Body) -> [UInt8]? {
+        applies(to: kind, size: body.count) ? Gzip.compress(body) : nil
     }
 }

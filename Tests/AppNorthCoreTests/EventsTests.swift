@@ -351,6 +351,38 @@ final class EventsTests: EventsTestCase {
         XCTAssertFalse(FileManagerFree.exists(folder + "/identity.json"))
     }
 
+    /// Each batch is read while the one before it is in flight: every
+    /// event still goes out once, in batches of the network's size.
+    func testAFlushSendsEveryBatchOnce() throws {
+        let events = try open(quiet { $0.networkType = .wifi })
+        for i in 0..<1000 { try events.track("e\(i)") }
+        XCTAssertEqual(try events.flush(timeoutMilliseconds: 30_000), 1000)
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try eventPosts(), 10)
+        XCTAssertEqual(try serverEvents().compactMap { $0["name"]?.stringValue }, (0..<1000).map { "e\($0)" })
+    }
+
+    /// The batch read ahead while the one before it is in flight holds
+    /// events that the queue limit then drops: it is read again, and the
+    /// dropped events never go out.
+    func testABatchReadAheadIsNotSentOnceTheLimitDropsItsEvents() throws {
+        let events = try open(quiet { $0.networkType = .wifi; $0.maxQueuedEvents = 300 })
+        for i in 0..<300 { try events.track("e\(i)") }
+        // The first two uploads wait 2 s at the server each.
+        try TestServer.post("/admin/faults", #"{"delay_ms":2000,"count":2,"path_prefix":"/v1/apps/swift/events"}"#)
+        let done = try flushInBackground(events)
+        // The first batch (e0-e99) is deleted once the second (e100-e199)
+        // is on its way; the third (e200-e299) is read just after.
+        XCTAssertTrue(eventually { events.queuedCount == 200 })
+        // 250 more while the second waits: the limit drops e100-e249.
+        for i in 300..<550 { try events.track("e\(i)") }
+        XCTAssertTrue(eventually { done.isSet } || eventually { done.isSet })
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["queue_limit"]?.intValue, 150)
+        XCTAssertEqual(try serverEvents().compactMap { $0["name"]?.stringValue },
+                       (0..<200).map { "e\($0)" } + (250..<550).map { "e\($0)" })
+    }
+
     func testAResendAfterACrashIsDeduplicatedByTheServer() throws {
         let events = try open(quiet())
         for i in 0..<3 { try events.track("e\(i)") }

@@ -262,9 +262,12 @@ final class EventStore: Sendable {
     /// event (a damaged file) is deleted and logged instead of being sent,
     /// so it cannot make the server refuse the good events in its batch.
     func oldest(_ limit: Int, after: Int64? = nil) throws(AppNorthError) -> [StoredEvent] {
+        // Without `after`, every row counts (a damaged one may hold Int64.min).
+        guard after != Int64.max else { return [] }
+        let lowest = after.map { $0 + 1 } ?? Int64.min
         let (events, damaged) = try db.withConnection { conn throws(AppNorthError) in
-            let rows = try conn.query("SELECT seq, id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                                      [.int(after ?? Int64.min), .int(Int64(limit))]) {
+            let rows = try conn.query("SELECT seq, id, payload FROM events WHERE seq >= ? ORDER BY seq LIMIT ?",
+                                      [.int(lowest), .int(Int64(limit))]) {
                 StoredEvent(seq: $0.int64(0), id: $0.text(1), payload: $0.blob(2))
             }
             let damaged = rows.filter { !Self.isSound($0.payload) }

@@ -19,18 +19,13 @@
 #define _GNU_SOURCE
 #include <appnorth.h>
 #include <errno.h>
-#include <ftw.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "admin.h"
-#include "check.h"
+#include "support.h"
 
 #define APP "tconsent"
 #define EVENTS_PATH "/v1/apps/" APP "/events"
@@ -43,18 +38,6 @@ static int64_t mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static appnorth_client *make_client(void) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    appnorth_client *c = NULL;
-    if (appnorth_client_options_set_api_url(o, server, &err) != APPNORTH_OK ||
-        appnorth_client_options_set_app_id(o, APP, &err) != APPNORTH_OK ||
-        appnorth_client_new(o, &c, &err) != APPNORTH_OK)
-        fprintf(stderr, "client: %s\n", err.message);
-    appnorth_client_options_free(o);
-    return c;
 }
 
 static appnorth_events *open_events(appnorth_client *c, const char *dir, int32_t interval_ms, int32_t threshold) {
@@ -73,7 +56,7 @@ static appnorth_events *open_events(appnorth_client *c, const char *dir, int32_t
 /* ---- the child ----------------------------------------------------------------- */
 
 static int child_main(const char *dir) {
-    appnorth_client *c = make_client();
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_events *e = c ? open_events(c, dir, 50, 5) : NULL;
     if (!e) return 1;
     for (long n = 0;; n++) {
@@ -244,11 +227,6 @@ static int wait_for_stored(size_t at_least, long min_n) {
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 static int parent_main(void) {
     long status = admin_request(server, "POST", "/admin/reset", "{}", NULL);
     CHECK(status == 200, "admin reset: HTTP %ld", status);
@@ -257,13 +235,11 @@ static int parent_main(void) {
     CHECK(len > 0, "own path");
     if (len <= 0) return check_summary();
     self[len] = 0;
-    char tmpl[] = "/tmp/appnorth-consent-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL, "mkdtemp");
+    char *dir = make_temp_dir("consent");
     if (!dir) return check_summary();
 
     appnorth_error err;
-    appnorth_client *c = make_client();
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_events *a = c ? open_events(c, dir, 3600000, 10000) : NULL;
     CHECK(a != NULL, "the parent opens the queue");
     if (!a) return check_summary();
@@ -307,29 +283,20 @@ static int parent_main(void) {
 
     appnorth_events_free(a);
     appnorth_client_free(c);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tree(dir);
     return check_summary();
 }
 
-static void watchdog(int sig) {
-    (void)sig;
-    static const char msg[] = "test_consent_processes: watchdog fired (a call hung?)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
-    _exit(3);
-}
-
 int main(int argc, char **argv) {
-    server = getenv("APPNORTH_TEST_SERVER");
-    if (!server) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set (run through scripts/with-devserver.sh)\n");
-        return 2;
-    }
     (void)admin_board; /* admin.h helpers this test does not need */
     (void)admin_idea;
-    if (argc == 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
-    signal(SIGALRM, watchdog);
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        server = getenv("APPNORTH_TEST_SERVER");
+        return server ? child_main(argv[2]) : 2;
+    }
+    server = test_start("test_consent_processes", 300);
+    if (!server) return 2;
     signal(SIGPIPE, SIG_IGN);
-    alarm(300);
     curl_global_init(CURL_GLOBAL_ALL);
     int rc = parent_main();
     curl_global_cleanup();

@@ -450,6 +450,23 @@ class Client(Handle):
         ``_use``) so that Ctrl-C cancels it and is raised at once."""
         return run_interruptible(call, lambda: C.appnorth_client_cancel(handle, None))
 
+    def _cancellable(self, call: Callable[[], _T]) -> _T:
+        """Run ``call``, a waiting call on another handle made with this
+        client (a config fetch, an events flush), so that Ctrl-C on the main
+        thread cancels it through this client and is raised at once. Once
+        this client is closed it runs directly: it then ends by its own
+        timeout. ``call`` must enter ``_lib.callback_errors()`` itself (see
+        run_interruptible)."""
+        entered = False
+        try:
+            with self._use(sync=False) as handle:
+                entered = True
+                return self._network(handle, call)
+        except errors.WrongStateError:
+            if entered or not self._closed:
+                raise
+        return call()
+
     # -- reads -------------------------------------------------------------
 
     @property

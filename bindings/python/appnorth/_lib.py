@@ -848,18 +848,6 @@ def call_returning_string(func: Any, *args: Any) -> str:
     return text
 
 
-def call_returning_optional_string(func: Any, *args: Any) -> Optional[str]:
-    """Like :func:`call_returning_string` for calls whose out-string may
-    legitimately be NULL on success (a cache miss)."""
-    out = c_void_p()
-    err = appnorth_error()
-    try:
-        func(*args, out, err)
-    finally:
-        text = take_string(out)
-    return text
-
-
 # ---------------------------------------------------------------------------
 # Exceptions raised inside callbacks that run on the calling thread
 # ---------------------------------------------------------------------------

@@ -469,12 +469,19 @@ class Client(Handle):
 
     # -- reads -------------------------------------------------------------
 
+    #: The scope, once asked: it is fixed for the client's life (its URL,
+    #: App ID and email), and a ReadCache given the client asks on every read.
+    _scope_text: Optional[str] = None
+
     @property
     def scope(self) -> str:
         """The account scope: ``"<api url>|<app id>|<email or anonymous>"``.
         Offline queue entries and cache keys are matched on it."""
-        with self._use() as handle:
-            return _lib.call_returning_string(C.appnorth_client_scope, handle)
+        text = self._scope_text
+        if text is None or self._closed or self._pid != os.getpid():
+            with self._use() as handle:  # raises WrongStateError when closed
+                text = self._scope_text = _lib.call_returning_string(C.appnorth_client_scope, handle)
+        return text
 
     def list_boards_json(self) -> str:
         """The server's ``{"boards": [...]}`` object, as JSON text.

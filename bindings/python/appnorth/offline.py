@@ -49,6 +49,10 @@ __all__ = ["Storage", "OfflineQueue", "ReadCache", "ManualClock"]
 _to_int64 = _lib.to_int64
 
 
+_CACHE_BOARDS = _lib.thin("appnorth_cache_boards")
+_CACHE_IDEAS = _lib.thin("appnorth_cache_ideas")
+
+
 def _scope(scope: Optional[ScopeArg], name: str = "scope") -> Optional[bytes]:
     if isinstance(scope, Client):
         return scope.scope.encode("utf-8")
@@ -369,11 +373,16 @@ class ReadCache(Handle):
         with self._use() as cache, _lib.callback_errors():
             C.appnorth_cache_store_ideas(cache, c_scope, c_query, c_json, appnorth_error())
 
+    # The two reads take the thin path (Handle._thin), like Config's
+    # getters: they are served from the cache's memory and run no storage
+    # callback, so there is no callback error to catch.
+
     def boards_json(self, scope: ScopeArg) -> Optional[str]:
         """The fresh boards array as JSON text, or None when absent or expired."""
-        c_scope = _scope(scope)
-        with self._use() as cache, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_cache_boards, cache, c_scope)
+        out = self._thin(_CACHE_BOARDS, _scope(scope))
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def boards(self, scope: ScopeArg) -> Optional[List[Any]]:
         """The fresh boards array, or None when absent or expired."""
@@ -382,9 +391,10 @@ class ReadCache(Handle):
 
     def ideas_json(self, scope: ScopeArg, query: JSONArg = None) -> Optional[str]:
         """The fresh ideas array for a query as JSON text, or None."""
-        c_scope, c_query = _scope(scope), json_text(query, "query_json")
-        with self._use() as cache, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_cache_ideas, cache, c_scope, c_query)
+        out = self._thin(_CACHE_IDEAS, _scope(scope), json_text(query, "query_json"))
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def ideas(self, scope: ScopeArg, query: JSONArg = None) -> Optional[List[Any]]:
         """The fresh ideas array for a query, or None."""

@@ -166,6 +166,56 @@ def test_close_racing_config_getters_from_threads(closed_port: int, tmp_path: Pa
     client.close()
 
 
+def test_close_racing_cache_reads_from_threads(closed_port: int) -> None:
+    client = _offline_client(closed_port)
+    cache = appnorth.ReadCache(appnorth.Storage.memory())
+    cache.store_boards(client, [{"id": "b1"}])
+    cache.store_ideas(client, [{"id": "i1"}], {"board": "b1"})
+    reads = [0] * THREADS
+    ends: List[Optional[BaseException]] = [None] * THREADS
+    wrong: List[object] = []
+
+    def worker(i: int) -> None:
+        try:
+            while True:
+                for value, want in ((cache.boards(client), [{"id": "b1"}]),
+                                    (cache.ideas(client, {"board": "b1"}), [{"id": "i1"}]),
+                                    (cache.ideas_json(client, {"board": "other"}), None),
+                                    (cache.boards_json("another scope"), None)):
+                    if value != want:
+                        wrong.append(value)
+                reads[i] += 1
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            ends[i] = exc
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + DEADLINE_S
+    while sum(reads) < 100 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    cache.close()
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert wrong == []
+    assert all(isinstance(end, appnorth.WrongStateError) and "cache is closed" in str(end) for end in ends), ends
+    client.close()
+
+
+def test_thin_cache_reads_refuse_bad_input() -> None:
+    with appnorth.ReadCache(appnorth.Storage.memory()) as cache:
+        with pytest.raises(appnorth.InvalidArgumentError):
+            cache.boards_json(None)  # type: ignore[arg-type]
+        with pytest.raises(appnorth.InvalidJSONError):
+            cache.ideas_json("scope", "{not json")
+        with pytest.raises(appnorth.InvalidArgumentError):
+            cache.ideas_json("scope", "scope\0")
+        with pytest.raises(appnorth.InvalidUTF8Error):
+            cache.boards_json(b"\xff")
+        assert cache.ideas_json("scope", {"cursor": "c2"}) is None  # only first pages are cached
+        assert cache.boards_json("scope") is None
+
+
 def test_thin_call_errors_carry_the_library_message(closed_port: int, tmp_path: Path) -> None:
     with _offline_client(closed_port) as client, _quiet_events(client, tmp_path) as events:
         with pytest.raises(appnorth.InvalidJSONError) as info:

@@ -11,6 +11,8 @@ final class JournalSegment: Sendable {
     let name: String
     let path: String
     let fd: Int32
+    /// The consent epoch in its name (EventJournal.epoch).
+    let epoch: Int64
     /// `track` calls that took this segment and have not finished writing.
     let writers = Atomic<Int>(0)
     /// Records and payload bytes written whole.
@@ -21,10 +23,11 @@ final class JournalSegment: Sendable {
     /// The fork generation the descriptor belongs to (see `deinit`).
     private let generation: UInt64
 
-    init(name: String, path: String, fd: Int32) {
+    init(name: String, path: String, fd: Int32, epoch: Int64) {
         self.name = name
         self.path = path
         self.fd = fd
+        self.epoch = epoch
         generation = ForkGuard.generation
         ForkGuard.closeInChild(fd)
     }
@@ -67,9 +70,16 @@ final class EventJournal: Sendable {
     let pendingRecords = Atomic<Int>(0)
     let pendingBytes = Atomic<Int>(0)
 
-    init(directory: DataDirectory) throws(AppNorthError) {
+    /// The consent revocation count (ConsentRecord) this handle has acted
+    /// on, written into every new segment's name: an import re-checks it,
+    /// so events journaled by a handle that had not yet seen a revocation
+    /// are purged, never imported (EventStore.importJournal).
+    let epoch: Atomic<Int64>
+
+    init(directory: DataDirectory, epoch: Int64) throws(AppNorthError) {
         self.directory = directory
-        current = Lock(try Self.createSegment(in: directory))
+        self.epoch = Atomic(epoch)
+        current = Lock(try Self.createSegment(in: directory, epoch: epoch))
     }
 
     /// The segment the caller's next record goes to, counted as written to
@@ -121,13 +131,15 @@ final class EventJournal: Sendable {
         pendingBytes.add(payload.count, ordering: .relaxed)
     }
 
-    /// Swaps in a fresh segment when the current one has records, writers
-    /// or a failed write, and returns the old one; nil when it is untouched.
+    /// Swaps in a fresh segment when the current one has records, writers,
+    /// a failed write or an older consent epoch, and returns the old one;
+    /// nil when it is untouched.
     func rotate() throws(AppNorthError) -> JournalSegment? {
         let segment = current.withLock { $0 }
+        let epoch = self.epoch.load(ordering: .acquiring)
         guard segment.records.load(ordering: .acquiring) > 0 || !segment.isIdle
-                || segment.failed.load(ordering: .relaxed) else { return nil }
-        let fresh = try Self.createSegment(in: directory)
+                || segment.failed.load(ordering: .relaxed) || segment.epoch != epoch else { return nil }
+        let fresh = try Self.createSegment(in: directory, epoch: epoch)
         return current.withLock { segment in
             let old = segment
             segment = fresh
@@ -146,10 +158,10 @@ final class EventJournal: Sendable {
     /// Creates and locks a journal under a temporary name, then renames it
     /// into place (see `creatingSuffix`). A recovery that removes the
     /// temporary file in between makes the rename fail: then try again.
-    static func createSegment(in directory: DataDirectory) throws(AppNorthError) -> JournalSegment {
+    static func createSegment(in directory: DataDirectory, epoch: Int64) throws(AppNorthError) -> JournalSegment {
         var lastError = ""
         for _ in 0..<4 {
-            let name = prefix + String(getpid()) + "-" + Random.hexToken(bytes: 8) + suffix
+            let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + Random.hexToken(bytes: 8) + suffix
             let path = directory.file(name)
             let temporary = path + ".new"
             let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
@@ -158,13 +170,24 @@ final class EventJournal: Sendable {
                 continue
             }
             if flock(fd, LOCK_EX | LOCK_NB) == 0 && rename(temporary, path) == 0 {
-                return JournalSegment(name: name, path: path, fd: fd)
+                return JournalSegment(name: name, path: path, fd: fd, epoch: epoch)
             }
             lastError = String(cString: strerror(errno))
             unlink(temporary)
             close(fd)
         }
         throw .storage("cannot create an event journal in \(directory.path): \(lastError)")
+    }
+
+    /// The consent epoch a journal's name carries
+    /// (`events-<pid>-r<epoch>-<token>.journal`); 0 for names from before
+    /// epochs (`events-<pid>-<token>.journal`), nil for any other name.
+    static func epoch(ofName name: String) -> Int64? {
+        guard name.hasPrefix(prefix) && name.hasSuffix(suffix) else { return nil }
+        let parts = name.dropFirst(prefix.count).dropLast(suffix.count).split(separator: "-", omittingEmptySubsequences: false)
+        if parts.count == 2 { return 0 }
+        guard parts.count == 3, parts[1].first == "r" else { return nil }
+        return Int64(parts[1].dropFirst())
     }
 
     /// The largest journal file read: above the largest queue limit

@@ -38,6 +38,9 @@ final class EventStore: Sendable {
     }
     /// Damaged journal stretches and table rows dropped since open.
     let damagedDropped = Atomic<Int>(0)
+    /// Journaled events purged at import because a revocation of consent
+    /// came after their segment was opened (ConsentRecord).
+    let consentDropped = Atomic<Int>(0)
 
     /// Sequence numbers above this are damage, not history: at one event per
     /// nanosecond the queue would need 146 years to reach it.
@@ -45,7 +48,8 @@ final class EventStore: Sendable {
 
     private let logger: Logger
 
-    init(db: SQLiteStore, directory: DataDirectory, logger: Logger = .silent) throws(AppNorthError) {
+    /// `epoch`: the stored consent revocation count the handle starts from.
+    init(db: SQLiteStore, directory: DataDirectory, epoch: Int64, logger: Logger = .silent) throws(AppNorthError) {
         self.db = db
         self.logger = logger
         let (row, dropped) = try db.withConnection { conn throws(AppNorthError) in
@@ -60,7 +64,7 @@ final class EventStore: Sendable {
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
         tableCount.store(row?.0 ?? 0, ordering: .relaxed)
         tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
-        journal = try EventJournal(directory: directory)
+        journal = try EventJournal(directory: directory, epoch: epoch)
         draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
         try recoverOrphans()
     }
@@ -126,7 +130,9 @@ final class EventStore: Sendable {
     /// commits with a mark naming the file, so that a crash before the file
     /// is deleted cannot import it twice: a marked file is only deleted.
     /// The transaction also drops the marks of files deleted earlier
-    /// (`settledMarks`), and this file's mark joins them.
+    /// (`settledMarks`), and this file's mark joins them. A file opened
+    /// before the latest revocation of consent (its epoch is older than the
+    /// stored count) is purged instead: marked and deleted, nothing imported.
     private func importJournal(_ name: String, _ path: String, contents: [UInt8],
                                _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
         let decoded = JournalRecord.decode(contents)
@@ -134,12 +140,13 @@ final class EventStore: Sendable {
             damagedDropped.add(decoded.damaged, ordering: .relaxed)
             logger.log(.warning, "event queue: skipped \(decoded.damaged) damaged stretch(es) of the event journal \(name)")
         }
-        let (count, bytes) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+        let (count, bytes, refused) = try db.transaction { conn throws(AppNorthError) -> (Int, Int, Int) in
             let marked = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
                                         [.text(Self.importedNamespace), .text(name)]) { $0.int(0) }
-            guard marked.isEmpty else { return (0, 0) }
+            guard marked.isEmpty else { return (0, 0, 0) }
+            let current = EventJournal.epoch(ofName: name) == (try ConsentRecord.revocations(conn))
             var count = 0, bytes = 0
-            for event in decoded.events {
+            for event in decoded.events where current {
                 // An id already queued is the same event (ids are UUIDv7).
                 let added = try conn.run("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)",
                                          [.text(event.id), .blob(event.payload), .int(Int64(event.payload.count))])
@@ -153,7 +160,11 @@ final class EventStore: Sendable {
             for settled in settledMarks {
                 try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.importedNamespace), .text(settled)])
             }
-            return (count, bytes)
+            return (count, bytes, current ? 0 : decoded.events.count)
+        }
+        if refused > 0 {
+            consentDropped.add(refused, ordering: .relaxed)
+            logger.log(.info, "event queue: purged \(refused) event(s) journaled before a revocation of consent")
         }
         settledMarks.removeAll()
         addToTable(count, bytes)
@@ -320,26 +331,56 @@ final class EventStore: Sendable {
         }
     }
 
-    /// Removes every event, journaled and stored; returns how many. Waits
-    /// for `track` calls still writing to the journal (their events are
-    /// purged too). Journal files go first: a crash halfway leaves rows
-    /// that were queued before, never journal records to import later.
-    func purge() throws(AppNorthError) -> Int {
+    /// A revocation of consent: in one transaction stores the choice,
+    /// counts the revocation and deletes every row; then moves the journal
+    /// to the new epoch and purges its segments. Returns how many events
+    /// went. The rows go with the count: an import checks the count in its
+    /// own transaction, so no segment opened before can land afterwards.
+    func revoke(nowMs: Int64) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
-            if let old = try journal.rotate() { state.retired.append(old) }
-            var gone = 0
-            for segment in state.retired {
-                while !segment.isIdle { sched_yield() }
-                gone += segment.records.load(ordering: .acquiring)
-                unlink(segment.path)
-                journal.settle(segment)
+            let (epoch, sizes) = try db.transaction { conn throws(AppNorthError) -> (Int64, [Int]) in
+                try ConsentRecord.putChoice(conn, .revoked, nowMs: nowMs)
+                let epoch = try ConsentRecord.countRevocation(conn, nowMs: nowMs)
+                return (epoch, try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) })
             }
-            state.retired.removeAll()
-            return try gone + db.withConnection { conn throws(AppNorthError) in
-                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
-                addToTable(-sizes.count, -sizes.reduce(0, +))
-                return sizes.count
-            }
+            addToTable(-sizes.count, -sizes.reduce(0, +))
+            return try sizes.count + purgeJournal(epoch: epoch, &state)
         }
+    }
+
+    /// Another handle revoked consent (the stored count is now `epoch`) and
+    /// emptied the table: purges this handle's journal and counts the
+    /// table's rows anew (this handle's totals only saw its own changes).
+    /// Returns how many journaled events went.
+    func purgeJournal(epoch: Int64) throws(AppNorthError) -> Int {
+        try draining.withLock { state throws(AppNorthError) -> Int in
+            let gone = try purgeJournal(epoch: epoch, &state)
+            // With the connection held, as uploads change the totals.
+            try db.withConnection { conn throws(AppNorthError) in
+                let row = try conn.query("SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM events") {
+                    ($0.int(0), $0.int(1))
+                }.first
+                tableCount.store(row?.0 ?? 0, ordering: .relaxed)
+                tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
+            }
+            return gone
+        }
+    }
+
+    /// Moves the journal to `epoch`, then rotates it and removes every
+    /// segment, waiting for `track` calls still writing to them (their
+    /// events are purged too). Returns how many records went.
+    private func purgeJournal(epoch: Int64, _ state: inout DrainState) throws(AppNorthError) -> Int {
+        journal.epoch.store(epoch, ordering: .releasing)
+        if let old = try journal.rotate() { state.retired.append(old) }
+        var gone = 0
+        for segment in state.retired {
+            while !segment.isIdle { sched_yield() }
+            gone += segment.records.load(ordering: .acquiring)
+            unlink(segment.path)
+            journal.settle(segment)
+        }
+        state.retired.removeAll()
+        return gone
     }
 }

@@ -7,8 +7,9 @@ Everything that touches ctypes' function objects lives here:
   folders) and load it with :class:`ctypes.CDLL` (never ``PyDLL``: library
   threads must be able to take the GIL while a call is blocked in C).
 - :data:`DECLARATIONS` is the single table of every C function the binding
-  uses; :func:`ffi` applies one entry (argtypes, restype, errcheck), so no
-  call site can forget its error check.
+  uses; :func:`ffi` applies one entry (argtypes, restype, errcheck) when
+  :data:`C` first looks the function up, so no call site can forget its
+  error check and ``import appnorth`` binds none of them.
 - The errcheck functions turn status codes into exceptions
   (:mod:`appnorth.errors`) and static ``const char *`` results into ``str``.
 - :func:`take_string` reads and frees a string the library handed out

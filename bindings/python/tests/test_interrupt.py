@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from typing import Any
@@ -27,20 +28,24 @@ from appnorth_test_support import APP, Admin
 HOLD_MS = 20000
 BOUND_S = 2.0
 
-CHILD = r"""
-import sys, time
-import appnorth
-url, app = sys.argv[1], sys.argv[2]
-with appnorth.Client(url, app, api_timeout_ms=60000) as client:
-    print("calling", flush=True)
-    try:
-        client.list_boards()
-        print("returned", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), flush=True)
+def held_call_child(opening: str, call: str, before: str = "", after: str = "") -> str:
+    """The script of a child that opens its handles (``opening``, a ``with``
+    header; ``url``, ``app`` and ``data`` come from its arguments), runs
+    ``before``, prints "calling", makes ``call`` (which the server holds),
+    prints "interrupted <time>" on KeyboardInterrupt, then runs ``after``."""
+    body = "\n".join(line for line in (before, 'print("calling", flush=True)', "try:",
+                                       f"    {call}", '    print("returned", flush=True)',
+                                       "except KeyboardInterrupt:",
+                                       '    print("interrupted", time.monotonic(), flush=True)', after) if line)
+    return ("import sys, time\nimport appnorth\n"
+            "url, app, data = sys.argv[1], sys.argv[2], (sys.argv[3:] or [None])[0]\n"
+            f"with {opening}:\n" + textwrap.indent(body, "    ") + "\n")
+
+
+CHILD = held_call_child(
+    "appnorth.Client(url, app, api_timeout_ms=60000) as client", "client.list_boards()",
     # The client works normally afterwards.
-    print("boards", len(client.list_boards()["boards"]), flush=True)
-"""
+    after='print("boards", len(client.list_boards()["boards"]), flush=True)')
 
 
 def hold(admin: Admin, path: str) -> str:
@@ -150,20 +155,10 @@ def test_a_cancelled_flush_keeps_its_entries(server_url: str, admin: Admin) -> N
             assert titles.count(f"cancel {title}") == 1, titles
 
 
-EVENTS_CHILD = r"""
-import sys, time
-import appnorth
-url, app, data = sys.argv[1], sys.argv[2], sys.argv[3]
-with appnorth.Client(url, app, api_timeout_ms=60000) as client, \
-        appnorth.Events(client, data, close_timeout_ms=0) as events:
-    events.track("interrupted_flush")
-    print("calling", flush=True)
-    try:
-        events.flush(60000)
-        print("returned", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), flush=True)
-"""
+EVENTS_CHILD = held_call_child(
+    "appnorth.Client(url, app, api_timeout_ms=60000) as client, "
+    "appnorth.Events(client, data, close_timeout_ms=0) as events",
+    "events.flush(60000)", before='events.track("interrupted_flush")')
 
 
 def test_ctrl_c_interrupts_an_events_flush(server_url: str, admin: Admin, tmp_path: Any) -> None:
@@ -193,22 +188,12 @@ def test_cancel_ends_an_events_flush(server_url: str, admin: Admin, tmp_path: An
         assert events.flush(10000) == 1
 
 
-CONFIG_CHILD = r"""
-import sys, time
-import appnorth
-url, app = sys.argv[1], sys.argv[2]
-with appnorth.Client(url, app, api_timeout_ms=60000, resource_timeout_ms=60000) as client, \
-        appnorth.Config(client, None) as config:
-    print("calling", flush=True)
-    try:
-        config.refresh()
-        print("returned", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), flush=True)
+CONFIG_CHILD = held_call_child(
+    "appnorth.Client(url, app, api_timeout_ms=60000, resource_timeout_ms=60000) as client, "
+    "appnorth.Config(client, None) as config",
+    "config.refresh()",
     # The config works normally afterwards.
-    config.refresh()
-    print("value", config.get_int("v"), flush=True)
-"""
+    after='config.refresh()\nprint("value", config.get_int("v"), flush=True)')
 
 
 def test_ctrl_c_interrupts_a_config_refresh(server_url: str, admin: Admin) -> None:
@@ -222,24 +207,14 @@ def test_ctrl_c_interrupts_a_config_refresh(server_url: str, admin: Admin) -> No
         stop(child)
 
 
-READ_CHILD = r"""
-import sys, time
-import appnorth
-url, app = sys.argv[1], sys.argv[2]
-with appnorth.Client(url, app, api_timeout_ms=60000) as client, \
-        appnorth.ReadCache(appnorth.Storage.memory()) as cache:
-    cache.store_boards(client, [{"id": "cached"}])
-    seen = []
-    print("calling", flush=True)
-    try:
-        cache.read_boards(client, lambda source, boards: seen.append(int(source)))
-        print("returned", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted", time.monotonic(), flush=True)
+READ_CHILD = held_call_child(
+    "appnorth.Client(url, app, api_timeout_ms=60000) as client, "
+    "appnorth.ReadCache(appnorth.Storage.memory()) as cache",
+    "cache.read_boards(client, lambda source, boards: seen.append(int(source)))",
+    before='cache.store_boards(client, [{"id": "cached"}])\nseen = []',
     # The cached copy was delivered before the request; the cache works afterwards.
-    print("seen", *seen, flush=True)
-    print("sources", *[int(source) for source, _ in cache.read_boards(client)], flush=True)
-"""
+    after='print("seen", *seen, flush=True)\n'
+          'print("sources", *[int(source) for source, _ in cache.read_boards(client)], flush=True)')
 
 
 def test_ctrl_c_interrupts_a_cached_then_fresh_read(server_url: str, admin: Admin) -> None:

@@ -192,11 +192,9 @@ public final class AppNorthEvents: Sendable {
     /// Moves journaled events into SQLite, then drops the oldest past the
     /// limits (counted as `queue_limit`).
     private func drainIntoTable() throws(AppNorthError) {
+        // Counted by the store (`limitDropped`), under its drain lock.
         let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes))
-        if dropped > 0 {
-            state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
-            logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
-        }
+        if dropped > 0 { logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)") }
     }
 
     // MARK: Flushing
@@ -468,8 +466,10 @@ public final class AppNorthEvents: Sendable {
         root.set("queued_bytes", .int(Int64(store.bytes)))
         let dropped = JSON.object()
         for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
-            // Events purged at import count as consent drops too (EventStore).
-            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed) : 0
+            // Events purged at import count as consent drops too, and drops
+            // past the limits are counted by the store (EventStore).
+            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed)
+                : reason == "queue_limit" ? store.limitDropped.load(ordering: .relaxed) : 0
             dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
         }
         // Damaged journal stretches and table rows found and skipped.

@@ -41,6 +41,10 @@ final class EventStore: Sendable {
     /// `remove(_:)` or damage (limits, a purge, rejected ids): a batch read
     /// ahead under an older value may hold rows that are gone.
     let removals = Atomic<UInt64>(0)
+    /// Rows dropped past the limits since open (`queue_limit`). Counted with
+    /// the deletion, under the drain lock, so that a caller that waited for
+    /// another thread's trim, or saw the queue it left, sees its count too.
+    let limitDropped = Atomic<Int>(0)
     /// Journaled events purged at import because a revocation of consent
     /// came after their segment was opened (ConsentRecord).
     let consentDropped = Atomic<Int>(0)
@@ -264,6 +268,9 @@ final class EventStore: Sendable {
             return (sizes.count, sizes.reduce(0, +))
         }
         if gone > 0 { removals.add(1, ordering: .releasing) }
+        // Counted before the queue shrinks: whoever sees the smaller queue
+        // sees the count too.
+        limitDropped.add(gone, ordering: .releasing)
         addToTable(-gone, -size)
         return gone
     }

@@ -29,6 +29,16 @@ public final class AppNorthEvents: Sendable {
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     private let uploadsFailing = Atomic<Bool>(false)
+    /// What `track` reads instead of taking the state lock (which every
+    /// tracking thread would then share): whether consent lets events in,
+    /// whether the queue is closed, and which identity tail is current.
+    /// Each is written under the state lock with the state it mirrors.
+    private let trackingAllowed = Atomic<Bool>(false)
+    private let closedFlag = Atomic<Bool>(false)
+    private let tailGeneration = Atomic<UInt64>(1)
+    /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
+    private let countStep: (count: Int, bytes: Int)
+    private let countMargin: (count: Int, bytes: Int)
 
     struct State {
         var consent: ConsentState
@@ -80,6 +90,15 @@ public final class AppNorthEvents: Sendable {
         let consent = try Self.loadConsent(db, logger: self.logger)
         state = Lock(State(consent: consent, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
+        trackingAllowed.store(consent == .granted || (consent == .unknown && !options.requireConsent), ordering: .releasing)
+        // A stripe publishes every `step` records (or bytes): a small part
+        // of the nearest threshold, so that all stripes' unpublished
+        // records together stay within `margin` of it. With small limits
+        // the step is 1: every event counts at once, as without stripes.
+        let stripes = EventJournal.stripeCount
+        let nearestCount = min(options.batchThreshold, options.maxQueuedEvents)
+        countStep = (max(1, min(32, nearestCount / (4 * stripes))), max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
+        countMargin = (countStep.count * stripes, countStep.bytes * stripes)
         refreshEventTail()
         // Events an earlier run left on disk go out as soon as the thread
         // starts, not after the first 30 s timer or the 20th new event.
@@ -128,26 +147,43 @@ public final class AppNorthEvents: Sendable {
             }
             try JSON.validateObject(propertiesJSON, what: "event properties")
         }
-        // The journal file is taken under the same lock as the consent
-        // check and counted as written to until the append returns, so that
-        // a revocation, which rotates the journal after flipping the state,
-        // waits for this write and purges it (see setConsent).
-        let snapshot = state.withLock { s -> (segment: JournalSegment?, closed: Bool, tail: [UInt8]) in
-            let allowed = s.allowsTracking(requireConsent: options.requireConsent)
-            if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
-            return (allowed && !s.closed ? store.journal.enter() : nil, s.closed, s.eventTail)
+        // Everything from the consent check to the append runs under the
+        // calling thread's stripe lock, which no other tracking thread
+        // takes (EventJournal). A revocation flips `trackingAllowed`, then
+        // rotates every stripe under its lock: a write that passed the
+        // check is in the segment it purges, and a later one sees the flag.
+        let journal = store.journal
+        let stripe = journal.currentStripe
+        let timestampMs = clock.wallMilliseconds()
+        let outcome = try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
+            guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+            guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+            let generation = tailGeneration.load(ordering: .acquiring)
+            if s.tailGeneration != generation {
+                let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                // A copy of its own: the shared buffer's reference count
+                // would be written by every thread's events.
+                s.tail = tail.withUnsafeBufferPointer { Array($0) }
+                s.tailGeneration = current
+            }
+            EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
+                               tail: s.tail, pool: &s.random)
+            let size = s.buffer.count
+            // A huge event's buffer is not kept for the small ones after it.
+            defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
+            guard size <= options.maxEventBytes else { return .tooLarge(size) }
+            try journal.append(&s, of: stripe)
+            return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
         }
-        guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
-        guard let segment = snapshot.segment else { return false }
-
-        let payload = EventPayload.build(name: name, timestampMs: clock.wallMilliseconds(), propertiesJSON: propertiesJSON,
-                                         tail: snapshot.tail)
-        guard payload.count <= options.maxEventBytes else {
-            store.journal.leave(segment)
-            throw .tooLarge("event is \(payload.count) bytes; the limit is \(options.maxEventBytes)")
+        let queued: (count: Int, bytes: Int)
+        switch outcome {
+        case .closed: throw .wrongState("the event queue is closed")
+        case .notAllowed:
+            state.withLock { s in if !s.closed { s.dropped["consent", default: 0] += 1 } }
+            return false
+        case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
+        case .queued(let figure): queued = figure
         }
-        try store.journal.append(payload, to: segment)
-        let queued = store.queued
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
@@ -158,6 +194,19 @@ public final class AppNorthEvents: Sendable {
         // the uploader on every event would only cost the tracking thread.
         if queued.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
         return true
+    }
+
+    private enum TrackOutcome {
+        case queued((count: Int, bytes: Int))
+        case notAllowed
+        case closed
+        case tooLarge(Int)
+    }
+
+    /// The figures past which `track` acts: the flush threshold (wake the
+    /// uploader) and the limits with their slack (drain and trim).
+    private var nearThresholds: (count: Int, bytes: Int) {
+        (min(options.batchThreshold, options.maxQueuedEvents + countSlack + 1), options.maxQueuedBytes + byteSlack + 1)
     }
 
     /// How far `track` lets the journal run past the limits before it
@@ -237,7 +286,10 @@ public final class AppNorthEvents: Sendable {
     /// `.wrongState`. Idempotent.
     public func close(timeoutMilliseconds: Int) {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
-        state.withLock { $0.closed = true }
+        state.withLock {
+            $0.closed = true
+            closedFlag.store(true, ordering: .releasing)
+        }
         shutdown.cancel()
         state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
@@ -254,6 +306,7 @@ public final class AppNorthEvents: Sendable {
         try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
             $0.eventTail = eventTail(sessionID: $0.sessionID)
+            tailGeneration.add(1, ordering: .releasing)
             wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
         }
@@ -302,14 +355,16 @@ public final class AppNorthEvents: Sendable {
         try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
         state.withLock { s in
             s.consent = value
+            trackingAllowed.store(s.allowsTracking(requireConsent: options.requireConsent), ordering: .sequentiallyConsistent)
             if !granted {
                 s.consentGeneration &+= 1
                 s.inFlight?.cancel()
             }
         }
         if !granted {
-            // Tracks that passed their check before the revocation finish
-            // their journal writes inside the purge, which takes them too.
+            // A track that passed its check before the revocation holds its
+            // stripe's lock until its write is done; the purge rotates
+            // every stripe under that lock, so it takes that write too.
             let purged = try store.purge()
             if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
         }
@@ -352,7 +407,10 @@ public final class AppNorthEvents: Sendable {
     /// identity is read under the state lock, so that of two racing
     /// identify calls the later rebuild sees the later value.
     private func refreshEventTail() {
-        state.withLock { $0.eventTail = eventTail(sessionID: $0.sessionID) }
+        state.withLock {
+            $0.eventTail = eventTail(sessionID: $0.sessionID)
+            tailGeneration.add(1, ordering: .releasing)
+        }
     }
 
     private func eventTail(sessionID: String) -> [UInt8] {

@@ -225,8 +225,9 @@ public final class AppNorthEvents: Sendable {
 
     /// Moves journaled events into SQLite, then drops the oldest past the
     /// limits (counted as `queue_limit`).
-    private func drainIntoTable() throws(AppNorthError) {
-        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes))
+    private func drainIntoTable(replacingFiles: Bool = true) throws(AppNorthError) {
+        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes),
+                                      replacingFiles: replacingFiles)
         if dropped > 0 {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
@@ -294,7 +295,7 @@ public final class AppNorthEvents: Sendable {
         state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
         // Journaled events move to SQLite now, not at the next open.
-        _ = try? drainIntoTable()
+        _ = try? drainIntoTable(replacingFiles: false)
     }
 
     // MARK: Sessions and network
@@ -354,8 +355,7 @@ public final class AppNorthEvents: Sendable {
         try whileOpen { _ in }
         try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
         state.withLock { s in
-            s.consent = value
-            trackingAllowed.store(s.allowsTracking(requireConsent: options.requireConsent), ordering: .sequentiallyConsistent)
+            apply(value, to: &s)
             if !granted {
                 s.consentGeneration &+= 1
                 s.inFlight?.cancel()
@@ -368,6 +368,13 @@ public final class AppNorthEvents: Sendable {
             let purged = try store.purge()
             if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
         }
+    }
+
+    /// Sets the consent state and the flag `track` reads from it. Every
+    /// change of `consent` goes through here, under the state lock.
+    private func apply(_ value: ConsentState, to s: inout State) {
+        s.consent = value
+        trackingAllowed.store(s.allowsTracking(requireConsent: options.requireConsent), ordering: .sequentiallyConsistent)
     }
 
     /// The stored choice. A damaged row is deleted and logged, and the

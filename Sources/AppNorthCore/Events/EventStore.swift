@@ -68,7 +68,7 @@ final class EventStore: Sendable {
     /// A last drain, so that a closed queue leaves its events in SQLite. If
     /// it fails, the journal stays and the next open imports it.
     deinit {
-        _ = try? drain()
+        _ = try? drain(replacingFiles: false)
     }
 
     /// A sequence number near the top of the range would stop every later
@@ -124,19 +124,20 @@ final class EventStore: Sendable {
     /// Moves the journal's records into the table: rotates every used
     /// stripe's file out and imports them in one transaction. Then, with
     /// `limits`, drops the oldest rows past them. Returns how many rows
-    /// were dropped.
+    /// were dropped. `replacingFiles: false` (at close) leaves the stripes
+    /// without a file instead of making fresh ones nobody will write.
     ///
     /// All under one lock with purges, so that the totals a trim reads are
     /// never caught between an import's two counters (the table's and the
     /// journal's), and two trims never drop the same excess twice.
     @discardableResult
-    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
+    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil, replacingFiles: Bool = true) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.
             var rotateError: AppNorthError?
             do throws(AppNorthError) {
-                try journal.rotate(into: &state.retired, fresh: true)
+                try journal.rotate(into: &state.retired, fresh: replacingFiles)
             } catch {
                 rotateError = error
             }

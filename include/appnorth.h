@@ -1191,7 +1191,18 @@ APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnort
  *  Any other value (a stray 7 is a host bug, not a grant):
  *  APPNORTH_E_INVALID_ARGUMENT, and consent is unchanged. A stored consent
  *  row that is neither is dropped (logged) and consent is unknown again.
- *  Thread-safe. Blocks for at most the racing inserts and the purge. */
+ *
+ *  The change reaches every other events handle on the same data
+ *  directory, in this process or another, which acts on it as if it had
+ *  made it (docs/events.md, "Consent across processes"). After a revocation
+ *  returns: no handle sends an event upload any more (the call waits, up
+ *  to 10 s, for uploads other handles had already begun to be answered;
+ *  they are let finish, since their events had left); a track() that
+ *  starts in any handle returns dropped (out_queued 0); events other
+ *  handles had journaled, or tracked while the call ran, are purged,
+ *  never uploaded, even after a later grant. A grant lets every handle's
+ *  next track() queue again. Thread-safe. Blocks for the racing inserts,
+ *  the purge and (revoking) the other handles' uploads in progress. */
 APPNORTH_API int32_t appnorth_events_set_consent(appnorth_events *events, int32_t granted,
                                                  appnorth_error *err);
 

@@ -20,3 +20,15 @@ static inline unsigned appnorth_thread_slot(void) {
     }
     return slot - 1;
 }
+
+#include <stdint.h>
+
+/* Atomic access to a word in a MAP_SHARED mapping, which another process
+   writes too (Swift's Atomic cannot be placed on memory it did not make). */
+static inline uint64_t appnorth_shared_load(const uint64_t *word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t appnorth_shared_increment(uint64_t *word) {
+    return __atomic_add_fetch(word, 1, __ATOMIC_ACQ_REL);
+}

@@ -29,6 +29,10 @@ public final class AppNorthEvents: Sendable {
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     private let uploadsFailing = Atomic<Bool>(false)
+    /// Consent changes of other handles on the data directory (ConsentWatch).
+    private let consentWatch: ConsentWatch
+    /// Serialises this handle's consent changes and adoptions of others'.
+    private let consentChanges = Lock<Void>(())
     /// What `track` reads instead of taking the state lock (which every
     /// tracking thread would then share): whether consent lets events in,
     /// whether the queue is closed, and which identity tail is current.
@@ -66,6 +70,9 @@ public final class AppNorthEvents: Sendable {
         var consentGeneration: UInt64 = 0
         /// The upload request in progress; a revocation cancels it.
         var inFlight: StreamCancellation?
+        /// The shared revocation counter (ConsentWatch) as of this handle's
+        /// last adoption: an upload attempt goes only while it still reads so.
+        var revocationsAdopted: UInt64 = 0
 
         func allowsTracking(requireConsent: Bool) -> Bool {
             consent == .granted || (consent == .unknown && !requireConsent)
@@ -83,14 +90,20 @@ public final class AppNorthEvents: Sendable {
         self.clock = clock
         self.logger = logger ?? client.configuration.logger
         db = try SQLiteStore(directory: directory)
-        store = try EventStore(db: db, directory: directory, logger: self.logger)
+        // The watch first: a change made after its counters are read is
+        // adopted later; one made before is in the stored choice read next.
+        consentWatch = try ConsentWatch(directory: directory)
+        let revocationsAdopted = consentWatch.revocations
+        let consent = try Self.loadConsent(db, logger: self.logger)
+        store = try EventStore(db: db, directory: directory, epoch: consent.epoch, logger: self.logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         identity = try Identity(store: secrets, clock: clock, logger: self.logger)
-        let consent = try Self.loadConsent(db, logger: self.logger)
-        state = Lock(State(consent: consent, networkType: options.networkType,
-                            sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold)))
-        trackingAllowed.store(consent == .granted || (consent == .unknown && !options.requireConsent), ordering: .releasing)
+        state = Lock(State(consent: consent.choice, networkType: options.networkType,
+                            sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold),
+                            revocationsAdopted: revocationsAdopted))
+        trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
+                              ordering: .releasing)
         // A stripe publishes every `step` records (or bytes): a small part
         // of the nearest threshold, so that all stripes' unpublished
         // records together stay within `margin` of it. With small limits
@@ -147,6 +160,9 @@ public final class AppNorthEvents: Sendable {
             }
             try JSON.validateObject(propertiesJSON, what: "event properties")
         }
+        // Another handle's consent change is adopted before this event is
+        // judged by it: one load while nothing changed.
+        if consentWatch.hasChanged { adoptSharedConsent() }
         // Everything from the consent check to the append runs under the
         // calling thread's stripe lock, which no other tracking thread
         // takes (EventJournal). A revocation flips `trackingAllowed`, then
@@ -343,31 +359,102 @@ public final class AppNorthEvents: Sendable {
 
     // MARK: Consent
 
-    public var consent: ConsentState { state.withLock { $0.consent } }
+    public var consent: ConsentState {
+        refreshConsent()
+        return state.withLock { $0.consent }
+    }
 
-    /// Persists the choice. Granting queues only events tracked from then
-    /// on. Revoking purges the queue, and once it returns nothing tracked
-    /// before it is sent: the upload in progress is cancelled, its batch is
-    /// never retried, and a `track` racing the revocation is waited for and
-    /// purged too.
+    /// Persists the choice and announces it to every other handle on the
+    /// data directory, in this process or another (ConsentWatch), which
+    /// acts on it as if it had made it.
+    ///
+    /// Granting queues only events tracked from then on. Revoking purges
+    /// the queue, and once it returns nothing tracked before it is sent, by
+    /// any handle on the directory: the upload in progress here is
+    /// cancelled and its batch never retried; a `track` racing the
+    /// revocation is waited for and purged; other handles' journaled events
+    /// can no longer enter the table (their journals carry the old consent
+    /// epoch) and are purged; and the call waits (up to 10 s) for upload
+    /// attempts other handles started before it to end. Those are let
+    /// finish rather than cancelled: their events had left before the
+    /// revocation, and an aborted request may still be stored by the server,
+    /// so only waiting lets "returned" mean "nothing more arrives". No
+    /// attempt starts after it. In the other handles, a `track` that starts
+    /// after this call returned is dropped; one that raced it is purged.
     public func setConsent(analytics granted: Bool) throws(AppNorthError) {
-        let value: ConsentState = granted ? .granted : .revoked
         try whileOpen { _ in }
-        try db.kvPut(namespace: "consent", key: "analytics", value: Array(value.name.utf8), updatedMs: clock.wallMilliseconds())
-        state.withLock { s in
-            apply(value, to: &s)
-            if !granted {
-                s.consentGeneration &+= 1
-                s.inFlight?.cancel()
+        try consentChanges.withLock { _ throws(AppNorthError) in
+            // An older change by another handle is acted on first.
+            try adoptLocked()
+            if granted {
+                try db.kvPut(namespace: ConsentRecord.namespace, key: ConsentRecord.choiceKey,
+                             value: Array(ConsentState.granted.name.utf8), updatedMs: clock.wallMilliseconds())
+                state.withLock { apply(.granted, to: &$0) }
+            } else {
+                state.withLock { s in
+                    apply(.revoked, to: &s)
+                    s.consentGeneration &+= 1
+                    s.inFlight?.cancel()
+                }
+                // Tracks that passed their check before the flip finish
+                // their journal writes inside the purge, which takes them too.
+                let purged = try store.revoke(nowMs: clock.wallMilliseconds())
+                if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
             }
+            consentWatch.announce(revocation: !granted)
         }
-        if !granted {
-            // A track that passed its check before the revocation holds its
-            // stripe's lock until its write is done; the purge rotates
-            // every stripe under that lock, so it takes that write too.
-            let purged = try store.purge()
+        if !granted && !consentWatch.waitForUploads(timeoutMilliseconds: 10_000) {
+            logger.log(.warning, "events: consent revoked, but an upload of another handle on this data directory "
+                       + "did not stop within 10 s")
+        }
+    }
+
+    /// Adopts another handle's consent change, if there is one: the cheap
+    /// check of `track`, the upload thread and the getters.
+    private func refreshConsent() {
+        if consentWatch.hasChanged { adoptSharedConsent() }
+    }
+
+    /// Adopts the stored choice after another handle changed it. A failure
+    /// is logged and retried at the next check; meanwhile nothing this
+    /// handle journals can be uploaded if the change was a revocation
+    /// (its journal's epoch is older than the stored count).
+    private func adoptSharedConsent() {
+        do throws(AppNorthError) {
+            try consentChanges.withLock { _ throws(AppNorthError) in try adoptLocked() }
+        } catch {
+            logger.log(.warning, "events: cannot read the consent choice another handle stored: \(error.message)")
+        }
+    }
+
+    /// `adoptSharedConsent` with `consentChanges` held. A revocation since
+    /// the last adoption (the stored count moved) is acted on as this
+    /// handle's own: tracking stops, the batch being uploaded is never
+    /// retried, and the journal is purged; then the stored choice, which
+    /// may be a later grant, takes over.
+    private func adoptLocked() throws(AppNorthError) {
+        guard consentWatch.hasChanged else { return }
+        // Counters before the stored rows: every change they count is in them.
+        let changes = consentWatch.changes
+        let revocations = consentWatch.revocations
+        let stored = try Self.loadConsent(db, logger: logger)
+        if stored.epoch != store.journal.epoch.load(ordering: .acquiring) {
+            // The attempt in progress, if any, is let finish: the revoking
+            // handle waits for it (see setConsent); cancelling it could
+            // leave the server storing a batch after that call returned.
+            state.withLock { s in
+                apply(.revoked, to: &s)
+                s.consentGeneration &+= 1
+            }
+            let purged = try store.purgeJournal(epoch: stored.epoch)
             if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
+            logger.log(.info, "events: another handle on this data directory revoked consent; purged \(purged) journaled event(s)")
         }
+        state.withLock { s in
+            apply(stored.choice, to: &s)
+            s.revocationsAdopted = revocations
+        }
+        consentWatch.adopted(changes)
     }
 
     /// Sets the consent state and the flag `track` reads from it. Every
@@ -377,18 +464,18 @@ public final class AppNorthEvents: Sendable {
         trackingAllowed.store(s.allowsTracking(requireConsent: options.requireConsent), ordering: .sequentiallyConsistent)
     }
 
-    /// The stored choice. A damaged row is deleted and logged, and the
-    /// choice is unknown again: the host asks the user anew.
-    private static func loadConsent(_ db: SQLiteStore, logger: Logger) throws(AppNorthError) -> ConsentState {
-        guard let row = try db.kvGet(namespace: "consent", key: "analytics") else { return .unknown }
-        switch row.value {
-        case Array("granted".utf8): return .granted
-        case Array("revoked".utf8): return .revoked
-        default:
-            try db.kvDelete(namespace: "consent", key: "analytics")
-            logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
-            return .unknown
+    /// The stored choice and revocation count. A damaged choice row is
+    /// deleted and logged, and the choice is unknown again: the host asks
+    /// the user anew.
+    private static func loadConsent(_ db: SQLiteStore, logger: Logger) throws(AppNorthError)
+        -> (choice: ConsentState, epoch: Int64) {
+        let (choice, epoch) = try db.withConnection { conn throws(AppNorthError) in
+            (try ConsentRecord.choice(conn), try ConsentRecord.revocations(conn))
         }
+        guard choice == .unknown else { return (choice ?? .unknown, epoch) }
+        try db.kvDelete(namespace: ConsentRecord.namespace, key: ConsentRecord.choiceKey)
+        logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
+        return (.unknown, epoch)
     }
 
     // MARK: Identity
@@ -438,6 +525,7 @@ public final class AppNorthEvents: Sendable {
     /// Queued count and bytes, drops by reason, breaker state, last error,
     /// last flush time, as a JSON object.
     public func statsJSON() -> String {
+        refreshConsent()
         trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
@@ -445,7 +533,9 @@ public final class AppNorthEvents: Sendable {
         root.set("queued_bytes", .int(Int64(store.bytes)))
         let dropped = JSON.object()
         for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
-            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0])))
+            // Events purged at import count as consent drops too (EventStore).
+            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed) : 0
+            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
         }
         // Damaged journal stretches and table rows found and skipped.
         dropped.set("damaged", .int(Int64(store.damagedDropped.load(ordering: .relaxed))))
@@ -472,6 +562,7 @@ public final class AppNorthEvents: Sendable {
     }
 
     public var queuedCount: Int {
+        refreshConsent()
         trimToLimits()
         return store.count
     }
@@ -533,6 +624,7 @@ public final class AppNorthEvents: Sendable {
     private func uploadCycle(_ thread: BackgroundThread) -> Bool {
         state.withLock { $0.cycleError = nil }
         while !thread.isStopping {
+            refreshConsent()
             let (allowed, batchSize, generation) = state.withLock { s in
                 (!s.breaker.isOpen && s.allowsTracking(requireConsent: options.requireConsent),
                  s.networkType.batchSize, s.consentGeneration)
@@ -553,6 +645,8 @@ public final class AppNorthEvents: Sendable {
             case .delivered:
                 continue
             case .abandoned:
+                // A revocation by another handle is acted on now, not at the next track.
+                refreshConsent()
                 return true
             case .failed(let error):
                 let opened = state.withLock { s -> Bool in
@@ -579,8 +673,17 @@ public final class AppNorthEvents: Sendable {
         var batch = batch
         var retry = 0
         while true {
-            guard waitForRetryAfter(generation, thread), let cancel = beginAttempt(generation) else { return .abandoned }
-            let (status, response, error) = send(batch, cancel: cancel)
+            guard waitForRetryAfter(generation, thread) else { return .abandoned }
+            // The fence keeps a revocation in another handle from returning
+            // while this attempt, checked before it, is still in progress.
+            let attempt = consentWatch.withUploadFence { () -> (Int?, HTTPResponse?, AppNorthError?)? in
+                guard let cancel = beginAttempt(generation) else { return nil }
+                return send(batch, cancel: cancel)
+            }
+            guard let (status, response, error) = attempt else { return .abandoned }
+            // Another handle's revocation during the attempt is adopted now:
+            // the batch is then left alone (that revocation purged it).
+            refreshConsent()
             let revoked = state.withLock { s -> Bool in
                 s.inFlight = nil
                 s.lastAttemptMs = clock.wallMilliseconds()
@@ -644,10 +747,12 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// Registers the next attempt's request, unless consent was revoked
-    /// since `generation` or the queue is closing.
+    /// since `generation`, here or by another handle (adopted or not), or
+    /// the queue is closing.
     private func beginAttempt(_ generation: UInt64) -> StreamCancellation? {
         state.withLock { s -> StreamCancellation? in
-            guard s.consentGeneration == generation, !s.closed, !shutdown.isCancelled else { return nil }
+            guard s.consentGeneration == generation, s.revocationsAdopted == consentWatch.revocations,
+                  !s.closed, !shutdown.isCancelled else { return nil }
             let cancel = StreamCancellation()
             s.inFlight = cancel
             return cancel
@@ -710,7 +815,9 @@ public final class AppNorthEvents: Sendable {
     /// stopping and a revocation of consent do (returns false).
     private func pause(milliseconds: Int, _ generation: UInt64, _ thread: BackgroundThread) -> Bool {
         let deadline = ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
-        while !thread.isStopping && state.withLock({ $0.consentGeneration == generation }) {
+        while !thread.isStopping {
+            refreshConsent()
+            guard state.withLock({ $0.consentGeneration == generation }) else { break }
             let now = ticks()
             if now >= deadline { return true }
             sleepMilliseconds(min(50, Int((deadline - now) / 1_000_000) + 1))

@@ -12,6 +12,8 @@ final class JournalSegment: Sendable {
     let name: String
     let path: String
     let fd: Int32
+    /// The consent epoch in its name (EventJournal.epoch).
+    let epoch: Int64
     /// Records and payload bytes written whole. Written only under the
     /// stripe's lock (so a load and a store, no read-modify-write), read
     /// by drains.
@@ -25,10 +27,11 @@ final class JournalSegment: Sendable {
     /// counters' cache line.
     private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
-    init(name: String, path: String, fd: Int32) {
+    init(name: String, path: String, fd: Int32, epoch: Int64) {
         self.name = name
         self.path = path
         self.fd = fd
+        self.epoch = epoch
         generation = ForkGuard.generation
         ForkGuard.closeInChild(fd)
     }
@@ -125,12 +128,19 @@ final class EventJournal: Sendable {
     /// stripes published them.
     let totals = JournalTotals()
 
-    init(directory: DataDirectory) throws(AppNorthError) {
+    /// The consent revocation count (ConsentRecord) this handle has acted
+    /// on, written into every new segment's name: an import re-checks it,
+    /// so events journaled by a handle that had not yet seen a revocation
+    /// are purged, never imported (EventStore.importJournal).
+    let epoch: Atomic<Int64>
+
+    init(directory: DataDirectory, epoch: Int64) throws(AppNorthError) {
         self.directory = directory
+        self.epoch = Atomic(epoch)
         stripes = (0..<Self.stripeCount).map { _ in JournalStripe() }
         // The first stripe's file is made now: an open fails at once where
         // no journal can be made, and an idle handle has one file.
-        let first = try Self.createSegment(in: directory)
+        let first = try Self.createSegment(in: directory, epoch: epoch)
         stripes[0].state.withLock { $0.segment = first }
     }
 
@@ -146,7 +156,7 @@ final class EventJournal: Sendable {
         if let current = s.segment {
             segment = current
         } else {
-            segment = try Self.createSegment(in: directory)
+            segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
             s.segment = segment
         }
         let count = s.buffer.count
@@ -204,19 +214,25 @@ final class EventJournal: Sendable {
         return (records, bytes)
     }
 
-    /// Takes every used segment (records, or a failed write) out of its
-    /// stripe and appends it to `retired`. With `fresh`, a new file takes
-    /// its place (made before the stripe is locked, so `track` does not
-    /// wait for it); without (a purge), the stripe's next event makes one.
-    /// The segments already taken stay in `retired` when making a file fails.
+    /// Takes every segment that is used (records, or a failed write) or
+    /// carries an older consent epoch than the journal's out of its stripe
+    /// and appends it to `retired`. With `fresh`, a new file takes its
+    /// place (made before the stripe is locked, so `track` does not wait
+    /// for it); without (a purge), the stripe's next event makes one. The
+    /// segments already taken stay in `retired` when making a file fails.
     func rotate(into retired: inout [JournalSegment], fresh: Bool) throws(AppNorthError) {
         var failure: AppNorthError?
+        let epoch = self.epoch.load(ordering: .acquiring)
+        func due(_ segment: JournalSegment?) -> Bool {
+            guard let segment else { return false }
+            return segment.isUsed || segment.epoch != epoch
+        }
         for stripe in stripes {
             var replacement: JournalSegment?
             if fresh {
-                guard stripe.state.withLock({ $0.segment?.isUsed ?? false }) else { continue }
+                guard stripe.state.withLock({ due($0.segment) }) else { continue }
                 do throws(AppNorthError) {
-                    replacement = try Self.createSegment(in: directory)
+                    replacement = try Self.createSegment(in: directory, epoch: epoch)
                 } catch {
                     failure = error
                     continue
@@ -226,7 +242,7 @@ final class EventJournal: Sendable {
             // check above ran (or, in a purge, a write that passed its
             // consent check) is in the segment taken here.
             let old = stripe.state.withLock { s -> JournalSegment? in
-                guard let current = s.segment, current.isUsed else { return nil }
+                guard let current = s.segment, due(current) else { return nil }
                 s.segment = replacement
                 publish(stripe)
                 return current
@@ -251,10 +267,10 @@ final class EventJournal: Sendable {
     /// Creates and locks a journal under a temporary name, then renames it
     /// into place (see `creatingSuffix`). A recovery that removes the
     /// temporary file in between makes the rename fail: then try again.
-    static func createSegment(in directory: DataDirectory) throws(AppNorthError) -> JournalSegment {
+    static func createSegment(in directory: DataDirectory, epoch: Int64) throws(AppNorthError) -> JournalSegment {
         var lastError = ""
         for _ in 0..<4 {
-            let name = prefix + String(getpid()) + "-" + Random.hexToken(bytes: 8) + suffix
+            let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + Random.hexToken(bytes: 8) + suffix
             let path = directory.file(name)
             let temporary = path + ".new"
             let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
@@ -263,13 +279,24 @@ final class EventJournal: Sendable {
                 continue
             }
             if flock(fd, LOCK_EX | LOCK_NB) == 0 && rename(temporary, path) == 0 {
-                return JournalSegment(name: name, path: path, fd: fd)
+                return JournalSegment(name: name, path: path, fd: fd, epoch: epoch)
             }
             lastError = String(cString: strerror(errno))
             unlink(temporary)
             close(fd)
         }
         throw .storage("cannot create an event journal in \(directory.path): \(lastError)")
+    }
+
+    /// The consent epoch a journal's name carries
+    /// (`events-<pid>-r<epoch>-<token>.journal`); 0 for names from before
+    /// epochs (`events-<pid>-<token>.journal`), nil for any other name.
+    static func epoch(ofName name: String) -> Int64? {
+        guard name.hasPrefix(prefix) && name.hasSuffix(suffix) else { return nil }
+        let parts = name.dropFirst(prefix.count).dropLast(suffix.count).split(separator: "-", omittingEmptySubsequences: false)
+        if parts.count == 2 { return 0 }
+        guard parts.count == 3, parts[1].first == "r" else { return nil }
+        return Int64(parts[1].dropFirst())
     }
 
     /// The largest journal file read: above the largest queue limit

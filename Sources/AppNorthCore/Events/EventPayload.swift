@@ -15,6 +15,14 @@ enum EventPayload {
         }
     }
 
+    /// A fresh UUIDv7 for the id, the tail as built (tests and tools; the
+    /// hot path builds into a stripe's buffer, below).
+    static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8]) -> [UInt8] {
+        build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
+            Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0)
+        }
+    }
+
     /// The hot path's form: into `out` (a journal stripe's reused buffer),
     /// a fresh UUIDv7 from `pool` for the id, the tail as built.
     static func build(into out: inout [UInt8], name: String, timestampMs: Int64, propertiesJSON: String?,

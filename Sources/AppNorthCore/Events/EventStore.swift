@@ -38,6 +38,9 @@ final class EventStore: Sendable {
     }
     /// Damaged journal stretches and table rows dropped since open.
     let damagedDropped = Atomic<Int>(0)
+    /// Journaled events purged at import because a revocation of consent
+    /// came after their segment was opened (ConsentRecord).
+    let consentDropped = Atomic<Int>(0)
 
     /// Sequence numbers above this are damage, not history: at one event per
     /// nanosecond the queue would need 146 years to reach it.
@@ -45,7 +48,8 @@ final class EventStore: Sendable {
 
     private let logger: Logger
 
-    init(db: SQLiteStore, directory: DataDirectory, logger: Logger = .silent) throws(AppNorthError) {
+    /// `epoch`: the stored consent revocation count the handle starts from.
+    init(db: SQLiteStore, directory: DataDirectory, epoch: Int64, logger: Logger = .silent) throws(AppNorthError) {
         self.db = db
         self.logger = logger
         let (row, dropped) = try db.withConnection { conn throws(AppNorthError) in
@@ -60,7 +64,7 @@ final class EventStore: Sendable {
         if dropped > 0 { logger.log(.warning, "event queue: dropped \(dropped) damaged row(s) with an impossible sequence number") }
         tableCount.store(row?.0 ?? 0, ordering: .relaxed)
         tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
-        journal = try EventJournal(directory: directory)
+        journal = try EventJournal(directory: directory, epoch: epoch)
         draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
         try recoverOrphans()
     }
@@ -170,7 +174,9 @@ final class EventStore: Sendable {
     /// so that a crash before a file is deleted cannot import it twice: a
     /// marked file is only deleted. The transaction also drops the marks
     /// of files deleted earlier (`settledMarks`), and these files' marks
-    /// join them.
+    /// join them. A file opened before the latest revocation of consent
+    /// (its epoch is older than the stored count) is purged instead:
+    /// marked and deleted, nothing imported.
     private func importJournals(_ files: [JournalFile], _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
         var decoded: [JournalRecord.Decoded] = []
         for file in files {
@@ -181,12 +187,18 @@ final class EventStore: Sendable {
             }
             decoded.append(one)
         }
-        let (count, bytes) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
+        let (count, bytes, refused) = try db.transaction { conn throws(AppNorthError) -> (Int, Int, Int) in
+            let revocations = try ConsentRecord.revocations(conn)
             var events: [(key: (Int64, Int), event: JournalRecord.Event)] = []
+            var refused = 0
             for (index, file) in files.enumerated() {
                 let marked = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
                                             [.text(Self.importedNamespace), .text(file.name)]) { $0.int(0) }
                 guard marked.isEmpty else { continue }
+                guard EventJournal.epoch(ofName: file.name) == revocations else {
+                    refused += decoded[index].events.count
+                    continue
+                }
                 for event in decoded[index].events { events.append(((event.milliseconds, events.count), event)) }
             }
             if files.count > 1 { events.sort { $0.key < $1.key } }
@@ -207,7 +219,11 @@ final class EventStore: Sendable {
             for settled in settledMarks {
                 try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.importedNamespace), .text(settled)])
             }
-            return (count, bytes)
+            return (count, bytes, refused)
+        }
+        if refused > 0 {
+            consentDropped.add(refused, ordering: .relaxed)
+            logger.log(.info, "event queue: purged \(refused) event(s) journaled before a revocation of consent")
         }
         settledMarks.removeAll()
         addToTable(count, bytes)
@@ -388,26 +404,56 @@ final class EventStore: Sendable {
         }
     }
 
-    /// Removes every event, journaled and stored; returns how many. A
-    /// `track` still writing holds its stripe's lock, which the rotation
-    /// waits for: its event is purged too. Journal files go first: a
-    /// crash halfway leaves rows that were queued before, never journal
-    /// records to import later.
-    func purge() throws(AppNorthError) -> Int {
+    /// A revocation of consent: in one transaction stores the choice,
+    /// counts the revocation and deletes every row; then moves the journal
+    /// to the new epoch and purges its segments. Returns how many events
+    /// went. The rows go with the count: an import checks the count in its
+    /// own transaction, so no segment opened before can land afterwards.
+    func revoke(nowMs: Int64) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
-            try journal.rotate(into: &state.retired, fresh: false)
-            var gone = 0
-            for segment in state.retired {
-                gone += segment.records.load(ordering: .acquiring)
-                unlink(segment.path)
-                journal.settle(segment)
+            let (epoch, sizes) = try db.transaction { conn throws(AppNorthError) -> (Int64, [Int]) in
+                try ConsentRecord.putChoice(conn, .revoked, nowMs: nowMs)
+                let epoch = try ConsentRecord.countRevocation(conn, nowMs: nowMs)
+                return (epoch, try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) })
             }
-            state.retired.removeAll()
-            return try gone + db.withConnection { conn throws(AppNorthError) in
-                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
-                addToTable(-sizes.count, -sizes.reduce(0, +))
-                return sizes.count
-            }
+            addToTable(-sizes.count, -sizes.reduce(0, +))
+            return try sizes.count + purgeJournal(epoch: epoch, &state)
         }
+    }
+
+    /// Another handle revoked consent (the stored count is now `epoch`) and
+    /// emptied the table: purges this handle's journal and counts the
+    /// table's rows anew (this handle's totals only saw its own changes).
+    /// Returns how many journaled events went.
+    func purgeJournal(epoch: Int64) throws(AppNorthError) -> Int {
+        try draining.withLock { state throws(AppNorthError) -> Int in
+            let gone = try purgeJournal(epoch: epoch, &state)
+            // With the connection held, as uploads change the totals.
+            try db.withConnection { conn throws(AppNorthError) in
+                let row = try conn.query("SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM events") {
+                    ($0.int(0), $0.int(1))
+                }.first
+                tableCount.store(row?.0 ?? 0, ordering: .relaxed)
+                tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
+            }
+            return gone
+        }
+    }
+
+    /// Moves the journal to `epoch`, then rotates every stripe and removes
+    /// every segment taken. A `track` still writing holds its stripe's
+    /// lock, which the rotation waits for: its event is purged too.
+    /// Returns how many records went.
+    private func purgeJournal(epoch: Int64, _ state: inout DrainState) throws(AppNorthError) -> Int {
+        journal.epoch.store(epoch, ordering: .releasing)
+        try journal.rotate(into: &state.retired, fresh: false)
+        var gone = 0
+        for segment in state.retired {
+            gone += segment.records.load(ordering: .acquiring)
+            unlink(segment.path)
+            journal.settle(segment)
+        }
+        state.retired.removeAll()
+        return gone
     }
 }

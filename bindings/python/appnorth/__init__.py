@@ -125,9 +125,23 @@ from .errors import (
     WrongStateError,
 )
 
-from .config import BundledConfigWarning, Config, ConfigListener, ConfigSource, FetchStatus
+from .config import BundledConfigWarning, Config
 from .events import Events
 from .offline import ManualClock, OfflineQueue, ReadCache, Storage
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._config_types import ConfigListener, ConfigSource, FetchStatus
+else:
+    def __getattr__(name: str) -> object:
+        """ConfigListener, ConfigSource and FetchStatus, on first use: they
+        need typing, which ``import appnorth`` leaves out (see
+        appnorth._config_types)."""
+        if name in ("ConfigListener", "ConfigSource", "FetchStatus"):
+            from . import _config_types
+
+            return getattr(_config_types, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: The binding's own version (the library's is :func:`version`).
 __version__ = "0.3.0"

@@ -37,16 +37,17 @@ import os
 import sys
 import threading
 import time
-import traceback
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Optional, TypeVar
 
 from . import _lib, errors
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see appnorth._lib)
+    from typing import Any, Callable, Iterator, List, Optional, TypeVar
 
-#: ``with X(...) as x`` gives ``x`` the type X (typing.Self needs 3.11).
-_H = TypeVar("_H", bound="Handle")
-_T = TypeVar("_T")
+    #: ``with X(...) as x`` gives ``x`` the type X (typing.Self needs 3.11).
+    _H = TypeVar("_H", bound="Handle")
+    _T = TypeVar("_T")
 
 #: How often the main thread wakes to take a pending signal while a network
 #: call runs on a worker: Ctrl-C is seen within this time.
@@ -111,8 +112,14 @@ def report_callback_error(where: str) -> None:
     """Report the exception being handled inside a callback. Exceptions
     must never unwind into C, and a failing logger cannot be trusted with
     the report, so it goes to stderr."""
+    exc = sys.exc_info()[1]
     try:
         sys.stderr.write(f"appnorth: exception in {where} ignored:\n")
+        try:
+            import traceback
+        except BaseException:  # noqa: BLE001 - no imports at shutdown: the exception alone
+            sys.stderr.write(f"{exc!r}\n")
+            return
         traceback.print_exc(file=sys.stderr)
     except BaseException:  # noqa: BLE001 - stderr itself may be gone
         pass

@@ -22,11 +22,11 @@ from __future__ import annotations
 import atexit
 import ctypes
 import enum
-import logging  # noqa: F401  (before our atexit hook; see the end of the file)
 import os
 import sys
 import threading
 import weakref
+from contextlib import contextmanager
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -39,11 +39,19 @@ from ctypes import (
     c_size_t,
     c_void_p,
 )
-from contextlib import contextmanager
-from types import SimpleNamespace
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import errors
+
+# Names used only in annotations. ``import appnorth`` never imports typing
+# (nor logging, json or traceback: each is imported where first needed).
+# Together they were a third of the import time (bench/README.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
+
+    TextArg = Union[str, bytes, bytearray, None]
+    PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]", None]
+    Errcheck = Callable[[Any, Any, Tuple[Any, ...]], Any]
 
 #: The library major version this binding is written against. A library
 #: with another major version has an incompatible ABI and is refused.
@@ -315,21 +323,27 @@ def _status_name(code: int) -> str:
 # The declaration table
 # ---------------------------------------------------------------------------
 
-Errcheck = Callable[[Any, Any, Tuple[Any, ...]], Any]
+class Declaration:
+    """One C function: its name, argument types, result type and error
+    check (what :func:`ffi` applies)."""
+
+    __slots__ = ("name", "argtypes", "restype", "errcheck")
+
+    def __init__(self, name: str, argtypes: Sequence[Any], restype: Any, errcheck: Optional[Errcheck]) -> None:
+        self.name = name
+        self.argtypes = argtypes
+        self.restype = restype
+        self.errcheck = errcheck
+
+    def __repr__(self) -> str:
+        return f"Declaration({self.name!r})"
 
 
-class Declaration(NamedTuple):
-    """One C function: the arguments of :func:`ffi`."""
-
-    name: str
-    argtypes: Sequence[Any]
-    restype: Any
-    errcheck: Optional[Errcheck]
-
-
-#: Every C function of include/appnorth.h, in header order.
-#: tests/test_header_coverage.py fails when the header has one this lacks,
-#: or when an entry's argument count differs from the header's.
+#: Every C function of include/appnorth.h, in header order: the single
+#: source of truth for the binding's C signatures. Each is bound on first use
+#: (:data:`C`), not at import. tests/test_header_coverage.py fails when the
+#: header has one this lacks, or when an entry's argument count differs from
+#: the header's.
 _S = check_status
 DECLARATIONS: Tuple[Declaration, ...] = (
     # Version
@@ -503,8 +517,10 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ConfigPtr, ErrorPtr, Int64Out, ErrorPtr], c_int32, _S),
 )
 
+#: The declarations by name.
+BY_NAME = {d.name: d for d in DECLARATIONS}
 #: Declared names, for lookups and the header coverage test.
-DECLARED_NAMES = frozenset(d.name for d in DECLARATIONS)
+DECLARED_NAMES = frozenset(BY_NAME)
 
 
 # ---------------------------------------------------------------------------
@@ -614,8 +630,9 @@ def _loaded_path(dll: ctypes.CDLL, name: str) -> str:
     return name
 
 
-#: Declared functions the loaded library does not export (an older minor
-#: version: the API grows by addition). Calling one raises InternalError.
+#: Declared functions found missing from the loaded library (an older minor
+#: version: the API grows by addition) when first used; calling one raises
+#: InternalError. :func:`missing_functions` checks them all.
 MISSING: "set[str]" = set()
 
 
@@ -630,26 +647,58 @@ def _missing_function(name: str) -> Callable[..., Any]:
     return missing
 
 
-def ffi(name: str, argtypes: Sequence[Any], restype: Any,
-        errcheck: Optional[Errcheck] = None) -> Any:
-    """Declare one C function of the loaded library (libarchive-c style):
-    argument types, result type and error check, in one place."""
+def _symbol(name: str) -> Any:
+    """A new ctypes function object for ``name`` (``DLL[name]``: never the
+    one ``DLL.<name>`` caches, so no two users share argtypes), or None when
+    the library does not export it."""
     try:
-        func = getattr(DLL, name)
+        return DLL[name]
     except AttributeError:
         MISSING.add(name)
-        return _missing_function(name)
-    func.argtypes = list(argtypes)
-    func.restype = restype
-    if errcheck is not None:
-        func.errcheck = errcheck
+        return None
+
+
+def ffi(declaration: Declaration) -> Any:
+    """Declare one C function of the loaded library (libarchive-c style):
+    argument types, result type and error check, in one place."""
+    func = _symbol(declaration.name)
+    if func is None:
+        return _missing_function(declaration.name)
+    func.argtypes = list(declaration.argtypes)
+    func.restype = declaration.restype
+    if declaration.errcheck is not None:
+        func.errcheck = declaration.errcheck
     return func
+
+
+class _Functions:
+    """The declared functions, by name: ``C.appnorth_client_new(...)``.
+
+    Each is bound from its :data:`DECLARATIONS` entry (:func:`ffi`) the
+    first time it is looked up, then stored as a plain attribute, so later
+    lookups cost what any attribute does (binding all of them at import
+    cost about 1 ms, and most programs use a few). Two threads binding one
+    at the same moment each make an identical function object; either may
+    be kept."""
+
+    def __getattr__(self, name: str) -> Any:
+        declaration = BY_NAME.get(name)
+        if declaration is None:
+            raise AttributeError(f"{name} is not declared in appnorth._lib.DECLARATIONS")
+        func = ffi(declaration)
+        setattr(self, name, func)
+        return func
 
 
 DLL, LIBRARY_PATH = load()
 
 #: The declared functions, by name: ``C.appnorth_client_new(...)``.
-C = SimpleNamespace(**{d.name: ffi(*d) for d in DECLARATIONS})
+C = _Functions()
+
+
+def missing_functions() -> "set[str]":
+    """Every declared function the loaded library does not export."""
+    return {d.name for d in DECLARATIONS if _symbol(d.name) is None}
 
 
 def thin(name: str) -> Any:
@@ -658,10 +707,10 @@ def thin(name: str) -> Any:
     pointer argument is a plain address (``int``; the handle's
     ``Handle._addr``, a :class:`CallScratch` field) and there is no errcheck,
     so the caller checks the status itself (:func:`status_error`)."""
-    declaration = next(d for d in DECLARATIONS if d.name == name)
-    if name in MISSING:
+    declaration = BY_NAME[name]
+    func = _symbol(name)  # a new function object: C.<name> keeps its errcheck
+    if func is None:
         return _missing_function(name)
-    func = DLL[name]  # a new function object: C.<name> keeps its errcheck
     func.argtypes = [c_void_p if isinstance(t, type) and issubclass(t, ctypes._Pointer) else t
                      for t in declaration.argtypes]
     func.restype = declaration.restype
@@ -695,7 +744,7 @@ SCRATCH: List[CallScratch] = []
 
 
 def _check_version() -> None:
-    if "appnorth_version" in MISSING:
+    if _symbol("appnorth_version") is None:
         raise ImportError(f"appnorth: {LIBRARY_PATH} does not export appnorth_version: "
                           "it is not libappnorth")
     text = C.appnorth_version()
@@ -715,9 +764,6 @@ _check_version()
 # ---------------------------------------------------------------------------
 # Helpers used by the object layer
 # ---------------------------------------------------------------------------
-
-TextArg = Union[str, bytes, bytearray, None]
-
 
 def to_c_string(value: TextArg, name: str) -> Optional[bytes]:
     """A ``const char *`` argument: None -> NULL, ``str`` -> UTF-8,
@@ -763,9 +809,6 @@ def to_int32(value: Any, name: str) -> int:
 def to_int64(value: Any, name: str) -> int:
     """An ``int64_t`` argument."""
     return _to_int(value, name, INT64_MIN, INT64_MAX)
-
-
-PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]", None]
 
 
 def to_c_path(value: PathArg, name: str) -> Optional[bytes]:
@@ -935,10 +978,31 @@ _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
+_exit_hook_registered = False
+
+
 def register_live(obj: Any) -> None:
     """Track ``obj`` (weakly) so that it is closed at interpreter exit."""
+    if not _exit_hook_registered:
+        _register_exit_hook()
     with _live_lock:
         _live.add(obj)
+
+
+def _register_exit_hook() -> None:
+    """Register :func:`close_all_live` with :mod:`atexit`, once, when the
+    first handle is made. logging is imported first: importing it registers
+    its own shutdown hook, and atexit runs hooks last-in first-out, so
+    handles close while logging still works and their last log lines are
+    delivered."""
+    global _exit_hook_registered
+    import logging  # noqa: F401
+
+    with _live_lock:
+        if _exit_hook_registered:
+            return
+        _exit_hook_registered = True
+    atexit.register(close_all_live)
 
 
 def unregister_live(obj: Any) -> None:
@@ -994,7 +1058,3 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
-# logging (imported at the top) registered its own shutdown hook already;
-# atexit runs hooks last-in first-out, so handles close while logging still
-# works and their last log lines are delivered.
-atexit.register(close_all_live)

@@ -17,15 +17,25 @@ normally.
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import threading
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _lib, errors
 from ._handle import Handle, report_callback_error, run_interruptible
-from ._lib import C, TextArg, appnorth_error
+from ._lib import C, appnorth_error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: logging and json are imported where first needed (see appnorth._lib)
+    import logging
+    import threading
+    from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar, Union
+
+    from ._lib import TextArg
+
+    LoggerArg = Union[bool, logging.Logger, None]
+    #: JSON given as a Python value (serialised here) or as text (sent unchanged).
+    JSONArg = Union[Dict[str, Any], str, bytes, None]
+    Screenshot = Tuple[bytes, str]
+    _T = TypeVar("_T")
 
 __all__ = [
     "Client",
@@ -47,10 +57,10 @@ def _debug_from_environment() -> None:
     """``APPNORTH_DEBUG=1`` (which also lowers the library's own level):
     the ``appnorth`` logger shows DEBUG lines on stderr even in a script
     that configured no logging."""
-    import os
-
     if os.environ.get("APPNORTH_DEBUG") != "1":
         return
+    import logging
+
     logger = logging.getLogger(LOGGER_NAME)
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.DEBUG)
@@ -62,29 +72,28 @@ def _debug_from_environment() -> None:
 
 _debug_from_environment()
 
-_PY_LEVELS: Dict[int, int] = {
-    _lib.LOG_DEBUG: logging.DEBUG,
-    _lib.LOG_INFO: logging.INFO,
-    _lib.LOG_WARNING: logging.WARNING,
-    _lib.LOG_ERROR: logging.ERROR,
-}
+# logging's level numbers (logging.DEBUG, INFO, WARNING, ERROR): fixed by
+# its documentation, spelled out so that importing appnorth does not import
+# logging (a Client with a logger does).
+_DEBUG, _INFO, _WARNING, _ERROR = 10, 20, 30, 40
 
-LoggerArg = Union[bool, logging.Logger, None]
-#: JSON given as a Python value (serialised here) or as text (sent unchanged).
-JSONArg = Union[Dict[str, Any], str, bytes, None]
-Screenshot = Tuple[bytes, str]
-_T = TypeVar("_T")
+_PY_LEVELS: Dict[int, int] = {
+    _lib.LOG_DEBUG: _DEBUG,
+    _lib.LOG_INFO: _INFO,
+    _lib.LOG_WARNING: _WARNING,
+    _lib.LOG_ERROR: _ERROR,
+}
 
 
 def _min_library_level(logger: logging.Logger) -> int:
     """The lowest APPNORTH_LOG_* level ``logger`` would emit right now, so
     the library does not call into Python for lines that would be dropped."""
     level = logger.getEffectiveLevel()
-    if level <= logging.DEBUG:
+    if level <= _DEBUG:
         return _lib.LOG_DEBUG
-    if level <= logging.INFO:
+    if level <= _INFO:
         return _lib.LOG_INFO
-    if level <= logging.WARNING:
+    if level <= _WARNING:
         return _lib.LOG_WARNING
     return _lib.LOG_ERROR
 
@@ -99,7 +108,7 @@ def _make_log_callback(logger: logging.Logger, local: threading.local) -> Any:
         try:
             with _lib.in_callback():
                 text = message.decode("utf-8", errors="replace") if message else ""
-                logger.log(_PY_LEVELS.get(level, logging.ERROR), "%s", text)
+                logger.log(_PY_LEVELS.get(level, _ERROR), "%s", text)
         except BaseException:  # noqa: BLE001 - never propagate into C
             report_callback_error("the appnorth log callback")
         finally:
@@ -116,6 +125,8 @@ def _json_encoder() -> Callable[[Any], str]:
     instead of ValueError. Used only when it gives exactly dumps' output on a
     sample of every JSON type; otherwise (another Python, another json) it
     is dumps' own encoder."""
+    import json
+
     slow = json.JSONEncoder(ensure_ascii=False)
     make: Any = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
@@ -136,8 +147,9 @@ def _json_encoder() -> Callable[[Any], str]:
     return slow.encode
 
 
-#: Serialises the dicts and lists handed to the library (json_text).
-_encode_json = _json_encoder()
+#: Serialises the dicts and lists handed to the library (json_text); made
+#: on first use, which imports json.
+_encode_json: Optional[Callable[[Any], str]] = None
 
 
 def json_text(value: JSONArg, name: str) -> Optional[bytes]:
@@ -149,7 +161,7 @@ def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     if isinstance(value, (dict, list)):
         # JSON text never holds a raw NUL (it is escaped), so only the
         # UTF-8 encoding can fail (a lone surrogate).
-        text = _encode_json(value)
+        text = (_encode_json or _make_json_encoder())(value)
         try:
             return text.encode()
         except UnicodeEncodeError as exc:
@@ -157,6 +169,19 @@ def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return _lib.to_c_string(value, name)
     raise TypeError(f"{name} must be a dict, list, str, bytes or None, not {type(value).__name__}")
+
+
+def _make_json_encoder() -> Callable[[Any], str]:
+    global _encode_json
+    _encode_json = _json_encoder()
+    return _encode_json
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads``; json is imported on first use."""
+    import json
+
+    return json.loads(text)
 
 
 class Feedback(Handle):
@@ -386,6 +411,8 @@ class Client(Handle):
 
     @staticmethod
     def _resolve_logger(logger: LoggerArg) -> Optional[logging.Logger]:
+        import logging
+
         if logger is False:
             return None
         if logger is None or logger is True:
@@ -445,7 +472,7 @@ class Client(Handle):
 
     def list_boards(self) -> Dict[str, Any]:
         """The server's ``{"boards": [...]}`` object, parsed."""
-        result: Dict[str, Any] = json.loads(self.list_boards_json())
+        result: Dict[str, Any] = parse_json(self.list_boards_json())
         return result
 
     def list_ideas_json(self, query_json: TextArg = None) -> str:
@@ -476,7 +503,7 @@ class Client(Handle):
         page's ``next_cursor``; ``limit`` is 1 to 100 (server default 20).
         """
         text = idea_query(board=board, q=q, status=status, cursor=cursor, limit=limit)
-        result: Dict[str, Any] = json.loads(self.list_ideas_json(text))
+        result: Dict[str, Any] = parse_json(self.list_ideas_json(text))
         return result
 
     def list_comments(self, idea_id: TextArg) -> Dict[str, Any]:
@@ -485,7 +512,7 @@ class Client(Handle):
         with self._use() as handle:
             text = self._network(
                 handle, lambda: _lib.call_returning_string(C.appnorth_client_list_comments, handle, c_id))
-        result: Dict[str, Any] = json.loads(text)
+        result: Dict[str, Any] = parse_json(text)
         return result
 
     def list_chat_messages(self) -> Dict[str, Any]:
@@ -493,7 +520,7 @@ class Client(Handle):
         with self._use() as handle:
             text = self._network(
                 handle, lambda: _lib.call_returning_string(C.appnorth_client_list_chat_messages, handle))
-        result: Dict[str, Any] = json.loads(text)
+        result: Dict[str, Any] = parse_json(text)
         return result
 
     # -- writes ------------------------------------------------------------
@@ -504,7 +531,7 @@ class Client(Handle):
     def _write(self, func: Any, *args: Any) -> Dict[str, Any]:
         with self._use() as handle:
             text = self._network(handle, lambda: _lib.call_returning_string(func, handle, *args))
-        result: Dict[str, Any] = json.loads(text)
+        result: Dict[str, Any] = parse_json(text)
         return result
 
     def submit_idea(self, board_id: TextArg, title: TextArg, body: TextArg = None, *,
@@ -550,7 +577,11 @@ def idea_query(board: Optional[str] = None, q: Optional[str] = None, status: Opt
     for key, value in (("board", board), ("q", q), ("status", status), ("cursor", cursor), ("limit", limit)):
         if value is not None:
             query[key] = value
-    return json.dumps(query, ensure_ascii=False) if query else None
+    if not query:
+        return None
+    import json
+
+    return json.dumps(query, ensure_ascii=False)
 
 
 class _Borrowed:

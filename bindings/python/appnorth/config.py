@@ -30,17 +30,30 @@ which are allowed.
 from __future__ import annotations
 
 import ctypes
-import json
-import logging
 import threading
-import warnings
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from . import _lib, errors
 from ._handle import Handle, report_callback_error
-from ._lib import C, PathArg, TextArg, appnorth_error
-from .client import LOGGER_NAME, Client, LoggerArg, _make_log_callback, _min_library_level
+from ._lib import C, appnorth_error
+from .client import LOGGER_NAME, Client, _make_log_callback, _min_library_level, parse_json
 from .offline import ManualClock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see appnorth._lib)
+    from typing import Any, Dict, List, Optional, Tuple, Union
+
+    from ._config_types import ConfigListener, ConfigSource, FetchStatus
+    from ._lib import PathArg, TextArg
+    from .client import LoggerArg
+else:
+    def __getattr__(name: str) -> object:
+        """ConfigListener, ConfigSource and FetchStatus, on first use (they
+        need typing: see appnorth._config_types)."""
+        if name in ("ConfigListener", "ConfigSource", "FetchStatus"):
+            from . import _config_types
+
+            return getattr(_config_types, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _GET_STRING = _lib.thin("appnorth_config_get_string")
@@ -60,33 +73,6 @@ def _tier(value: int) -> "_lib.ConfigTier":
 
 
 __all__ = ["Config", "ConfigListener", "ConfigSource", "FetchStatus", "BundledConfigWarning"]
-
-#: A listener: ``fn(config, changed_keys, tier)``. ``config`` is the new
-#: effective config (parsed), ``changed_keys`` the top-level keys added,
-#: removed or changed, ``tier`` a CONFIG_TIER_* value.
-ConfigListener = Callable[[Dict[str, Any], List[str], int], Any]
-
-
-class ConfigSource(NamedTuple):
-    """Where the effective config came from."""
-
-    #: CONFIG_TIER_REMOTE, _CACHED, _BUNDLED or _DEFAULT.
-    tier: _lib.ConfigTier
-    #: When it was last fetched or confirmed by the server, wall milliseconds
-    #: since the epoch; 0 for the bundled and default tiers.
-    fetched_ms: int
-
-
-class FetchStatus(NamedTuple):
-    """The outcome of the latest exchange with the config endpoints."""
-
-    #: None after a success (a 304 included) or before any exchange; else the
-    #: failure as an exception instance (not raised), e.g. InvalidJSONError
-    #: for a rejected payload, NetworkError, ServerError (``http_status``).
-    error: Optional[errors.AppNorthError]
-    #: When that exchange ended, wall milliseconds; 0 if none happened yet.
-    time_ms: int
-
 
 class BundledConfigWarning(RuntimeWarning):
     """The bundled config file could not be used: the config opened without
@@ -110,6 +96,8 @@ def _report_listener_error(listener: Optional[ConfigListener]) -> None:
     """Log the exception being handled (raised by a listener) with its
     traceback. Falls back to stderr if logging itself fails."""
     try:
+        import logging
+
         logging.getLogger(LOGGER_NAME).error(
             "exception in config listener %r ignored", listener, exc_info=True)
     except BaseException:  # noqa: BLE001 - never propagate into C
@@ -117,7 +105,7 @@ def _report_listener_error(listener: Optional[ConfigListener]) -> None:
 
 
 def _loads(text: Optional[bytes], empty: Any) -> Any:
-    return json.loads(text.decode("utf-8")) if text else empty
+    return parse_json(text.decode("utf-8")) if text else empty
 
 
 class _Listeners:
@@ -292,6 +280,8 @@ class Config(Handle):
                     # The library leaves the file out and the config still
                     # opens (include/appnorth.h): report it, loudly.
                     bundled_error = exc
+                    import warnings
+
                     warnings.warn(BundledConfigWarning(exc), stacklevel=2)
             if ttl is not None:
                 C.appnorth_config_options_set_ttl_seconds(options, ttl, err)
@@ -408,7 +398,7 @@ class Config(Handle):
         """Any value, parsed (dict, list, str, int, float, bool or None for
         JSON ``null``), else ``default`` (returned as given)."""
         text = self.get_json_text(key)
-        return default if text is None else json.loads(text)
+        return default if text is None else parse_json(text)
 
     def get_json_text(self, key: TextArg, default: TextArg = None) -> Optional[str]:
         """Any value as JSON text, exactly as served (``9.99`` stays
@@ -429,13 +419,15 @@ class Config(Handle):
 
     def snapshot(self) -> Dict[str, Any]:
         """The whole effective config object, parsed."""
-        result: Dict[str, Any] = json.loads(self.snapshot_json())
+        result: Dict[str, Any] = parse_json(self.snapshot_json())
         return result
 
     @property
     def source(self) -> ConfigSource:
         """``(tier, fetched_ms)`` of the effective config. Like the getters,
         it may start a background fetch of a stale config."""
+        from ._config_types import ConfigSource
+
         tier, fetched = ctypes.c_int32(-1), ctypes.c_int64(0)
         self._call(C.appnorth_config_source, tier, fetched)
         return ConfigSource(_tier(tier.value), fetched.value)
@@ -445,6 +437,8 @@ class Config(Handle):
         connection attempt or stream event: ``(error or None, time_ms)``.
         An invalid payload shows here as InvalidJSONError while the last
         good config stays in effect."""
+        from ._config_types import FetchStatus
+
         status, at = appnorth_error(), ctypes.c_int64(0)
         self._call(C.appnorth_config_last_fetch_status, status, at)
         error: Optional[errors.AppNorthError] = None

@@ -17,8 +17,10 @@ import builtins
 import enum
 import os
 from contextlib import contextmanager
-from typing import Dict, Iterator, Optional, Type
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see appnorth._lib)
+    from typing import Dict, Iterator, Optional, Type
 
 
 class Status(enum.IntEnum):

@@ -16,15 +16,20 @@ you pass as ``secure_store`` (a keyring adapter, for instance).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
-from typing import Any, Callable, Dict, MutableMapping, Optional, Union
 
 from . import _lib
 from . import errors as appnorth_errors
 from ._handle import Handle
-from ._lib import C, TextArg, appnorth_error
-from .client import Client, JSONArg, json_text
+from ._lib import C, appnorth_error
+from .client import Client, json_text, parse_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see appnorth._lib)
+    from typing import Any, Callable, Dict, MutableMapping, Optional, Union
+
+    from ._lib import TextArg
+    from .client import JSONArg
 
 __all__ = ["Events"]
 
@@ -328,7 +333,7 @@ class Events(Handle):
         """Queue statistics: queued, dropped counts, breaker, last error, ..."""
         with self._use() as events, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_events_stats, events)
-        result: Dict[str, Any] = json.loads(text)
+        result: Dict[str, Any] = parse_json(text)
         return result
 
     def __repr__(self) -> str:

@@ -21,23 +21,28 @@ read callback's exception is re-raised once the call has returned.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _lib, errors
 from ._handle import Handle
-from ._lib import C, TextArg, appnorth_error
+from ._lib import C, appnorth_error
 from .errors import AppNorthError
-from .client import Client, Feedback, JSONArg, Screenshot, feedback_for, json_text
+from .client import Client, Feedback, feedback_for, json_text, parse_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see appnorth._lib)
+    from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+    from ._lib import TextArg
+    from .client import JSONArg, Screenshot
+
+    #: A scope string (see Client.scope) or the client whose scope it is.
+    ScopeArg = Union[str, bytes, Client]
+    StorageLoad = Callable[[], Optional[bytes]]
+    StorageSave = Callable[[Optional[bytes]], None]
+    ReadCallback = Callable[[int, List[Any]], None]
 
 __all__ = ["Storage", "OfflineQueue", "ReadCache", "ManualClock"]
-
-#: A scope string (see Client.scope) or the client whose scope it is.
-ScopeArg = Union[str, bytes, Client]
-StorageLoad = Callable[[], Optional[bytes]]
-StorageSave = Callable[[Optional[bytes]], None]
-ReadCallback = Callable[[int, List[Any]], None]
 
 _to_int64 = _lib.to_int64
 
@@ -252,7 +257,7 @@ class OfflineQueue(Handle):
         last_error (the last failure's message or None); no payloads."""
         with self._use() as q, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_queue_entries, q)
-        result: List[Dict[str, Any]] = json.loads(text)
+        result: List[Dict[str, Any]] = parse_json(text)
         return result
 
     def discard(self, scope: Optional[ScopeArg] = None) -> int:
@@ -370,7 +375,7 @@ class ReadCache(Handle):
     def boards(self, scope: ScopeArg) -> Optional[List[Any]]:
         """The fresh boards array, or None when absent or expired."""
         text = self.boards_json(scope)
-        return None if text is None else json.loads(text)
+        return None if text is None else parse_json(text)
 
     def ideas_json(self, scope: ScopeArg, query: JSONArg = None) -> Optional[str]:
         """The fresh ideas array for a query as JSON text, or None."""
@@ -381,7 +386,7 @@ class ReadCache(Handle):
     def ideas(self, scope: ScopeArg, query: JSONArg = None) -> Optional[List[Any]]:
         """The fresh ideas array for a query, or None."""
         text = self.ideas_json(scope, query)
-        return None if text is None else json.loads(text)
+        return None if text is None else parse_json(text)
 
     def clear(self, scope: ScopeArg) -> None:
         """Remove a scope's boards and ideas."""
@@ -397,7 +402,7 @@ class ReadCache(Handle):
 
         def on_read(source: int, text: Optional[bytes], user_data: Optional[int]) -> None:
             try:
-                data: List[Any] = json.loads(text.decode("utf-8")) if text else []
+                data: List[Any] = parse_json(text.decode("utf-8")) if text else []
                 deliveries.append((_lib.Source(source), data))
                 if callback is not None:
                     with _lib.in_callback():

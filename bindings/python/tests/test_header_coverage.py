@@ -139,12 +139,44 @@ def test_library_exports_every_declared_function() -> None:
     """The Swift build checks the library against the header; a library
     from an older build simply lacks the newer functions. Those raise a
     clear error when called instead of breaking the import."""
-    for name in _lib.MISSING:
+    missing = _lib.missing_functions()
+    for name in missing:
         with pytest.raises(appnorth.InternalError, match=f"does not export {name}"):
             getattr(_lib.C, name)()
-    if _lib.MISSING:
-        pytest.skip(f"{_lib.LIBRARY_PATH} lacks {len(_lib.MISSING)} declared functions "
-                    f"(older build): {', '.join(sorted(_lib.MISSING))}")
+    if missing:
+        pytest.skip(f"{_lib.LIBRARY_PATH} lacks {len(missing)} declared functions "
+                    f"(older build): {', '.join(sorted(missing))}")
+
+
+@pytest.mark.parametrize("decl", _lib.DECLARATIONS, ids=lambda d: d.name)
+def test_each_function_is_bound_from_its_declaration(decl: _lib.Declaration) -> None:
+    """Functions are bound on first use, from the table entry and nothing
+    else: argument types, result type and error check."""
+    if decl.name in _lib.missing_functions():
+        pytest.skip("not exported by this (older) build")
+    func = getattr(_lib.C, decl.name)
+    assert getattr(_lib.C, decl.name) is func, "bound once, then a plain attribute"
+    assert list(func.argtypes) == list(decl.argtypes)
+    assert func.restype is decl.restype
+    assert getattr(func, "errcheck", None) is decl.errcheck
+
+
+def test_undeclared_functions_are_not_reachable() -> None:
+    """Only table entries are bound: a name the table lacks (even one the
+    library exports) raises AttributeError instead of an untyped call."""
+    with pytest.raises(AttributeError, match="not declared"):
+        _lib.C.appnorth_no_such_function
+    name = next(iter(sorted(_lib.DECLARED_NAMES)))
+    saved = _lib.BY_NAME.pop(name)
+    try:
+        had = name in vars(_lib.C)
+        vars(_lib.C).pop(name, None)
+        with pytest.raises(AttributeError):
+            getattr(_lib.C, name)
+    finally:
+        _lib.BY_NAME[name] = saved
+        if had:
+            getattr(_lib.C, name)
 
 
 def test_error_struct_and_version_macros_match_header() -> None:

@@ -241,3 +241,48 @@ def test_library_is_loaded_with_cdll_not_pydll() -> None:
 
     assert type(_lib.DLL) is ctypes.CDLL
     assert _lib.DLL._func_flags_ == ctypes.CDLL._func_flags_  # GIL released during calls
+
+
+# -- import cost ---------------------------------------------------------------
+
+#: Modules ``import appnorth`` must not import: each is imported where first
+#: needed (logging by a Client, json by the first JSON value, typing by the
+#: config's typed names). Together they were a third of the import time
+#: (bench/README.md, "Python `import appnorth`").
+DEFERRED_MODULES = {"typing", "logging", "json", "re", "traceback", "warnings", "dataclasses", "inspect",
+                    "tokenize", "textwrap", "pathlib", "appnorth._config_types"}
+
+IMPORT_PROBE = """
+import sys
+before = set(sys.modules)
+import appnorth
+print(" ".join(sorted(set(sys.modules) - before)))
+print(" ".join(sorted(vars(appnorth._lib.C))))
+namespace = {}
+exec("from appnorth import *", namespace)
+print(all(name in namespace for name in appnorth.__all__ if name != "TimeoutError"))
+print(issubclass(appnorth.ConfigSource, tuple), issubclass(appnorth.FetchStatus, tuple),
+      appnorth.ConfigSource.__module__, "Callable" in repr(appnorth.ConfigListener))
+"""
+
+
+def test_import_defers_heavy_modules_and_function_bindings(tmp_path: Path) -> None:
+    result = _run_python(IMPORT_PROBE, {}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    imported, bound, star, typed = result.stdout.splitlines()
+    assert not DEFERRED_MODULES & set(imported.split()), imported
+    # Only the version check's function is bound at import; the rest on first use.
+    assert set(bound.split()) <= {"appnorth_version"}, bound
+    assert star == "True"
+    assert typed == "True True appnorth.config True"
+
+
+def test_config_typed_names_are_the_same_objects_everywhere() -> None:
+    from appnorth import _config_types, config
+
+    for name in ("ConfigSource", "FetchStatus", "ConfigListener"):
+        assert getattr(appnorth, name) is getattr(config, name) is getattr(_config_types, name)
+    with pytest.raises(AttributeError):
+        appnorth.NoSuchName  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        config.NoSuchName  # type: ignore[attr-defined]

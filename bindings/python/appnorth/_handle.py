@@ -27,7 +27,12 @@ what the header asks of the host:
 - a network call made on the main thread stays interruptible
   (:func:`run_interruptible`): Ctrl-C cancels it through
   ``appnorth_client_cancel`` and raises KeyboardInterrupt at once, after
-  the call has returned (so no pointer is freed under it).
+  the call has returned (so no pointer is freed under it);
+- Ctrl-C cannot cut :meth:`Handle.close` halfway (a pointer forgotten but
+  not freed would leak the handle and keep its library threads running
+  into interpreter exit): on the main thread its steps run on a worker,
+  the pointer is forgotten only once freed, and the exception is raised
+  after.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ if TYPE_CHECKING:  # annotations only (see appnorth._lib)
 #: How often the main thread wakes to take a pending signal while a network
 #: call runs on a worker: Ctrl-C is seen within this time.
 INTERRUPT_POLL_S = 0.02
+
+#: The name of the worker threads of run_interruptible.
+WORKER_NAME = "appnorth-call"
 
 #: close() polls for calls in progress on other threads, sleeping from the
 #: first to the second (calls are usually microseconds, network calls up to
@@ -82,7 +90,7 @@ def run_interruptible(call: Callable[[], _T], cancel: Callable[[], None]) -> _T:
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             outcome.append((False, exc))
 
-    worker = threading.Thread(target=work, name="appnorth-call", daemon=True)
+    worker = threading.Thread(target=work, name=WORKER_NAME, daemon=True)
     try:
         worker.start()
     except RuntimeError:
@@ -106,6 +114,10 @@ def run_interruptible(call: Callable[[], _T], cancel: Callable[[], None]) -> _T:
     if ok:
         return value  # type: ignore[no-any-return]
     raise value
+
+
+def _no_cancel() -> None:
+    """close() waits for calls in progress rather than cancel them."""
 
 
 def report_callback_error(where: str) -> None:
@@ -174,7 +186,9 @@ class Handle:
 
         Waits for calls in progress on other threads to return. Raises
         WrongStateError when called from inside one of this object's own
-        calls or callbacks.
+        calls or callbacks. Ctrl-C (or any exception a signal handler
+        raises) does not stop it halfway: the handle is freed, exactly
+        once, and the exception is raised after.
         """
         local = getattr(self, "_local", None)
         depth: int = getattr(local, "depth", 0) if local is not None else 0
@@ -182,8 +196,7 @@ class Handle:
         if depth or in_callback or _lib.inside_callback():
             raise errors.WrongStateError(
                 f"cannot close a {self._kind} from inside its own call or a library callback")
-        close_lock = getattr(self, "_close_lock", None)
-        if close_lock is None:
+        if getattr(self, "_close_lock", None) is None:
             return
         if getattr(self, "_pid", None) != os.getpid():
             # Inherited through fork(): the parent's threads, which may have
@@ -195,19 +208,38 @@ class Handle:
             self._keep = []
             _lib.unregister_live(self)
             return
+        if self._ptr is None:  # freed already (the pointer goes only then)
+            return
+        if threading.current_thread() is threading.main_thread():
+            # Signal handlers run on the main thread only, between any two
+            # bytecodes: there a Ctrl-C could land between clearing the
+            # pointer and freeing it, leaking a handle whose library threads
+            # outlive the interpreter. On a worker the steps cannot be cut;
+            # the main thread waits for it and raises the exception after.
+            run_interruptible(self._close_now, _no_cancel)
+        else:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        """close()'s steps, under the close lock: refuse new calls, wait for
+        those in progress, free the pointer, then forget it. Safe to run
+        again (from a retried close()): the pointer is forgotten only after
+        it was freed, and a second run finds it gone."""
         interrupted: Optional[BaseException] = None
-        with close_lock:
-            if self._closed:
+        with self._close_lock:
+            ptr = self._ptr
+            if ptr is None:
                 return
-            self._closed = True
-            # Cleared before waiting: a call that reads the pointer from now
-            # on raises WrongStateError; one that read it earlier is in
-            # _calls already.
-            ptr, self._ptr, self._addr = self._ptr, None, None
-            self._on_close()
+            if not self._closed:
+                # From here a call raises WrongStateError (_use reads
+                # _closed, the thin calls _addr); one that started earlier
+                # is in _calls already.
+                self._closed = True
+                self._addr = None
+                self._on_close()
             interrupted = self._wait_for_calls()
-            if ptr:
-                self._free(ptr)
+            self._free(ptr)
+            self._ptr = None
         # Only now: the library holds no pointer to these any more.
         self._keep = []
         _lib.unregister_live(self)

@@ -7,8 +7,9 @@ Everything that touches ctypes' function objects lives here:
   folders) and load it with :class:`ctypes.CDLL` (never ``PyDLL``: library
   threads must be able to take the GIL while a call is blocked in C).
 - :data:`DECLARATIONS` is the single table of every C function the binding
-  uses; :func:`ffi` applies one entry (argtypes, restype, errcheck), so no
-  call site can forget its error check.
+  uses; :func:`ffi` applies one entry (argtypes, restype, errcheck) when
+  :data:`C` first looks the function up, so no call site can forget its
+  error check and ``import appnorth`` binds none of them.
 - The errcheck functions turn status codes into exceptions
   (:mod:`appnorth.errors`) and static ``const char *`` results into ``str``.
 - :func:`take_string` reads and frees a string the library handed out
@@ -845,18 +846,6 @@ def call_returning_string(func: Any, *args: Any) -> str:
         text = take_string(out)
     if text is None:
         raise errors.InternalError(f"{func.__name__} succeeded but returned NULL")
-    return text
-
-
-def call_returning_optional_string(func: Any, *args: Any) -> Optional[str]:
-    """Like :func:`call_returning_string` for calls whose out-string may
-    legitimately be NULL on success (a cache miss)."""
-    out = c_void_p()
-    err = appnorth_error()
-    try:
-        func(*args, out, err)
-    finally:
-        text = take_string(out)
     return text
 
 

@@ -450,14 +450,38 @@ class Client(Handle):
         ``_use``) so that Ctrl-C cancels it and is raised at once."""
         return run_interruptible(call, lambda: C.appnorth_client_cancel(handle, None))
 
+    def _cancellable(self, call: Callable[[], _T]) -> _T:
+        """Run ``call``, a waiting call on another handle made with this
+        client (a config fetch, an events flush), so that Ctrl-C on the main
+        thread cancels it through this client and is raised at once. Once
+        this client is closed it runs directly: it then ends by its own
+        timeout. ``call`` must enter ``_lib.callback_errors()`` itself (see
+        run_interruptible)."""
+        entered = False
+        try:
+            with self._use(sync=False) as handle:
+                entered = True
+                return self._network(handle, call)
+        except errors.WrongStateError:
+            if entered or not self._closed:
+                raise
+        return call()
+
     # -- reads -------------------------------------------------------------
+
+    #: The scope, once asked: it is fixed for the client's life (its URL,
+    #: App ID and email), and a ReadCache given the client asks on every read.
+    _scope_text: Optional[str] = None
 
     @property
     def scope(self) -> str:
         """The account scope: ``"<api url>|<app id>|<email or anonymous>"``.
         Offline queue entries and cache keys are matched on it."""
-        with self._use() as handle:
-            return _lib.call_returning_string(C.appnorth_client_scope, handle)
+        text = self._scope_text
+        if text is None or self._closed or self._pid != os.getpid():
+            with self._use() as handle:  # raises WrongStateError when closed
+                text = self._scope_text = _lib.call_returning_string(C.appnorth_client_scope, handle)
+        return text
 
     def list_boards_json(self) -> str:
         """The server's ``{"boards": [...]}`` object, as JSON text.

@@ -15,7 +15,8 @@ starts a background fetch and returns the stale value at once.
 Listeners (:meth:`Config.add_listener`, :meth:`Config.on_update`) receive
 ``(config: dict, changed_keys: list[str], tier: int)`` on every change of
 the effective config's content, on that library thread or on the thread
-calling :meth:`Config.refresh`. An exception raised by a listener is logged
+running :meth:`Config.refresh` (the caller's; on the main thread, the worker
+thread the binding runs it on so that Ctrl-C can interrupt it). An exception raised by a listener is logged
 to the ``"appnorth"`` logger (with its traceback) and never reaches the
 library; the other listeners and later updates are unaffected.
 
@@ -314,6 +315,8 @@ class Config(Handle):
         keep += [log_callback] if log_callback is not None else list(client._keep)
         # Logging through the client's logger: follow that logger's level.
         self._log_client = client if log_callback is None and logger is not False else None
+        # refresh() is cancelled through it on Ctrl-C (while it is open).
+        self._client = client
         self._attach(handle, keep=keep)
 
     _log_client: Optional[Client] = None
@@ -450,14 +453,25 @@ class Config(Handle):
     # -- fetching and live updates --------------------------------------------
 
     def refresh(self) -> None:
-        """Fetch the config now on this thread (a conditional GET) and apply
-        it. A change calls the listeners, usually on this thread before this
-        returns (unless another thread is delivering a change right then).
-        Raises the fetch's error (NetworkError, NotFoundError when nothing
-        is published, ServerError, InvalidJSONError for an invalid payload,
-        ...); the effective config is then unchanged. Blocks for at most the
-        client's resource timeout."""
-        self._call(C.appnorth_config_refresh)
+        """Fetch the config now (a conditional GET) and apply it. A change
+        calls the listeners before this returns, usually on the thread
+        making the fetch (unless another thread is delivering a change right
+        then). Raises the fetch's error (NetworkError, NotFoundError when
+        nothing is published, ServerError, InvalidJSONError for an invalid
+        payload, ...); the effective config is then unchanged. Blocks for
+        at most the client's resource timeout.
+
+        On the main thread the fetch runs on a worker thread (so the
+        listeners run there) while this waits: Ctrl-C cancels it through
+        the client and raises KeyboardInterrupt at once, like the client's
+        own network calls. Once the client is closed, the fetch runs here
+        and is not interruptible."""
+        with self._use() as config:
+            def work() -> None:
+                with _lib.callback_errors():
+                    C.appnorth_config_refresh(config, appnorth_error())
+
+            self._client._cancellable(work)
 
     def start_live(self) -> None:
         """Start live updates (the event stream, its reconnects and polling)

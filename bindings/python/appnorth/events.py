@@ -26,7 +26,7 @@ from .client import Client, json_text, parse_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
-    from typing import Any, Callable, Dict, MutableMapping, Optional, Union
+    from typing import Any, Dict, MutableMapping, Optional, Union
 
     from ._lib import TextArg
     from .client import JSONArg
@@ -210,7 +210,7 @@ class Events(Handle):
         if can_flush:
             try:
                 with self._use() as events:
-                    self._interruptible(lambda: C.appnorth_events_close(events, timeout, appnorth_error()))
+                    self._wait(C.appnorth_events_close, events, timeout)
             except appnorth_errors.WrongStateError:
                 pass  # closed meanwhile by another thread
             finally:
@@ -218,23 +218,15 @@ class Events(Handle):
         else:
             super().close()  # raises WrongStateError inside a call or callback
 
-    def _interruptible(self, call: Callable[[], None]) -> None:
-        """Run a waiting call (flush, close) so that Ctrl-C on the main
-        thread cancels it through the client, when the client is still
+    def _wait(self, func: Any, *args: Any) -> None:
+        """Call a waiting function (flush, close) so that Ctrl-C on the
+        main thread cancels it through the client, when the client is still
         open (else the call waits out its timeout)."""
         def work() -> None:
             with _lib.callback_errors():
-                call()
+                func(*args, appnorth_error())
 
-        client = self._client
-        try:
-            with client._use(sync=False) as c:
-                client._network(c, work)
-                return
-        except appnorth_errors.WrongStateError:
-            if not client.closed:
-                raise
-        work()
+        self._client._cancellable(work)
 
     def _call(self, func: Any, *args: Any) -> None:
         with self._use() as events, _lib.callback_errors():
@@ -282,7 +274,7 @@ class Events(Handle):
         try:
             c_timeout = _lib.to_int32(timeout_ms, "timeout_ms")
             with self._use() as events:
-                self._interruptible(lambda: C.appnorth_events_flush_sent(events, c_timeout, sent, appnorth_error()))
+                self._wait(C.appnorth_events_flush_sent, events, c_timeout, sent)
         except appnorth_errors.AppNorthError as error:
             error.sent = sent.value  # type: ignore[attr-defined]
             raise

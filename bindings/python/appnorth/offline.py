@@ -12,7 +12,9 @@ manual clock.
   deliver cached data first, then fresh data from the network.
 - :class:`ManualClock` moves only when told to, for tests.
 
-Storage and read callbacks run on the thread that made the call. An
+Storage and read callbacks run on the thread that made the call, before it
+returns; for a network call made on the main thread, that is the worker
+thread the binding runs it on so that Ctrl-C can interrupt it. An
 exception raised in one never unwinds into C: a storage callback's
 exception becomes the ``__cause__`` of the resulting StorageError, and a
 read callback's exception is re-raised once the call has returned.
@@ -45,6 +47,10 @@ if TYPE_CHECKING:  # annotations only (see appnorth._lib)
 __all__ = ["Storage", "OfflineQueue", "ReadCache", "ManualClock"]
 
 _to_int64 = _lib.to_int64
+
+
+_CACHE_BOARDS = _lib.thin("appnorth_cache_boards")
+_CACHE_IDEAS = _lib.thin("appnorth_cache_ideas")
 
 
 def _scope(scope: Optional[ScopeArg], name: str = "scope") -> Optional[bytes]:
@@ -102,9 +108,10 @@ class Storage(Handle):
         ``load()`` returns the stored blob (bytes) or None when nothing is
         stored; ``save(blob)`` stores it, replacing what was there, and
         ``save(None)`` erases. Raising in either makes the library call fail
-        with StorageError (the exception is its ``__cause__``). They run on
-        the thread that called the queue or cache, and must not call back
-        into the queue or cache using them.
+        with StorageError (the exception is its ``__cause__``). They run
+        during the queue's or cache's call, on its thread (see the module's
+        docstring), and must not call back into the queue or cache using
+        them.
         """
         if not callable(load) or not callable(save):
             raise TypeError("load and save must be callable")
@@ -366,11 +373,16 @@ class ReadCache(Handle):
         with self._use() as cache, _lib.callback_errors():
             C.appnorth_cache_store_ideas(cache, c_scope, c_query, c_json, appnorth_error())
 
+    # The two reads take the thin path (Handle._thin), like Config's
+    # getters: they are served from the cache's memory and run no storage
+    # callback, so there is no callback error to catch.
+
     def boards_json(self, scope: ScopeArg) -> Optional[str]:
         """The fresh boards array as JSON text, or None when absent or expired."""
-        c_scope = _scope(scope)
-        with self._use() as cache, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_cache_boards, cache, c_scope)
+        out = self._thin(_CACHE_BOARDS, _scope(scope))
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def boards(self, scope: ScopeArg) -> Optional[List[Any]]:
         """The fresh boards array, or None when absent or expired."""
@@ -379,9 +391,10 @@ class ReadCache(Handle):
 
     def ideas_json(self, scope: ScopeArg, query: JSONArg = None) -> Optional[str]:
         """The fresh ideas array for a query as JSON text, or None."""
-        c_scope, c_query = _scope(scope), json_text(query, "query_json")
-        with self._use() as cache, _lib.callback_errors():
-            return _lib.call_returning_optional_string(C.appnorth_cache_ideas, cache, c_scope, c_query)
+        out = self._thin(_CACHE_IDEAS, _scope(scope), json_text(query, "query_json"))
+        text = _lib.take_string(out.string)
+        _lib.SCRATCH.append(out)
+        return text
 
     def ideas(self, scope: ScopeArg, query: JSONArg = None) -> Optional[List[Any]]:
         """The fresh ideas array for a query, or None."""
@@ -417,13 +430,15 @@ class ReadCache(Handle):
         """Deliver fresh cached boards (SOURCE_CACHE, only when cached),
         then load them from the network, store and deliver them again
         (SOURCE_NETWORK). Both deliveries happen before this returns, on
-        this thread; each goes to ``callback(source, boards)`` if given and
-        all are returned as ``[(source, boards), ...]``. A network failure
-        is raised after cached data, if any, was delivered to the callback.
+        the thread making the call (on the main thread, a worker thread
+        while this waits, so that Ctrl-C cancels the request and raises
+        KeyboardInterrupt at once); each goes to ``callback(source,
+        boards)`` if given and all are returned as ``[(source, boards),
+        ...]``. A network failure is raised after cached data, if any, was
+        delivered to the callback.
         """
         fn, deliveries = self._deliveries(callback)
-        with self._use() as cache, client._use() as c, _lib.callback_errors():
-            C.appnorth_read_boards(cache, c, fn, None, appnorth_error())
+        self._read(client, C.appnorth_read_boards, fn)
         return deliveries
 
     def read_ideas(self, client: Client, query: JSONArg = None,
@@ -431,9 +446,17 @@ class ReadCache(Handle):
         """The same for ideas and a query (no cursor)."""
         c_query = json_text(query, "query_json")
         fn, deliveries = self._deliveries(callback)
-        with self._use() as cache, client._use() as c, _lib.callback_errors():
-            C.appnorth_read_ideas(cache, c, c_query, fn, None, appnorth_error())
+        self._read(client, C.appnorth_read_ideas, c_query, fn)
         return deliveries
+
+    def _read(self, client: Client, func: Any, *args: Any) -> None:
+        """``func(cache, client, *args, NULL, err)``, a cached-then-fresh
+        read, made interruptible like the client's own network calls."""
+        with self._use() as cache, client._use() as c:
+            def call() -> None:
+                with _lib.callback_errors():
+                    func(cache, c, *args, None, appnorth_error())
+            client._network(c, call)
 
     def __repr__(self) -> str:
         return f"<appnorth.ReadCache {'closed' if self._closed else 'open'}>"

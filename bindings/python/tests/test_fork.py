@@ -133,3 +133,26 @@ def test_children_of_a_busy_parent_make_new_handles(server_url: str, admin: Admi
     events.flush(30000)
     events.close()
     client.close()
+
+
+def test_an_inherited_read_cache_refuses_its_thin_reads() -> None:
+    """The cache's reads skip the binding's per-call checks (the thin path);
+    the library itself refuses a handle inherited through fork()."""
+    with appnorth.ReadCache(appnorth.Storage.memory()) as cache:
+        cache.store_boards("scope", [{"id": "b1"}])
+
+        def child() -> int:
+            try:
+                cache.boards_json("scope")
+                return 10
+            except appnorth.WrongStateError:
+                pass
+            cache.close()  # forgets the parent's handle
+            with appnorth.ReadCache(appnorth.Storage.memory()) as own:
+                own.store_boards("scope", [{"id": "b2"}])
+                return 0 if own.boards("scope") == [{"id": "b2"}] else 11
+
+        pid = _fork(child)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert cache.boards("scope") == [{"id": "b1"}]

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import pytest
 
@@ -133,22 +133,19 @@ def test_close_racing_track_from_threads_loses_nothing(closed_port: int, tmp_pat
         assert events.stats()["queued"] == sum(progress)
 
 
-def test_close_racing_config_getters_from_threads(closed_port: int, tmp_path: Path) -> None:
-    client = _offline_client(closed_port)
-    config = appnorth.Config(client, tmp_path)
-    reads = [0] * THREADS
+def _race_reads_with_close(handle: Any, reads: Callable[[], List[Tuple[object, object]]], kind: str) -> None:
+    """THREADS threads repeat ``reads`` (pairs of a value read and the value
+    wanted) until ``handle`` is closed under them: no read returns a wrong
+    value, and each thread ends with WrongStateError("<kind> is closed")."""
+    counts = [0] * THREADS
     ends: List[Optional[BaseException]] = [None] * THREADS
     wrong: List[object] = []
 
     def worker(i: int) -> None:
         try:
             while True:
-                for value, want in ((config.get_int("missing", 7), 7), (config.get_bool("missing", True), True),
-                                    (config.get_double("missing", 2.5), 2.5),
-                                    (config.get_string("missing", "d"), "d"), (config.get_json_text("missing"), None)):
-                    if value != want:
-                        wrong.append(value)
-                reads[i] += 1
+                wrong.extend(value for value, want in reads() if value != want)
+                counts[i] += 1
         except BaseException as exc:  # noqa: BLE001 - checked below
             ends[i] = exc
 
@@ -156,14 +153,48 @@ def test_close_racing_config_getters_from_threads(closed_port: int, tmp_path: Pa
     for t in threads:
         t.start()
     deadline = time.monotonic() + DEADLINE_S
-    while sum(reads) < 100 and time.monotonic() < deadline:
+    while sum(counts) < 100 and time.monotonic() < deadline:
         time.sleep(0.001)
-    config.close()
+    handle.close()
     for t in threads:
         t.join(DEADLINE_S)
     assert wrong == []
-    assert all(isinstance(end, appnorth.WrongStateError) and "config is closed" in str(end) for end in ends), ends
+    assert all(isinstance(end, appnorth.WrongStateError) and f"{kind} is closed" in str(end) for end in ends), ends
+
+
+def test_close_racing_config_getters_from_threads(closed_port: int, tmp_path: Path) -> None:
+    client = _offline_client(closed_port)
+    config = appnorth.Config(client, tmp_path)
+    _race_reads_with_close(config, lambda: [
+        (config.get_int("missing", 7), 7), (config.get_bool("missing", True), True),
+        (config.get_double("missing", 2.5), 2.5), (config.get_string("missing", "d"), "d"),
+        (config.get_json_text("missing"), None)], "config")
     client.close()
+
+
+def test_close_racing_cache_reads_from_threads(closed_port: int) -> None:
+    client = _offline_client(closed_port)
+    cache = appnorth.ReadCache(appnorth.Storage.memory())
+    cache.store_boards(client, [{"id": "b1"}])
+    cache.store_ideas(client, [{"id": "i1"}], {"board": "b1"})
+    _race_reads_with_close(cache, lambda: [
+        (cache.boards(client), [{"id": "b1"}]), (cache.ideas(client, {"board": "b1"}), [{"id": "i1"}]),
+        (cache.ideas_json(client, {"board": "other"}), None), (cache.boards_json("another scope"), None)], "cache")
+    client.close()
+
+
+def test_thin_cache_reads_refuse_bad_input() -> None:
+    with appnorth.ReadCache(appnorth.Storage.memory()) as cache:
+        with pytest.raises(appnorth.InvalidArgumentError):
+            cache.boards_json(None)  # type: ignore[arg-type]
+        with pytest.raises(appnorth.InvalidJSONError):
+            cache.ideas_json("scope", "{not json")
+        with pytest.raises(appnorth.InvalidArgumentError):
+            cache.ideas_json("scope", "scope\0")
+        with pytest.raises(appnorth.InvalidUTF8Error):
+            cache.boards_json(b"\xff")
+        assert cache.ideas_json("scope", {"cursor": "c2"}) is None  # only first pages are cached
+        assert cache.boards_json("scope") is None
 
 
 def test_thin_call_errors_carry_the_library_message(closed_port: int, tmp_path: Path) -> None:

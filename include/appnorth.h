@@ -692,6 +692,21 @@ APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn loa
                                                    appnorth_storage **out_storage,
                                                    appnorth_error *err);
 
+/**
+ * Route the log lines of the queue or cache opened on this storage
+ * afterwards to `fn`, for levels >= `min_level` (APPNORTH_LOG_DEBUG to
+ * APPNORTH_LOG_ERROR, checked when `fn` is not NULL). They have no client
+ * logger of their own; what they log is stored state found damaged and
+ * dropped: a warning naming how many entries (and their ids or kinds,
+ * never their content), once per finding. NULL `fn` turns it off (the
+ * default). A queue or cache already open keeps the logger it was opened
+ * with. `fn` runs on the thread that called the queue or cache, never
+ * while the library holds a lock; keep `fn` and `user_data` valid until
+ * the queues and caches opened on the storage are freed. Thread-safe.
+ */
+APPNORTH_API int32_t appnorth_storage_set_logger(appnorth_storage *storage, appnorth_log_fn fn,
+                                                 int32_t min_level, void *user_data, appnorth_error *err);
+
 /** Free a storage. The queue or cache using it keeps its own reference, so
  *  this may be called right after creating them; a callback storage's
  *  release function runs when the last of them lets go. NULL is a no-op. */

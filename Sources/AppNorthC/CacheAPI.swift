@@ -12,7 +12,8 @@ public func appnorth_cache_new(_ storage: OpaquePointer?, _ ttlSeconds: Int32, _
         let box = try Handle.get(storage, as: StorageBox.self, "storage")
         guard ttlSeconds >= 0 else { throw AppNorthError.invalidArgument("ttl_seconds must be 0 (default) or more") }
         let ttl = ttlSeconds == 0 ? AppNorthReadCache.defaultTTLSeconds : Int(ttlSeconds)
-        out.pointee = Handle.make(try AppNorthReadCache(storage: box.storage, ttlSeconds: ttl, clock: clockArgument(clock)))
+        out.pointee = Handle.make(try AppNorthReadCache(storage: box.storage, ttlSeconds: ttl, clock: clockArgument(clock),
+                                                          logger: box.logger.withLock { $0 }))
     }
 }
 

@@ -1,5 +1,6 @@
 import AppNorthCore
 import CAppNorthAPI
+import Synchronization
 
 // appnorth_storage_* and appnorth_buffer_set.
 
@@ -8,6 +9,8 @@ typealias SDKStorage = AppNorthOfflineQueueStorage & AppNorthReadCacheStorage
 
 final class StorageBox {
     let storage: any SDKStorage
+    /// The logger of queues and caches opened on it from now on.
+    let logger = Mutex<Logger>(.silent)
     init(_ storage: any SDKStorage) { self.storage = storage }
 }
 
@@ -117,5 +120,15 @@ public func appnorth_storage_erase(_ storage: OpaquePointer?, _ err: ErrorOut?) 
     guarded(err) {
         let box = try Handle.get(storage, as: StorageBox.self, "storage")
         try box.storage.save(nil)
+    }
+}
+
+@c @implementation
+public func appnorth_storage_set_logger(_ storage: OpaquePointer?, _ fn: appnorth_log_fn?, _ minLevel: Int32,
+                                        _ userData: UnsafeMutableRawPointer?, _ err: ErrorOut?) -> Int32 {
+    guarded(err) {
+        let box = try Handle.get(storage, as: StorageBox.self, "storage")
+        let logger = try hostLogger(fn, minLevel, userData)
+        box.logger.withLock { $0 = logger }
     }
 }

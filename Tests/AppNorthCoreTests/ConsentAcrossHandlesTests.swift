@@ -105,7 +105,8 @@ final class ConsentAcrossHandlesTests: EventsTestCase {
         let a = try open(quiet())
         let b = try open(quiet())
         for i in 0..<3 { try b.track("b\(i)") }
-        try TestServer.post("/admin/faults", #"{"delay_ms":1000,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
+        // Slow enough that the revocation surely starts while it runs.
+        try TestServer.post("/admin/faults", #"{"delay_ms":3000,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
         let flushed = try flushInBackground(b)
         XCTAssertTrue(try eventually { (try TestServer.get("/admin/faults")["faults"]?.arrayElements.count ?? -1) == 0 },
                       "b's upload is in progress")
@@ -140,7 +141,7 @@ final class ConsentAcrossHandlesTests: EventsTestCase {
             // logged: anything logged later was sent later.
             let last = try eventPostSeqs().max() ?? 0
             for racer in racers { racer.stop() }
-            try b.flush(timeoutMilliseconds: 5000)
+            try b.flush(timeoutMilliseconds: 30_000)
             XCTAssertEqual(try eventPostSeqs().filter { $0 > last }, [], "round \(round): nothing sent after the revocation returned")
             XCTAssertEqual(b.queuedCount, 0, "round \(round)")
         }

@@ -1413,6 +1413,80 @@ static void test_a_storage_serves_one_queue_or_one_cache(void) {
     appnorth_storage_free(s2);
 }
 
+typedef struct {
+    int count;
+    int32_t levels[8];
+    char lines[8][512];
+} log_capture;
+
+static void capture_log(int32_t level, const char *message, void *user_data) {
+    log_capture *c = user_data;
+    if (c->count < 8) {
+        c->levels[c->count] = level;
+        snprintf(c->lines[c->count], sizeof c->lines[0], "%s", message);
+    }
+    c->count++;
+}
+
+/* Damaged stored entries are dropped with one warning naming what went
+ * (never the content) through the storage's logger; a bad logger call is
+ * refused. */
+static void test_damaged_stored_entries_are_logged(void) {
+    appnorth_error err;
+    host_store hs;
+    host_store_init(&hs);
+    static const char queue_blob[] =
+        "{\"format\":\"appnorth.offline-queue\",\"version\":1,\"entries\":["
+        "{\"id\":\"good\",\"scope\":\"s\",\"kind\":\"feedback\",\"path\":\"/feedback\",\"body\":\"{}\","
+        "\"idempotency_key\":\"k1\",\"created_ms\":1},"
+        "{\"id\":\"torn\",\"scope\":\"s\",\"kind\":\"feedback\",\"path\":\"/feedback\",\"body\":\"private words\","
+        "\"idempotency_key\":\"k2\",\"created_ms\":1}]}";
+    host_store_set(&hs, queue_blob, sizeof queue_blob - 1);
+    appnorth_storage *storage = NULL;
+    CHECK_STATUS(appnorth_storage_new_callbacks(host_load, host_save, NULL, &hs, &storage, &err), APPNORTH_OK, err);
+    log_capture logs = {0};
+    CHECK_STATUS(appnorth_storage_set_logger(NULL, capture_log, APPNORTH_LOG_DEBUG, &logs, &err),
+                 APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_storage_set_logger(storage, capture_log, 99, &logs, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_storage_set_logger(storage, capture_log, APPNORTH_LOG_DEBUG, &logs, &err), APPNORTH_OK, err);
+    appnorth_queue *q = NULL;
+    CHECK_STATUS(appnorth_queue_new(storage, 0, &q, &err), APPNORTH_OK, err);
+    int32_t pending = -1;
+    CHECK_STATUS(appnorth_queue_pending_count(q, &pending, &err), APPNORTH_OK, err);
+    CHECK(pending == 1, "the sound entry stays: %d", pending);
+    CHECK(logs.count == 1, "one log line: %d", logs.count);
+    CHECK(logs.levels[0] == APPNORTH_LOG_WARNING, "a warning: %d", logs.levels[0]);
+    CHECK(strstr(logs.lines[0], "offline queue: dropped 1 damaged stored entry (id torn)") != NULL, "names it: %s",
+          logs.lines[0]);
+    CHECK(strstr(logs.lines[0], "private") == NULL, "never the content: %s", logs.lines[0]);
+    appnorth_queue_free(q);
+    appnorth_storage_free(storage);
+    free(hs.bytes);
+
+    /* A cache whose blob is unreadable starts empty, and says so. */
+    host_store cs;
+    host_store_init(&cs);
+    host_store_set(&cs, "{not json", 9);
+    CHECK_STATUS(appnorth_storage_new_callbacks(host_load, host_save, NULL, &cs, &storage, &err), APPNORTH_OK, err);
+    log_capture cache_logs = {0};
+    CHECK_STATUS(appnorth_storage_set_logger(storage, capture_log, APPNORTH_LOG_WARNING, &cache_logs, &err),
+                 APPNORTH_OK, err);
+    appnorth_cache *cache = NULL;
+    CHECK_STATUS(appnorth_cache_new(storage, 0, NULL, &cache, &err), APPNORTH_OK, err);
+    CHECK(cache_logs.count == 1 && strstr(cache_logs.lines[0], "read cache: dropped the stored read cache") != NULL,
+          "the dropped cache is logged: %d %s", cache_logs.count, cache_logs.lines[0]);
+    appnorth_cache_free(cache);
+
+    /* NULL fn turns it off for what opens next. */
+    CHECK_STATUS(appnorth_storage_set_logger(storage, NULL, 99, NULL, &err), APPNORTH_OK, err);
+    appnorth_cache *again = NULL;
+    CHECK_STATUS(appnorth_cache_new(storage, 0, NULL, &again, &err), APPNORTH_OK, err);
+    CHECK(cache_logs.count == 1, "no line once turned off: %d", cache_logs.count);
+    appnorth_cache_free(again);
+    appnorth_storage_free(storage);
+    free(cs.bytes);
+}
+
 static void test_host_callback_storage(void) {
     reset_server();
     char *idea = seed_board_and_idea(NULL);
@@ -2295,6 +2369,7 @@ int main(void) {
     test_storage_erase_and_loaded_queues();
     test_a_storage_serves_one_queue_or_one_cache();
     test_host_callback_storage();
+    test_damaged_stored_entries_are_logged();
     test_queue_never_stores_the_token();
     test_discard_per_scope_and_all();
     test_entries_json();

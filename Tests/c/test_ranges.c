@@ -51,6 +51,9 @@ static int32_t download_timeout(int64_t v, appnorth_error *err) {
 static int32_t client_log_level(int64_t v, appnorth_error *err) {
     return appnorth_client_options_set_logger(client_options, quiet_log, (int32_t)v, NULL, err);
 }
+static int32_t storage_log_level(int64_t v, appnorth_error *err) {
+    return appnorth_storage_set_logger(memory, quiet_log, (int32_t)v, NULL, err);
+}
 static int32_t client_live_log_level(int64_t v, appnorth_error *err) {
     return appnorth_client_set_log_level(client, (int32_t)v, err);
 }
@@ -231,6 +234,7 @@ static const range_row rows[] = {
     {"appnorth_client_options_set_timeouts", "resource_download_ms", T_INT32, download_timeout, 1, 600000, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_options_set_logger", "min_level", T_INT32, client_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_set_log_level", "min_level", T_INT32, client_live_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
+    {"appnorth_storage_set_logger", "min_level", T_INT32, storage_log_level, 0, 3, OK, 0, INV, INV, 0, 0},
     /* Below 27 bytes there is no room for the BEGIN CERTIFICATE line. */
     {"appnorth_client_options_set_ca_pem", "length", T_SIZE, ca_pem_length, 27, APPNORTH_MAX_CA_PEM_BYTES, OK, 0, INV, BIG, 0, 0},
     {"appnorth_client_options_set_proxy", "ignore_environment", T_INT32, proxy_ignore_environment, 0, 1, OK, 0, INV, INV, 0, 0},

@@ -20,17 +20,24 @@ public final class AppNorthReadCache: Sendable {
     private let gate = OperationGate()
     private let shared: (any AppNorthAtomicBlobStorage)?
 
+    /// Damaged stored entries dropped: logged, and counted since open.
+    private let damage: StoredDamageReporter
+
+    /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
-                clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
+                clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard (1...31_536_000).contains(ttlSeconds) else { throw .invalidArgument("cache TTL must be 1 to 31536000 seconds") }
         try StorageClaims.claim(storage, as: .cache)
+        damage = StoredDamageReporter(what: "read cache", logger: logger)
+        var found = StoredDamage()
         do {
             let loaded = try storageCall("loading the read cache") { try storage.load() }
-            entries = Lock(try loaded.map(CacheCodec.decode) ?? [])
+            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try CacheCodec.decode(bytes, damage: &found) } ?? [])
         } catch {
             StorageClaims.release(storage)
             throw error
         }
+        damage.report(found)
         self.storage = storage
         shared = storage as? any AppNorthAtomicBlobStorage
         self.ttlSeconds = ttlSeconds
@@ -107,7 +114,12 @@ public final class AppNorthReadCache: Sendable {
         }
     }
 
+    /// Damaged stored entries found and dropped since this cache opened.
+    public var damagedDropped: Int { damage.dropped.load(ordering: .relaxed) }
+
     private func update(_ change: ([CacheEntry]) -> [CacheEntry]) throws {
+        var found = StoredDamage()
+        defer { damage.report(found) }  // after the gate and the storage's transaction
         try gate.run("the read cache") {
             guard let shared else {
                 let after = change(entries.withLock { $0 })
@@ -120,7 +132,8 @@ public final class AppNorthReadCache: Sendable {
             let after = try storageCall("saving the read cache") {
                 try shared.update { blob throws -> (value: [UInt8]?, result: [CacheEntry]) in
                     // Entries this process stored keep their monotonic time.
-                    let stored = try blob.map(CacheCodec.decode) ?? []
+                    found = StoredDamage()  // a retried transaction reads the blob again
+                    let stored = try blob.map { bytes throws(AppNorthError) in try CacheCodec.decode(bytes, damage: &found) } ?? []
                     let merged = stored.map { entry in
                         mine.first { $0.sameStore(as: entry) } ?? entry
                     }
@@ -187,19 +200,28 @@ enum CacheCodec {
     /// missing field, a stored time outside `StoredWallTime.range`, a value
     /// that is not a JSON array) are skipped; a blob of another kind is
     /// still refused.
-    static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [CacheEntry] {
-        guard let root = try? JSON.parse(bytes) else { return [] }
+    static func decode(_ bytes: [UInt8], damage: inout StoredDamage) throws(AppNorthError) -> [CacheEntry] {
+        guard let root = try? JSON.parse(bytes) else {
+            damage.wholeBlob = "it is not valid JSON (\(bytes.count) bytes)"
+            return []
+        }
         guard root["format"]?.stringValue == format else {
             throw .storage("the storage does not hold a read cache (format \(root["format"]?.stringValue ?? "unknown"))")
         }
-        guard (root["version"]?.intValue ?? .max) <= version else { return [] }
+        guard (root["version"]?.intValue ?? .max) <= version else {
+            damage.wholeBlob = "its format version is missing or newer than this library reads"
+            return []
+        }
         return (root["entries"]?.arrayElements ?? []).compactMap { item in
             guard let kind = item["kind"]?.stringValue.flatMap(CacheEntry.Kind.init(rawValue:)),
                   let scope = item["scope"]?.stringValue, let query = item["query"]?.stringValue,
                   let value = item["value"]?.stringValue, let stored = item["stored_ms"]?.intValue,
                   StoredWallTime.range.contains(stored),
                   // Handed to the host as a JSON array: anything else is damage.
-                  (try? JSON.parse(value, what: "cached value"))?.kind == .array else { return nil }
+                  (try? JSON.parse(value, what: "cached value"))?.kind == .array else {
+                damage.drop(item["kind"]?.stringValue.flatMap(CacheEntry.Kind.init(rawValue:)).map { "a \($0.rawValue) entry" })
+                return nil
+            }
             return CacheEntry(kind: kind, scope: scope, query: query, value: value, storedWallMs: stored, storedMono: nil)
         }
     }

@@ -37,18 +37,24 @@ public final class AppNorthOfflineQueue: Sendable {
     private let gate = OperationGate()
     /// One flush at a time, so two flushes never send the same entry.
     private let flushGate = OperationGate()
+    /// Damaged stored entries dropped: logged, and counted since open.
+    private let damage: StoredDamageReporter
 
+    /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthOfflineQueueStorage, limit: Int = AppNorthOfflineQueue.defaultLimit,
-                clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
+                clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard (1...10_000).contains(limit) else { throw .invalidArgument("queue limit must be 1 to 10000") }
         try StorageClaims.claim(storage, as: .queue)
+        damage = StoredDamageReporter(what: "offline queue", logger: logger)
+        var found = StoredDamage()
         do {
             let loaded = try storageCall("loading the offline queue") { try storage.load() }
-            entries = Lock(try loaded.map(QueueCodec.decode) ?? [])
+            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? [])
         } catch {
             StorageClaims.release(storage)
             throw error
         }
+        damage.report(found)
         self.storage = storage
         shared = storage as? any AppNorthAtomicBlobStorage
         self.limit = limit
@@ -153,6 +159,9 @@ public final class AppNorthOfflineQueue: Sendable {
     // MARK: Inspecting and discarding
 
     /// Entries pending over all stored scopes.
+    /// Damaged stored entries found and dropped since this queue opened.
+    public var damagedDropped: Int { damage.dropped.load(ordering: .relaxed) }
+
     public func pendingCount() throws -> Int {
         try current().count
     }
@@ -207,7 +216,9 @@ public final class AppNorthOfflineQueue: Sendable {
     private func current() throws -> [QueueEntry] {
         guard shared != nil else { return entries.withLock { $0 } }
         let loaded = try storageCall("loading the offline queue") { try storage.load() }
-        let list = try loaded.map(QueueCodec.decode) ?? []
+        var found = StoredDamage()
+        let list = try loaded.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? []
+        damage.report(found)
         entries.withLock { $0 = list }
         return list
     }
@@ -218,11 +229,14 @@ public final class AppNorthOfflineQueue: Sendable {
     /// ahead of storage. Runs inside the gate, outside the data lock.
     @discardableResult
     private func modify<R>(_ change: (inout [QueueEntry]) throws -> R) throws -> R {
-        try gate.run("the offline queue") {
+        var found = StoredDamage()
+        defer { damage.report(found) }  // after the gate and the storage's transaction
+        return try gate.run("the offline queue") {
             if let shared {
                 let (list, result) = try sharedStorageCall {
                     try shared.update { blob throws -> (value: [UInt8]?, result: ([QueueEntry], R)) in
-                        var list = try blob.map(QueueCodec.decode) ?? []
+                        found = StoredDamage()  // a retried transaction reads the blob again
+                        var list = try blob.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? []
                         let result = try change(&list)
                         return (list.isEmpty ? nil : QueueCodec.encode(list), (list, result))
                     }

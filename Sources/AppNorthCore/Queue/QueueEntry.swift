@@ -49,6 +49,12 @@ enum QueueCodec {
     /// a newer format or a cache's blob is an error, not an empty queue.
     /// Within a blob it reads, a damaged entry is dropped.
     static func decode(_ bytes: [UInt8]) throws(AppNorthError) -> [QueueEntry] {
+        var damage = StoredDamage()
+        return try decode(bytes, damage: &damage)
+    }
+
+    /// `decode`, noting the damaged entries it drops in `damage`.
+    static func decode(_ bytes: [UInt8], damage: inout StoredDamage) throws(AppNorthError) -> [QueueEntry] {
         let root: JSON
         do {
             root = try JSON.parse(bytes, what: "stored offline queue")
@@ -61,7 +67,15 @@ enum QueueCodec {
         guard let version = root["version"]?.intValue, version <= Self.version else {
             throw .storage("the stored offline queue has a newer format version than this library reads")
         }
-        return (root["entries"]?.arrayElements ?? []).compactMap(entry)
+        var entries: [QueueEntry] = []
+        for item in root["entries"]?.arrayElements ?? [] {
+            if let entry = entry(item) {
+                entries.append(entry)
+            } else {
+                damage.drop(item["id"]?.stringValue.map { "id " + String($0.prefix(64)) } ?? "no id")
+            }
+        }
+        return entries
     }
 
     /// One entry, or nil when it is damaged: a missing field, a path that

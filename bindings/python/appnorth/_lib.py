@@ -407,6 +407,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_storage_new_callbacks",
                 [STORAGE_LOAD_FN, STORAGE_SAVE_FN, RELEASE_FN, c_void_p, POINTER(StoragePtr), ErrorPtr],
                 c_int32, _S),
+    Declaration("appnorth_storage_set_logger", [StoragePtr, LOG_FN, c_int32, c_void_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_storage_free", [StoragePtr], None, None),
     Declaration("appnorth_storage_erase", [StoragePtr, ErrorPtr], c_int32, _S),
     # Offline write queue

@@ -29,14 +29,14 @@ from . import _lib, errors
 from ._handle import Handle
 from ._lib import C, appnorth_error
 from .errors import AppNorthError
-from .client import Client, Feedback, feedback_for, json_text, parse_json
+from .client import Client, Feedback, _make_log_callback, _min_library_level, feedback_for, json_text, parse_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
     from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
     from ._lib import TextArg
-    from .client import JSONArg, Screenshot
+    from .client import JSONArg, LoggerArg, Screenshot
 
     #: A scope string (see Client.scope) or the client whose scope it is.
     ScopeArg = Union[str, bytes, Client]
@@ -147,6 +147,28 @@ class Storage(Handle):
             _lib.unpin(key)
             raise
 
+    #: The log sink of queues and caches opened on it (set_logger); each
+    #: keeps a reference while it lives.
+    _log_callback: Any = None
+
+    def set_logger(self, logger: "LoggerArg" = None) -> None:
+        """Where queues and caches opened on this storage from now on log
+        what they find damaged in it and drop (a warning naming how many
+        entries and their ids or kinds, never their content): the
+        ``"appnorth"`` logger by default (``None`` or ``True``), another
+        ``logging.Logger``, or ``False`` for nowhere (as before any call).
+        The logger's level is read now. The lines come on the thread that
+        called the queue or cache."""
+        py_logger = Client._resolve_logger(logger)
+        with self._use() as handle, _lib.callback_errors():
+            if py_logger is None:
+                C.appnorth_storage_set_logger(handle, _lib.NULL_LOG_FN, _lib.LOG_ERROR, None, appnorth_error())
+                self._log_callback = None
+                return
+            callback = _make_log_callback(py_logger, self._local)
+            C.appnorth_storage_set_logger(handle, callback, _min_library_level(py_logger), None, appnorth_error())
+            self._log_callback = callback
+
     def _free(self, ptr: Any) -> None:
         C.appnorth_storage_free(ptr)
 
@@ -180,6 +202,7 @@ class OfflineQueue(Handle):
     """
 
     _kind = "queue"
+    _log_callback: Any = None  # the storage's, kept while the queue lives
 
     def __init__(self, storage: Storage, max_entries: int = 0) -> None:
         self._init_state()
@@ -189,6 +212,7 @@ class OfflineQueue(Handle):
         out = _lib.QueuePtr()
         with storage._use() as s, _lib.callback_errors():
             C.appnorth_queue_new(s, limit, out, appnorth_error())
+            self._log_callback = storage._log_callback
         self._attach(out)
 
     def _free(self, ptr: Any) -> None:
@@ -340,6 +364,7 @@ class ReadCache(Handle):
     """
 
     _kind = "cache"
+    _log_callback: Any = None  # the storage's, kept while the cache lives
 
     def __init__(self, storage: Storage, ttl_seconds: int = 0, clock: Optional[ManualClock] = None) -> None:
         self._init_state()
@@ -355,6 +380,7 @@ class ReadCache(Handle):
             else:
                 with clock._use() as c:
                     C.appnorth_cache_new(s, ttl, c, out, appnorth_error())
+            self._log_callback = storage._log_callback
         self._attach(out)
 
     def _free(self, ptr: Any) -> None:

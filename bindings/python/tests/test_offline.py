@@ -4,6 +4,7 @@ against the real dev server. Outages are injected as dropped connections."""
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import stat
 from pathlib import Path
@@ -378,3 +379,38 @@ def test_objects_after_close_raise_wrong_state(client: appnorth.Client) -> None:
     with appnorth.Storage.memory() as s2, appnorth.OfflineQueue(s2) as q2:
         with pytest.raises(appnorth.WrongStateError, match="client is closed"):
             q2.flush(client)
+
+
+QUEUE_BLOB = (
+    b'{"format":"appnorth.offline-queue","version":1,"entries":['
+    b'{"id":"good","scope":"s","kind":"feedback","path":"/feedback","body":"{}","idempotency_key":"k1","created_ms":1},'
+    b'{"id":"torn","scope":"s","kind":"feedback","path":"/feedback","body":"private words","idempotency_key":"k2",'
+    b'"created_ms":1}]}'
+)
+
+
+def test_damaged_stored_entries_are_logged_through_the_storage_logger(caplog: pytest.LogCaptureFixture) -> None:
+    stored = {"blob": QUEUE_BLOB}
+    storage = appnorth.Storage.callbacks(lambda: stored["blob"], lambda blob: stored.update(blob=blob))
+    logger = logging.getLogger("appnorth.test.damage")
+    logger.setLevel(logging.DEBUG)
+    storage.set_logger(logger)
+    with caplog.at_level(logging.DEBUG, logger="appnorth.test.damage"):
+        queue = appnorth.OfflineQueue(storage)
+        storage.close()  # the queue keeps the storage and its logger
+        assert queue.pending_count() == 1
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "appnorth.test.damage"]
+    assert lines == [(logging.WARNING, "offline queue: dropped 1 damaged stored entry (id torn)")]
+    assert "private" not in caplog.text
+    queue.close()
+
+    silent = appnorth.Storage.callbacks(lambda: b"{not json", lambda blob: None)
+    silent.set_logger(logger)
+    silent.set_logger(False)  # off again for what opens next
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="appnorth.test.damage"):
+        appnorth.ReadCache(silent).close()
+    assert [r for r in caplog.records if r.name == "appnorth.test.damage"] == []
+    with pytest.raises(TypeError):
+        silent.set_logger("loud")  # type: ignore[arg-type]
+    silent.close()

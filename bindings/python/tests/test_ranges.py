@@ -307,6 +307,8 @@ TABLE: Dict[Tuple[str, str], Row] = {
         lambda f, v: f.raw.appnorth_config_options_set_reconnect_backoff_ms(f.config_options, 0, v, f.e), zero_ok=True),
     ("appnorth_client_set_log_level", "min_level"): Row(
         "int32_t", 0, 3, lambda f, v: f.raw.appnorth_client_set_log_level(f.client, v, f.e)),
+    ("appnorth_storage_set_logger", "min_level"): Row(
+        "int32_t", 0, 3, lambda f, v: f.raw.appnorth_storage_set_logger(f.memory, f.log, v, None, f.e)),
     ("appnorth_config_options_set_logger", "min_level"): Row(
         "int32_t", 0, 3, lambda f, v: f.raw.appnorth_config_options_set_logger(f.config_options, f.log, v, None, f.e)),
     ("appnorth_config_get_int", "default_value"): Row("int64_t", INT64_MIN, INT64_MAX, _get_int),

@@ -103,10 +103,12 @@ final class ConsentAcrossHandlesTests: EventsTestCase {
     /// answered it, and nothing is sent later.
     func testARevocationWaitsForAnotherHandlesUploadInProgress() throws {
         let a = try open(quiet())
-        let b = try open(quiet())
+        // A request timeout well past the server's delay: a request that
+        // timed out would end before the server answered.
+        let b = try open(quiet(), client: TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 30_000)))
         for i in 0..<3 { try b.track("b\(i)") }
         // Slow enough that the revocation surely starts while it runs.
-        try TestServer.post("/admin/faults", #"{"delay_ms":3000,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
+        try TestServer.post("/admin/faults", #"{"delay_ms":2000,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
         let flushed = try flushInBackground(b)
         XCTAssertTrue(try eventually { (try TestServer.get("/admin/faults")["faults"]?.arrayElements.count ?? -1) == 0 },
                       "b's upload is in progress")

@@ -30,7 +30,8 @@ what the header asks of the host:
   the call has returned (so no pointer is freed under it);
 - Ctrl-C cannot cut :meth:`Handle.close` halfway (a pointer forgotten but
   not freed would leak the handle and keep its library threads running
-  into interpreter exit): on the main thread its steps run on a worker,
+  into interpreter exit): on the main thread its steps run on a worker
+  (except when garbage collection closes the handle: see ``_collected``),
   the pointer is forgotten only once freed, and the exception is raised
   after.
 """
@@ -210,7 +211,7 @@ class Handle:
             return
         if self._ptr is None:  # freed already (the pointer goes only then)
             return
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread() and not self._collected:
             # Signal handlers run on the main thread only, between any two
             # bytecodes: there a Ctrl-C could land between clearing the
             # pointer and freeing it, leaking a handle whose library threads
@@ -299,8 +300,15 @@ class Handle:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
+    #: Set by __del__: garbage collection may run while this thread holds a
+    #: lock that a worker thread would need (threading's own, a logging
+    #: handler's, taken again by a log line of the free), so close() there
+    #: frees on this thread.
+    _collected = False
+
     def __del__(self) -> None:
         try:
+            self._collected = True
             self.close()
         except errors.WrongStateError:
             # Collected inside a library callback, where the handle must not

@@ -293,7 +293,11 @@ class Events(Handle):
         self._call(C.appnorth_events_foreground)
 
     def set_consent(self, granted: bool) -> None:
-        """Grant or revoke analytics consent (persisted; revoking purges the queue)."""
+        """Grant or revoke analytics consent (persisted; revoking purges the
+        queue). Every other handle on the data directory, in this process or
+        another, adopts the change at its next call; once a revocation
+        returns, no handle uploads an event (docs/events.md, "Consent across
+        processes")."""
         self._call(C.appnorth_events_set_consent, 1 if granted else 0)
 
     @property

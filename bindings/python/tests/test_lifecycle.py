@@ -10,13 +10,14 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
 import appnorth
-from appnorth import _lib
+from appnorth import _handle, _lib
 from appnorth_test_support import APP, BINDING_DIR, FAST_TIMEOUT_MS, Admin
 
 
@@ -215,3 +216,25 @@ def test_close_from_inside_a_log_callback_is_refused(server_url: str, closed_por
         Closer.client.close()
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_collected_handle_is_freed_on_the_collecting_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explicit close() on the main thread frees on a worker (Ctrl-C
+    cannot cut it there); garbage collection may run while this thread holds
+    a lock such a worker would need, so a collected handle is freed here."""
+    workers: List[Any] = []
+
+    def recording(call: Any, cancel: Any) -> Any:
+        workers.append(call)
+        return call()
+
+    monkeypatch.setattr(_handle, "run_interruptible", recording)
+    assert threading.current_thread() is threading.main_thread()
+    clock = appnorth.ManualClock(0)
+    alive = weakref.ref(clock)
+    del clock
+    gc.collect()
+    assert alive() is None and workers == []
+    explicit = appnorth.ManualClock(0)
+    explicit.close()
+    assert explicit.closed and len(workers) == 1

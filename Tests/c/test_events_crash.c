@@ -15,16 +15,20 @@
  * 0-150 ms after its first line: during a journal append, a drain of the
  * journal into SQLite, an upload, between an upload's 2xx and the deletion
  * of its rows, or while the child's open imports the journals that earlier
- * children left. 200 rounds (a kill -9 campaign of about a minute), each
- * child continuing the numbering. Then the parent opens the queue itself,
+ * children left. Every other child tracks from 3 threads at once (numbers
+ * interleaved), so its events sit in several stripes' journal files when it
+ * dies. 200 rounds (a kill -9 campaign of about a minute), each child
+ * continuing the numbering. Then the parent opens the queue itself,
  * flushes it empty and checks the server: every printed n is there exactly
- * once, no name is there twice, and at most one unprinted event per round
- * (tracked, then killed before printing) arrived. */
+ * once, no name is there twice, and at most one unprinted event per
+ * tracking thread and round (tracked, then killed before printing)
+ * arrived. */
 #define _GNU_SOURCE
 #include <appnorth.h>
 #include <errno.h>
 #include <ftw.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdint.h>
@@ -80,7 +84,36 @@ static appnorth_events_options *options_for(appnorth_client *c, const char *dir,
 
 /* ---- the child ----------------------------------------------------------------- */
 
-static int child_main(const char *dir, long first) {
+/* Threads a multi-threaded child tracks from; numbers never collide while
+ * this stays below the gap the parent leaves between children (10). */
+#define CHILD_THREADS 3
+
+typedef struct {
+    appnorth_events *events;
+    long first, step;
+} tracker;
+
+static void *track_loop(void *arg) {
+    tracker *t = arg;
+    appnorth_error err;
+    for (long n = t->first; n < t->first + 1000000 * t->step; n += t->step) {
+        char name[64], props[64];
+        snprintf(name, sizeof name, "crash-%ld", n);
+        snprintf(props, sizeof props, "{\"n\":%ld}", n);
+        int32_t queued = 0;
+        if (appnorth_events_track(t->events, name, props, &queued, &err) != APPNORTH_OK || queued != 1) {
+            fprintf(stderr, "child: track %ld failed: %s\n", n, err.message);
+            _exit(1);
+        }
+        /* Only now is n promised to survive (one printf is one line). */
+        printf("%ld\n", n);
+        fflush(stdout);
+        usleep(500);
+    }
+    return NULL;
+}
+
+static int child_main(const char *dir, long first, int threads) {
     appnorth_error err;
     appnorth_client *c = make_client();
     appnorth_events_options *o = c ? options_for(c, dir, 50, 20, &err) : NULL;
@@ -90,20 +123,14 @@ static int child_main(const char *dir, long first) {
         return 1;
     }
     appnorth_events_options_free(o);
-    for (long n = first; n < first + 1000000; n++) {
-        char name[64], props[64];
-        snprintf(name, sizeof name, "crash-%ld", n);
-        snprintf(props, sizeof props, "{\"n\":%ld}", n);
-        int32_t queued = 0;
-        if (appnorth_events_track(e, name, props, &queued, &err) != APPNORTH_OK || queued != 1) {
-            fprintf(stderr, "child: track %ld failed: %s\n", n, err.message);
-            return 1;
-        }
-        /* Only now is n promised to survive. */
-        printf("%ld\n", n);
-        fflush(stdout);
-        usleep(500);
+    if (threads < 1 || threads > CHILD_THREADS) threads = 1;
+    pthread_t tid[CHILD_THREADS];
+    tracker work[CHILD_THREADS];
+    for (int i = 0; i < threads; i++) {
+        work[i] = (tracker){e, first + i, threads};
+        if (pthread_create(&tid[i], NULL, track_loop, &work[i]) != 0) return 1;
     }
+    for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
     appnorth_events_free(e);
     appnorth_client_free(c);
     return 0;
@@ -152,14 +179,17 @@ static size_t run_round(const char *self, const char *dir, int round, long first
         CHECK(0, "pipe: %s", strerror(errno));
         return 0;
     }
-    char first_text[32];
+    char first_text[32], threads_text[8];
     snprintf(first_text, sizeof first_text, "%ld", first);
+    /* Every other child tracks from several threads. */
+    int threads = round % 2 ? CHILD_THREADS : 1;
+    snprintf(threads_text, sizeof threads_text, "%d", threads);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
         close(fds[1]);
-        execl(self, self, "--child", dir, first_text, (char *)NULL);
+        execl(self, self, "--child", dir, first_text, threads_text, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -201,8 +231,8 @@ static size_t run_round(const char *self, const char *dir, int round, long first
     size_t count = printed->len - before;
     CHECK(count > 0, "round %d: the child tracked before it was killed", round);
     if (round < 5 || round % 50 == 0)
-        printf("round %d: killed %d ms after the first line, %zu events printed (from %ld)\n", round, kill_after,
-               count, first);
+        printf("round %d: %d thread(s), killed %d ms after the first line, %zu events printed (from %ld)\n", round,
+               threads, kill_after, count, first);
     return count;
 }
 
@@ -313,8 +343,8 @@ static int parent_main(void) {
     CHECK(missing == 0, "every printed event arrived: %zu of %zu missing (first: crash-%ld)", missing, printed.len,
           first_missing);
     CHECK(strangers == 0, "no unexpected events: %zu", strangers);
-    CHECK(total >= printed.len && total - printed.len <= (size_t)kill_rounds,
-          "at most one unprinted event per round: %zu stored, %zu printed", total, printed.len);
+    CHECK(total >= printed.len && total - printed.len <= (size_t)kill_rounds * CHILD_THREADS,
+          "at most one unprinted event per tracking thread and round: %zu stored, %zu printed", total, printed.len);
     printf("crash test: %d rounds, %zu events printed, %zu uploaded by the children, %zu stored in all, %lld ms\n",
            kill_rounds, printed.len, by_children, total, (long long)(mono_ms() - start));
     free(seen);
@@ -339,7 +369,7 @@ int main(int argc, char **argv) {
     }
     (void)admin_board; /* admin.h helpers this test does not need */
     (void)admin_idea;
-    if (argc == 4 && strcmp(argv[1], "--child") == 0) return child_main(argv[2], atol(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "--child") == 0) return child_main(argv[2], atol(argv[3]), atoi(argv[4]));
     signal(SIGALRM, watchdog);
     if (getenv("APPNORTH_CRASH_ROUNDS")) {
         int rounds = atoi(getenv("APPNORTH_CRASH_ROUNDS"));

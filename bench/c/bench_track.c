@@ -165,19 +165,31 @@ typedef struct {
     size_t n;
     pthread_barrier_t *go;
     uint64_t start, end;
+    uint64_t cpu_ns; /* the thread's own CPU time over its loop */
 } worker;
+
+/* CPU time the calling thread has used: unlike wall time, it does not grow
+ * while the thread waits for a core, so CPU per event tells the cost of
+ * sharing (locks, bouncing cache lines) apart from a lack of free cores. */
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *library_worker(void *arg) {
     worker *w = arg;
     appnorth_error err;
     int32_t queued = 0;
     pthread_barrier_wait(w->go);
+    uint64_t cpu = thread_cpu_ns();
     w->start = now_ns();
     for (size_t i = 0; i < w->n; i++) {
         int32_t rc = appnorth_events_track(w->ev, BENCH_EVENT_NAME, BENCH_PROPERTIES, &queued, &err);
         if (rc != 0) die("track (thread): %s (%s)", appnorth_status_str(rc), err.message);
     }
     w->end = now_ns();
+    w->cpu_ns = thread_cpu_ns() - cpu;
     return NULL;
 }
 
@@ -199,22 +211,25 @@ static void *bare_worker(void *arg) {
     return NULL;
 }
 
-/* Aggregate events/s of `threads` workers doing `per_thread` each. */
-static double run_threads(int threads, size_t per_thread, appnorth_events *ev, bare_db *bare) {
+/* Aggregate events/s of `threads` workers doing `per_thread` each; with
+ * `cpu_us`, the CPU microseconds their calls used per event. */
+static double run_threads(int threads, size_t per_thread, appnorth_events *ev, bare_db *bare, double *cpu_us) {
     pthread_t tid[64];
     worker w[64];
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++) {
-        w[i] = (worker){ev, bare, per_thread, &go, 0, 0};
+        w[i] = (worker){ev, bare, per_thread, &go, 0, 0, 0};
         pthread_create(&tid[i], NULL, ev ? library_worker : bare_worker, &w[i]);
     }
-    uint64_t first = UINT64_MAX, last = 0;
+    uint64_t first = UINT64_MAX, last = 0, cpu = 0;
     for (int i = 0; i < threads; i++) {
         pthread_join(tid[i], NULL);
         if (w[i].start < first) first = w[i].start;
         if (w[i].end > last) last = w[i].end;
+        cpu += w[i].cpu_ns;
     }
+    if (cpu_us) *cpu_us = (double)cpu / 1000.0 / ((double)threads * (double)per_thread);
     pthread_barrier_destroy(&go);
     return (double)threads * (double)per_thread / ((double)(last - first) / 1e9);
 }
@@ -369,17 +384,21 @@ int main(int argc, char **argv) {
     int only_single = env_int("BENCH_TRACK_ONLY_SINGLE", 0);
     int mt_rounds = only_single ? 1 : 5;
     size_t per_thread = per_round / (size_t)threads;
-    double mt_lib[8], mt_raw[8], st_lib[8];
+    double mt_lib[8], mt_raw[8], st_lib[8], mt_cpu[8], st_cpu[8];
     for (int r = 0; r < mt_rounds; r++) {
         empty_queues(ev, &bare);
-        mt_lib[r] = run_threads(threads, per_thread, ev, NULL);
+        mt_lib[r] = run_threads(threads, per_thread, ev, NULL, &mt_cpu[r]);
         empty_queues(ev, &bare);
+        uint64_t cpu = thread_cpu_ns();
         run_result one = time_library(ev, per_thread * (size_t)threads);
+        st_cpu[r] = (double)(thread_cpu_ns() - cpu) / 1000.0 / (double)one.n;
         st_lib[r] = (double)one.n / one.wall_s;
         free(one.lat_us);
-        mt_raw[r] = run_threads(threads, per_thread, NULL, &bare);
-        fprintf(stderr, "track threads round %d: library %d threads %.0f/s (1 thread %.0f/s), bare %d threads %.0f/s\n",
-                r + 1, threads, mt_lib[r], st_lib[r], threads, mt_raw[r]);
+        mt_raw[r] = run_threads(threads, per_thread, NULL, &bare, NULL);
+        fprintf(stderr,
+                "track threads round %d: library %d threads %.0f/s (1 thread %.0f/s; CPU per event %.2f us, 1 thread "
+                "%.2f us), bare %d threads %.0f/s\n",
+                r + 1, threads, mt_lib[r], st_lib[r], mt_cpu[r], st_cpu[r], threads, mt_raw[r]);
     }
 
     /* Offline with the default options: the client cannot reach its server,
@@ -420,6 +439,8 @@ int main(int argc, char **argv) {
     jw_num(&w, "library_events_per_s", median(mt_lib, (size_t)mt_rounds));
     jw_num(&w, "library_single_events_per_s", median(st_lib, (size_t)mt_rounds));
     jw_num(&w, "bare_events_per_s", median(mt_raw, (size_t)mt_rounds));
+    jw_num(&w, "library_cpu_us_per_event", median(mt_cpu, (size_t)mt_rounds));
+    jw_num(&w, "library_single_cpu_us_per_event", median(st_cpu, (size_t)mt_rounds));
     jw_array(&w, "round_library_events_per_s", mt_lib, (size_t)mt_rounds);
     jw_array(&w, "round_library_single_events_per_s", st_lib, (size_t)mt_rounds);
     jw_array(&w, "round_bare_events_per_s", mt_raw, (size_t)mt_rounds);

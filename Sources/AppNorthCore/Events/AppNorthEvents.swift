@@ -33,6 +33,16 @@ public final class AppNorthEvents: Sendable {
     private let consentWatch: ConsentWatch
     /// Serialises this handle's consent changes and adoptions of others'.
     private let consentChanges = Lock<Void>(())
+    /// What `track` reads instead of taking the state lock (which every
+    /// tracking thread would then share): whether consent lets events in,
+    /// whether the queue is closed, and which identity tail is current.
+    /// Each is written under the state lock with the state it mirrors.
+    private let trackingAllowed = Atomic<Bool>(false)
+    private let closedFlag = Atomic<Bool>(false)
+    private let tailGeneration = Atomic<UInt64>(1)
+    /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
+    private let countStep: (count: Int, bytes: Int)
+    private let countMargin: (count: Int, bytes: Int)
 
     struct State {
         var consent: ConsentState
@@ -92,6 +102,16 @@ public final class AppNorthEvents: Sendable {
         state = Lock(State(consent: consent.choice, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold),
                             revocationsAdopted: revocationsAdopted))
+        trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
+                              ordering: .releasing)
+        // A stripe publishes every `step` records (or bytes): a small part
+        // of the nearest threshold, so that all stripes' unpublished
+        // records together stay within `margin` of it. With small limits
+        // the step is 1: every event counts at once, as without stripes.
+        let stripes = EventJournal.stripeCount
+        let nearestCount = min(options.batchThreshold, options.maxQueuedEvents)
+        countStep = (max(1, min(32, nearestCount / (4 * stripes))), max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
+        countMargin = (countStep.count * stripes, countStep.bytes * stripes)
         refreshEventTail()
         // Events an earlier run left on disk go out as soon as the thread
         // starts, not after the first 30 s timer or the 20th new event.
@@ -143,26 +163,43 @@ public final class AppNorthEvents: Sendable {
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
         if consentWatch.hasChanged { adoptSharedConsent() }
-        // The journal file is taken under the same lock as the consent
-        // check and counted as written to until the append returns, so that
-        // a revocation, which rotates the journal after flipping the state,
-        // waits for this write and purges it (see setConsent).
-        let snapshot = state.withLock { s -> (segment: JournalSegment?, closed: Bool, tail: [UInt8]) in
-            let allowed = s.allowsTracking(requireConsent: options.requireConsent)
-            if !allowed && !s.closed { s.dropped["consent", default: 0] += 1 }
-            return (allowed && !s.closed ? store.journal.enter() : nil, s.closed, s.eventTail)
+        // Everything from the consent check to the append runs under the
+        // calling thread's stripe lock, which no other tracking thread
+        // takes (EventJournal). A revocation flips `trackingAllowed`, then
+        // rotates every stripe under its lock: a write that passed the
+        // check is in the segment it purges, and a later one sees the flag.
+        let journal = store.journal
+        let stripe = journal.currentStripe
+        let timestampMs = clock.wallMilliseconds()
+        let outcome = try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
+            guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+            guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+            let generation = tailGeneration.load(ordering: .acquiring)
+            if s.tailGeneration != generation {
+                let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                // A copy of its own: the shared buffer's reference count
+                // would be written by every thread's events.
+                s.tail = tail.withUnsafeBufferPointer { Array($0) }
+                s.tailGeneration = current
+            }
+            EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
+                               tail: s.tail, pool: &s.random)
+            let size = s.buffer.count
+            // A huge event's buffer is not kept for the small ones after it.
+            defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
+            guard size <= options.maxEventBytes else { return .tooLarge(size) }
+            try journal.append(&s, of: stripe)
+            return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
         }
-        guard !snapshot.closed else { throw .wrongState("the event queue is closed") }
-        guard let segment = snapshot.segment else { return false }
-
-        let payload = EventPayload.build(name: name, timestampMs: clock.wallMilliseconds(), propertiesJSON: propertiesJSON,
-                                         tail: snapshot.tail)
-        guard payload.count <= options.maxEventBytes else {
-            store.journal.leave(segment)
-            throw .tooLarge("event is \(payload.count) bytes; the limit is \(options.maxEventBytes)")
+        let queued: (count: Int, bytes: Int)
+        switch outcome {
+        case .closed: throw .wrongState("the event queue is closed")
+        case .notAllowed:
+            state.withLock { s in if !s.closed { s.dropped["consent", default: 0] += 1 } }
+            return false
+        case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
+        case .queued(let figure): queued = figure
         }
-        try store.journal.append(payload, to: segment)
-        let queued = store.queued
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
@@ -173,6 +210,19 @@ public final class AppNorthEvents: Sendable {
         // the uploader on every event would only cost the tracking thread.
         if queued.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
         return true
+    }
+
+    private enum TrackOutcome {
+        case queued((count: Int, bytes: Int))
+        case notAllowed
+        case closed
+        case tooLarge(Int)
+    }
+
+    /// The figures past which `track` acts: the flush threshold (wake the
+    /// uploader) and the limits with their slack (drain and trim).
+    private var nearThresholds: (count: Int, bytes: Int) {
+        (min(options.batchThreshold, options.maxQueuedEvents + countSlack + 1), options.maxQueuedBytes + byteSlack + 1)
     }
 
     /// How far `track` lets the journal run past the limits before it
@@ -191,8 +241,9 @@ public final class AppNorthEvents: Sendable {
 
     /// Moves journaled events into SQLite, then drops the oldest past the
     /// limits (counted as `queue_limit`).
-    private func drainIntoTable() throws(AppNorthError) {
-        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes))
+    private func drainIntoTable(replacingFiles: Bool = true) throws(AppNorthError) {
+        let dropped = try store.drain(trimmingTo: (options.maxQueuedEvents, options.maxQueuedBytes),
+                                      replacingFiles: replacingFiles)
         if dropped > 0 {
             state.withLock { $0.dropped["queue_limit", default: 0] += dropped }
             logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)")
@@ -252,12 +303,15 @@ public final class AppNorthEvents: Sendable {
     /// `.wrongState`. Idempotent.
     public func close(timeoutMilliseconds: Int) {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
-        state.withLock { $0.closed = true }
+        state.withLock {
+            $0.closed = true
+            closedFlag.store(true, ordering: .releasing)
+        }
         shutdown.cancel()
         state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
         // Journaled events move to SQLite now, not at the next open.
-        _ = try? drainIntoTable()
+        _ = try? drainIntoTable(replacingFiles: false)
     }
 
     // MARK: Sessions and network
@@ -269,6 +323,7 @@ public final class AppNorthEvents: Sendable {
         try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
             $0.eventTail = eventTail(sessionID: $0.sessionID)
+            tailGeneration.add(1, ordering: .releasing)
             wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
         }
@@ -334,10 +389,10 @@ public final class AppNorthEvents: Sendable {
             if granted {
                 try db.kvPut(namespace: ConsentRecord.namespace, key: ConsentRecord.choiceKey,
                              value: Array(ConsentState.granted.name.utf8), updatedMs: clock.wallMilliseconds())
-                state.withLock { $0.consent = .granted }
+                state.withLock { apply(.granted, to: &$0) }
             } else {
                 state.withLock { s in
-                    s.consent = .revoked
+                    apply(.revoked, to: &s)
                     s.consentGeneration &+= 1
                     s.inFlight?.cancel()
                 }
@@ -388,7 +443,7 @@ public final class AppNorthEvents: Sendable {
             // handle waits for it (see setConsent); cancelling it could
             // leave the server storing a batch after that call returned.
             state.withLock { s in
-                s.consent = .revoked
+                apply(.revoked, to: &s)
                 s.consentGeneration &+= 1
             }
             let purged = try store.purgeJournal(epoch: stored.epoch)
@@ -396,10 +451,17 @@ public final class AppNorthEvents: Sendable {
             logger.log(.info, "events: another handle on this data directory revoked consent; purged \(purged) journaled event(s)")
         }
         state.withLock { s in
-            s.consent = stored.choice
+            apply(stored.choice, to: &s)
             s.revocationsAdopted = revocations
         }
         consentWatch.adopted(changes)
+    }
+
+    /// Sets the consent state and the flag `track` reads from it. Every
+    /// change of `consent` goes through here, under the state lock.
+    private func apply(_ value: ConsentState, to s: inout State) {
+        s.consent = value
+        trackingAllowed.store(s.allowsTracking(requireConsent: options.requireConsent), ordering: .sequentiallyConsistent)
     }
 
     /// The stored choice and revocation count. A damaged choice row is
@@ -439,7 +501,10 @@ public final class AppNorthEvents: Sendable {
     /// identity is read under the state lock, so that of two racing
     /// identify calls the later rebuild sees the later value.
     private func refreshEventTail() {
-        state.withLock { $0.eventTail = eventTail(sessionID: $0.sessionID) }
+        state.withLock {
+            $0.eventTail = eventTail(sessionID: $0.sessionID)
+            tailGeneration.add(1, ordering: .releasing)
+        }
     }
 
     private func eventTail(sessionID: String) -> [UInt8] {

@@ -1,8 +1,9 @@
+import CSystem
 import Glibc
 import Synchronization
 
-/// One journal file: `track` appends records to it until the drain
-/// rotates it out, imports it into SQLite and deletes it.
+/// One journal file: a stripe's `track` calls append records to it until
+/// a drain rotates it out, imports it into SQLite and deletes it.
 ///
 /// The process holds an exclusive `flock` on it for its whole life, which
 /// is how other processes tell a live journal from one a dead process left
@@ -13,15 +14,18 @@ final class JournalSegment: Sendable {
     let fd: Int32
     /// The consent epoch in its name (EventJournal.epoch).
     let epoch: Int64
-    /// `track` calls that took this segment and have not finished writing.
-    let writers = Atomic<Int>(0)
-    /// Records and payload bytes written whole.
+    /// Records and payload bytes written whole. Written only under the
+    /// stripe's lock (so a load and a store, no read-modify-write), read
+    /// by drains.
     let records = Atomic<Int>(0)
     let bytes = Atomic<Int>(0)
     /// A write failed or was short: rotate the file out at the next drain.
     let failed = Atomic<Bool>(false)
     /// The fork generation the descriptor belongs to (see `deinit`).
     private let generation: UInt64
+    /// Keeps the next heap block, often another stripe's segment, off the
+    /// counters' cache line.
+    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
     init(name: String, path: String, fd: Int32, epoch: Int64) {
         self.name = name
@@ -40,7 +44,8 @@ final class JournalSegment: Sendable {
         close(fd)
     }
 
-    var isIdle: Bool { writers.load(ordering: .acquiring) == 0 }
+    /// Holds records, or a write to it failed: a drain rotates it out.
+    var isUsed: Bool { records.load(ordering: .acquiring) > 0 || failed.load(ordering: .relaxed) }
 
     /// Everything in the file, read from its start.
     func contents() throws(AppNorthError) -> [UInt8] {
@@ -48,8 +53,50 @@ final class JournalSegment: Sendable {
     }
 }
 
-/// The hot-path half of the event queue: per-process append-only journal
-/// files in the data directory (`events-<pid>-<token>.journal`).
+/// One of a journal's stripes: the threads that map to it (`EventJournal`)
+/// append to its own file under its own lock, so threads tracking at once
+/// share no lock, no file and no counter.
+///
+/// The lock is held through the whole append (the consent check, building
+/// the event, the `writev`): a rotation takes it to swap the segment, so it
+/// never takes a segment halfway through a write, and a revocation that
+/// rotated every stripe knows no write it has not purged is still running.
+final class JournalStripe: Sendable {
+    struct State {
+        /// The file this stripe appends to; nil until its first event (an
+        /// idle stripe has no file) and after a purge.
+        var segment: JournalSegment?
+        /// The events' identity tail (`EventPayload`) as of
+        /// `tailGeneration`: this stripe's own copy, so that building an
+        /// event touches no buffer another thread's events use.
+        var tail: [UInt8] = []
+        var tailGeneration: UInt64 = 0
+        /// Random bits for event ids.
+        var random = RandomPool(size: 1024)
+        /// The event being built, reused from one event to the next.
+        var buffer: [UInt8] = []
+    }
+
+    let state = Lock(State(), padded: true)
+    /// Records and payload bytes appended to the current segment and not
+    /// yet added to the journal's shared totals (`EventJournal.publish`).
+    /// Changed only under the lock; read by anyone who needs the exact sum.
+    let unpublishedRecords = Atomic<Int>(0)
+    let unpublishedBytes = Atomic<Int>(0)
+    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+/// The journal's totals that stripes publish to, on cache lines of their own.
+final class JournalTotals: Sendable {
+    private let before: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+    let records = Atomic<Int>(0)
+    let bytes = Atomic<Int>(0)
+    private let after: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+/// The hot-path half of the event queue: append-only journal files in the
+/// data directory (`events-<pid>-<token>.journal`), one per stripe of each
+/// handle.
 ///
 /// `track` appends one record (`JournalRecord`) with one `writev` on an
 /// `O_APPEND` descriptor. Once that returns, the bytes are in the kernel's
@@ -57,18 +104,29 @@ final class JournalSegment: Sendable {
 /// commit in WAL mode with `synchronous=NORMAL`, and like it they are not
 /// promised to outlive a power cut (docs/events.md, "Durability").
 /// The upload thread drains journals into the SQLite `events` table.
+///
+/// Stripes: each thread appends to the stripe its thread slot picks
+/// (`appnorth_thread_slot`, handed out round-robin), so up to
+/// `stripeCount` threads track at once without meeting: not on a lock, not
+/// on the kernel's per-file append lock (which alone keeps one shared file
+/// from scaling past one thread), not on a shared counter. Counts go to
+/// the shared totals in steps (see `EventStore.queuedAfterAppend`).
 final class EventJournal: Sendable {
     static let prefix = "events-"
     static let suffix = ".journal"
     /// A journal being created: locked, then renamed to its final name, so
     /// that nobody can take an unlocked journal for a dead process's.
     static let creatingSuffix = ".journal.new"
+    /// Stripes per handle: at most this many threads track without sharing
+    /// a file; more share stripes (and then wait for each other's append,
+    /// as they would in the kernel on one file).
+    static let stripeCount = 8
 
     let directory: DataDirectory
-    private let current: Lock<JournalSegment>
-    /// Records and payload bytes written to segments not yet imported.
-    let pendingRecords = Atomic<Int>(0)
-    let pendingBytes = Atomic<Int>(0)
+    let stripes: [JournalStripe]
+    /// Records and payload bytes of segments not imported yet, as the
+    /// stripes published them.
+    let totals = JournalTotals()
 
     /// The consent revocation count (ConsentRecord) this handle has acted
     /// on, written into every new segment's name: an import re-checks it,
@@ -79,29 +137,30 @@ final class EventJournal: Sendable {
     init(directory: DataDirectory, epoch: Int64) throws(AppNorthError) {
         self.directory = directory
         self.epoch = Atomic(epoch)
-        current = Lock(try Self.createSegment(in: directory, epoch: epoch))
+        stripes = (0..<Self.stripeCount).map { _ in JournalStripe() }
+        // The first stripe's file is made now: an open fails at once where
+        // no journal can be made, and an idle handle has one file.
+        let first = try Self.createSegment(in: directory, epoch: epoch)
+        stripes[0].state.withLock { $0.segment = first }
     }
 
-    /// The segment the caller's next record goes to, counted as written to
-    /// until `append` returns. Called under the events' state lock with the
-    /// consent check, so that a revocation (which rotates after flipping the
-    /// state) finds every racing write in the segment it purges.
-    func enter() -> JournalSegment {
-        current.withLock { segment in
-            segment.writers.add(1, ordering: .acquiringAndReleasing)
-            return segment
+    /// The stripe the calling thread appends to.
+    var currentStripe: JournalStripe {
+        stripes[Int(appnorth_thread_slot() % UInt32(Self.stripeCount))]
+    }
+
+    /// Appends one record (the stripe's `buffer`) to its segment, made now
+    /// when the stripe has none. Called with the stripe's lock held.
+    func append(_ s: inout JournalStripe.State, of stripe: JournalStripe) throws(AppNorthError) {
+        let segment: JournalSegment
+        if let current = s.segment {
+            segment = current
+        } else {
+            segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
+            s.segment = segment
         }
-    }
-
-    /// Leaves a segment taken by `enter` without writing to it.
-    func leave(_ segment: JournalSegment) {
-        segment.writers.subtract(1, ordering: .releasing)
-    }
-
-    /// Appends one record to `segment` (from `enter`) and leaves it.
-    func append(_ payload: [UInt8], to segment: JournalSegment) throws(AppNorthError) {
-        defer { leave(segment) }
-        let (written, expected, error) = payload.withUnsafeBytes { p -> (Int, Int, Int32) in
+        let count = s.buffer.count
+        let (written, expected, error) = s.buffer.withUnsafeBytes { p -> (Int, Int, Int32) in
             var header = JournalRecord.header(for: p)
             return withUnsafeMutableBytes(of: &header) { h -> (Int, Int, Int32) in
                 var parts = (iovec(iov_base: h.baseAddress, iov_len: h.count),
@@ -125,32 +184,82 @@ final class EventJournal: Sendable {
             let reason = written < 0 ? String(cString: strerror(error)) : "short write (\(written) of \(expected) bytes)"
             throw .storage("cannot append to the event journal \(segment.path): \(reason)")
         }
-        segment.records.add(1, ordering: .relaxed)
-        segment.bytes.add(payload.count, ordering: .relaxed)
-        pendingRecords.add(1, ordering: .relaxed)
-        pendingBytes.add(payload.count, ordering: .relaxed)
+        // Only this stripe's lock holder writes these: no read-modify-write.
+        segment.records.store(segment.records.load(ordering: .relaxed) + 1, ordering: .releasing)
+        segment.bytes.store(segment.bytes.load(ordering: .relaxed) + count, ordering: .releasing)
+        stripe.unpublishedRecords.store(stripe.unpublishedRecords.load(ordering: .relaxed) + 1, ordering: .relaxed)
+        stripe.unpublishedBytes.store(stripe.unpublishedBytes.load(ordering: .relaxed) + count, ordering: .relaxed)
     }
 
-    /// Swaps in a fresh segment when the current one has records, writers,
-    /// a failed write or an older consent epoch, and returns the old one;
-    /// nil when it is untouched.
-    func rotate() throws(AppNorthError) -> JournalSegment? {
-        let segment = current.withLock { $0 }
-        let epoch = self.epoch.load(ordering: .acquiring)
-        guard segment.records.load(ordering: .acquiring) > 0 || !segment.isIdle
-                || segment.failed.load(ordering: .relaxed) || segment.epoch != epoch else { return nil }
-        let fresh = try Self.createSegment(in: directory, epoch: epoch)
-        return current.withLock { segment in
-            let old = segment
-            segment = fresh
-            return old
+    /// Adds a stripe's unpublished counts to the totals. Called with the
+    /// stripe's lock held.
+    func publish(_ stripe: JournalStripe) {
+        let records = stripe.unpublishedRecords.load(ordering: .relaxed)
+        let bytes = stripe.unpublishedBytes.load(ordering: .relaxed)
+        guard records != 0 || bytes != 0 else { return }
+        totals.records.add(records, ordering: .relaxed)
+        totals.bytes.add(bytes, ordering: .relaxed)
+        stripe.unpublishedRecords.store(0, ordering: .relaxed)
+        stripe.unpublishedBytes.store(0, ordering: .relaxed)
+    }
+
+    /// Records and payload bytes in segments not imported yet: the totals
+    /// plus what every stripe has not published.
+    var pending: (records: Int, bytes: Int) {
+        var records = totals.records.load(ordering: .relaxed), bytes = totals.bytes.load(ordering: .relaxed)
+        for stripe in stripes {
+            records += stripe.unpublishedRecords.load(ordering: .relaxed)
+            bytes += stripe.unpublishedBytes.load(ordering: .relaxed)
         }
+        return (records, bytes)
+    }
+
+    /// Takes every segment that is used (records, or a failed write) or
+    /// carries an older consent epoch than the journal's out of its stripe
+    /// and appends it to `retired`. With `fresh`, a new file takes its
+    /// place (made before the stripe is locked, so `track` does not wait
+    /// for it); without (a purge), the stripe's next event makes one. The
+    /// segments already taken stay in `retired` when making a file fails.
+    func rotate(into retired: inout [JournalSegment], fresh: Bool) throws(AppNorthError) {
+        var failure: AppNorthError?
+        let epoch = self.epoch.load(ordering: .acquiring)
+        func due(_ segment: JournalSegment?) -> Bool {
+            guard let segment else { return false }
+            return segment.isUsed || segment.epoch != epoch
+        }
+        for stripe in stripes {
+            var replacement: JournalSegment?
+            if fresh {
+                guard stripe.state.withLock({ due($0.segment) }) else { continue }
+                do throws(AppNorthError) {
+                    replacement = try Self.createSegment(in: directory, epoch: epoch)
+                } catch {
+                    failure = error
+                    continue
+                }
+            }
+            // Decided again under the lock: a write that held it while the
+            // check above ran (or, in a purge, a write that passed its
+            // consent check) is in the segment taken here.
+            let old = stripe.state.withLock { s -> JournalSegment? in
+                guard let current = s.segment, due(current) else { return nil }
+                s.segment = replacement
+                publish(stripe)
+                return current
+            }
+            if let old {
+                retired.append(old)
+            } else if let replacement {
+                unlink(replacement.path)
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// Forgets a segment's records (imported or purged).
     func settle(_ segment: JournalSegment) {
-        pendingRecords.subtract(segment.records.load(ordering: .acquiring), ordering: .relaxed)
-        pendingBytes.subtract(segment.bytes.load(ordering: .acquiring), ordering: .relaxed)
+        totals.records.subtract(segment.records.load(ordering: .acquiring), ordering: .relaxed)
+        totals.bytes.subtract(segment.bytes.load(ordering: .acquiring), ordering: .relaxed)
     }
 
     // MARK: Files

@@ -15,16 +15,33 @@ enum EventPayload {
         }
     }
 
-    /// The hot path's form: a fresh UUIDv7 for the id, the tail as built.
+    /// A fresh UUIDv7 for the id, the tail as built (tests and tools; the
+    /// hot path builds into a stripe's buffer, below).
     static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8]) -> [UInt8] {
         build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
             Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0)
         }
     }
 
+    /// The hot path's form: into `out` (a journal stripe's reused buffer),
+    /// a fresh UUIDv7 from `pool` for the id, the tail as built.
+    static func build(into out: inout [UInt8], name: String, timestampMs: Int64, propertiesJSON: String?,
+                      tail: [UInt8], pool: inout RandomPool) {
+        out.removeAll(keepingCapacity: true)
+        build(into: &out, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
+            Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0, pool: &pool)
+        }
+    }
+
     private static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8],
                               id: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
+        build(into: &out, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail, id: id)
+        return out
+    }
+
+    private static func build(into out: inout [UInt8], name: String, timestampMs: Int64, propertiesJSON: String?,
+                              tail: [UInt8], id: (inout [UInt8]) -> Void) {
         out.reserveCapacity(80 + name.utf8.count + tail.count + (propertiesJSON?.utf8.count ?? 2))
         out.append(contentsOf: #"{"id":""#.utf8)
         id(&out)
@@ -35,7 +52,6 @@ enum EventPayload {
         out.append(contentsOf: tail)
         out.append(contentsOf: (propertiesJSON ?? "{}").utf8)
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     /// `,"anonymous_id":…,"user_id":…,"session_id":…,"properties":`

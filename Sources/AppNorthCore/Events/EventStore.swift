@@ -27,8 +27,8 @@ final class EventStore: Sendable {
     private let draining: Lock<DrainState>
 
     struct DrainState {
-        /// Segments rotated out of the journal and not imported yet (a
-        /// writer was still inside one).
+        /// Segments rotated out of the journal and not imported yet (an
+        /// import failed).
         var retired: [JournalSegment] = []
         /// Import marks of files already deleted: removed by the next
         /// import's transaction rather than by one of their own.
@@ -72,7 +72,7 @@ final class EventStore: Sendable {
     /// A last drain, so that a closed queue leaves its events in SQLite. If
     /// it fails, the journal stays and the next open imports it.
     deinit {
-        _ = try? drain()
+        _ = try? drain(replacingFiles: false)
     }
 
     /// A sequence number near the top of the range would stop every later
@@ -85,13 +85,13 @@ final class EventStore: Sendable {
         return dropped
     }
 
-    /// Queued events and bytes: table rows plus journal records.
+    /// Queued events and bytes: table rows plus journal records, exactly
+    /// (every stripe's unpublished records counted).
     var count: Int { queued.count }
     var bytes: Int { queued.bytes }
-    /// Both at once, for the hot path.
     var queued: (count: Int, bytes: Int) {
-        (tableCount.load(ordering: .relaxed) + journal.pendingRecords.load(ordering: .relaxed),
-         tableBytes.load(ordering: .relaxed) + journal.pendingBytes.load(ordering: .relaxed))
+        let pending = journal.pending
+        return (tableCount.load(ordering: .relaxed) + pending.records, tableBytes.load(ordering: .relaxed) + pending.bytes)
     }
     private func addToTable(_ count: Int, _ bytes: Int) {
         tableCount.add(count, ordering: .relaxed)
@@ -99,54 +99,111 @@ final class EventStore: Sendable {
     }
 
     /// Events in the journal, not yet drained into the table.
-    var journaled: Int { journal.pendingRecords.load(ordering: .relaxed) }
+    var journaled: Int { journal.pending.records }
+
+    /// How `track` sees the queue right after its append, with its stripe
+    /// locked, for its limit and wake checks. Far from the thresholds
+    /// (`near`), the figure is the table, the journal's shared totals and
+    /// this stripe's own unpublished records, and the stripe publishes
+    /// only every `step` records or bytes, so that threads tracking at once
+    /// do not all write one counter. Within `margin` of a threshold it
+    /// publishes at once and counts every stripe: the figure is then
+    /// exact, and a threshold is seen the moment it is crossed.
+    func queuedAfterAppend(_ stripe: JournalStripe, near: (count: Int, bytes: Int),
+                           step: (count: Int, bytes: Int), margin: (count: Int, bytes: Int)) -> (count: Int, bytes: Int) {
+        let ownRecords = stripe.unpublishedRecords.load(ordering: .relaxed)
+        let ownBytes = stripe.unpublishedBytes.load(ordering: .relaxed)
+        let count = tableCount.load(ordering: .relaxed) + journal.totals.records.load(ordering: .relaxed) + ownRecords
+        let bytes = tableBytes.load(ordering: .relaxed) + journal.totals.bytes.load(ordering: .relaxed) + ownBytes
+        if count + margin.count >= near.count || bytes + margin.bytes >= near.bytes {
+            journal.publish(stripe)
+            return queued
+        }
+        if ownRecords >= step.count || ownBytes >= step.bytes { journal.publish(stripe) }
+        return (count, bytes)
+    }
 
     // MARK: Journal to table
 
-    /// Moves the journal's records into the table: rotates the current
-    /// journal file out and imports every retired one that no `track` is
-    /// still writing to, each in one transaction. Then, with `limits`,
-    /// drops the oldest rows past them. Returns how many rows were dropped.
+    /// Moves the journal's records into the table: rotates every used
+    /// stripe's file out and imports them in one transaction. Then, with
+    /// `limits`, drops the oldest rows past them. Returns how many rows
+    /// were dropped. `replacingFiles: false` (at close) leaves the stripes
+    /// without a file instead of making fresh ones nobody will write.
     ///
     /// All under one lock with purges, so that the totals a trim reads are
     /// never caught between an import's two counters (the table's and the
     /// journal's), and two trims never drop the same excess twice.
     @discardableResult
-    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
+    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil, replacingFiles: Bool = true) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
-            if let old = try journal.rotate() { state.retired.append(old) }
-            while let index = state.retired.firstIndex(where: { $0.isIdle }) {
-                let segment = state.retired[index]
-                _ = try importJournal(segment.name, segment.path, contents: try segment.contents(), &state.settledMarks)
-                state.retired.remove(at: index)
-                journal.settle(segment)
+            // A stripe whose fresh file cannot be made keeps its old one
+            // for the next drain; the others are imported now.
+            var rotateError: AppNorthError?
+            do throws(AppNorthError) {
+                try journal.rotate(into: &state.retired, fresh: replacingFiles)
+            } catch {
+                rotateError = error
             }
+            if !state.retired.isEmpty {
+                var files: [JournalFile] = []
+                for segment in state.retired {
+                    files.append(JournalFile(name: segment.name, path: segment.path, contents: try segment.contents()))
+                }
+                _ = try importJournals(files, &state.settledMarks)
+                for segment in state.retired { journal.settle(segment) }
+                state.retired.removeAll()
+            }
+            if let rotateError { throw rotateError }
             guard let limits else { return 0 }
             return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
         }
     }
 
-    /// Imports one journal file's events and deletes the file. The import
-    /// commits with a mark naming the file, so that a crash before the file
-    /// is deleted cannot import it twice: a marked file is only deleted.
-    /// The transaction also drops the marks of files deleted earlier
-    /// (`settledMarks`), and this file's mark joins them. A file opened
-    /// before the latest revocation of consent (its epoch is older than the
-    /// stored count) is purged instead: marked and deleted, nothing imported.
-    private func importJournal(_ name: String, _ path: String, contents: [UInt8],
-                               _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
-        let decoded = JournalRecord.decode(contents)
-        if decoded.damaged > 0 {
-            damagedDropped.add(decoded.damaged, ordering: .relaxed)
-            logger.log(.warning, "event queue: skipped \(decoded.damaged) damaged stretch(es) of the event journal \(name)")
+    /// A journal file read whole, to import.
+    struct JournalFile {
+        let name: String
+        let path: String
+        let contents: [UInt8]
+    }
+
+    /// Imports journal files' events, in the order of their timestamps
+    /// (several stripes' files hold events of the same moments; within
+    /// one file, and within one millisecond, the order written), and
+    /// deletes the files. The import commits with a mark naming each file,
+    /// so that a crash before a file is deleted cannot import it twice: a
+    /// marked file is only deleted. The transaction also drops the marks
+    /// of files deleted earlier (`settledMarks`), and these files' marks
+    /// join them. A file opened before the latest revocation of consent
+    /// (its epoch is older than the stored count) is purged instead:
+    /// marked and deleted, nothing imported.
+    private func importJournals(_ files: [JournalFile], _ settledMarks: inout [String]) throws(AppNorthError) -> Int {
+        var decoded: [JournalRecord.Decoded] = []
+        for file in files {
+            let one = JournalRecord.decode(file.contents)
+            if one.damaged > 0 {
+                damagedDropped.add(one.damaged, ordering: .relaxed)
+                logger.log(.warning, "event queue: skipped \(one.damaged) damaged stretch(es) of the event journal \(file.name)")
+            }
+            decoded.append(one)
         }
         let (count, bytes, refused) = try db.transaction { conn throws(AppNorthError) -> (Int, Int, Int) in
-            let marked = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
-                                        [.text(Self.importedNamespace), .text(name)]) { $0.int(0) }
-            guard marked.isEmpty else { return (0, 0, 0) }
-            let current = EventJournal.epoch(ofName: name) == (try ConsentRecord.revocations(conn))
+            let revocations = try ConsentRecord.revocations(conn)
+            var events: [(key: (Int64, Int), event: JournalRecord.Event)] = []
+            var refused = 0
+            for (index, file) in files.enumerated() {
+                let marked = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
+                                            [.text(Self.importedNamespace), .text(file.name)]) { $0.int(0) }
+                guard marked.isEmpty else { continue }
+                guard EventJournal.epoch(ofName: file.name) == revocations else {
+                    refused += decoded[index].events.count
+                    continue
+                }
+                for event in decoded[index].events { events.append(((event.milliseconds, events.count), event)) }
+            }
+            if files.count > 1 { events.sort { $0.key < $1.key } }
             var count = 0, bytes = 0
-            for event in decoded.events where current {
+            for (_, event) in events {
                 // An id already queued is the same event (ids are UUIDv7).
                 let added = try conn.run("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)",
                                          [.text(event.id), .blob(event.payload), .int(Int64(event.payload.count))])
@@ -155,12 +212,14 @@ final class EventStore: Sendable {
                     bytes += event.payload.count
                 }
             }
-            try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
-                         [.text(Self.importedNamespace), .text(name)])
+            for file in files {
+                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
+                             [.text(Self.importedNamespace), .text(file.name)])
+            }
             for settled in settledMarks {
                 try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.importedNamespace), .text(settled)])
             }
-            return (count, bytes, current ? 0 : decoded.events.count)
+            return (count, bytes, refused)
         }
         if refused > 0 {
             consentDropped.add(refused, ordering: .relaxed)
@@ -168,8 +227,10 @@ final class EventStore: Sendable {
         }
         settledMarks.removeAll()
         addToTable(count, bytes)
-        unlink(path)
-        settledMarks.append(name)
+        for file in files {
+            unlink(file.path)
+            settledMarks.append(file.name)
+        }
         return count
     }
 
@@ -189,10 +250,19 @@ final class EventStore: Sendable {
         }
         var imported = 0
         var settled: [String] = []
+        // Claimed (and so locked) until imported; in groups, so that a
+        // directory full of them never holds every descriptor at once.
+        var claimed: [(fd: Int32, file: JournalFile)] = []
+        func importClaimed() throws(AppNorthError) {
+            defer {
+                for entry in claimed { close(entry.fd) }
+                claimed.removeAll()
+            }
+            if !claimed.isEmpty { imported += try importJournals(claimed.map(\.file), &settled) }
+        }
         for name in journal.journalNames() {
             let path = journal.directory.file(name)
             guard let fd = EventJournal.claimOrphan(path) else { continue }
-            defer { close(fd) }
             // A file that cannot be read is left for the next scan: it
             // must not fail the open, or stop every upload cycle, for the
             // events that are readable.
@@ -200,11 +270,14 @@ final class EventStore: Sendable {
             do {
                 contents = try EventJournal.readAll(fd, path)
             } catch {
+                close(fd)
                 logger.log(.warning, "event queue: skipped a journal an ended process left: \(error.message)")
                 continue
             }
-            imported += try importJournal(name, path, contents: contents, &settled)
+            claimed.append((fd, JournalFile(name: name, path: path, contents: contents)))
+            if claimed.count >= 32 { try importClaimed() }
         }
+        try importClaimed()
         if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
         let marks = try db.withConnection { conn throws(AppNorthError) in
             try conn.query("SELECT key FROM kv WHERE namespace = ?", [.text(Self.importedNamespace)]) { $0.text(0) }
@@ -367,15 +440,15 @@ final class EventStore: Sendable {
         }
     }
 
-    /// Moves the journal to `epoch`, then rotates it and removes every
-    /// segment, waiting for `track` calls still writing to them (their
-    /// events are purged too). Returns how many records went.
+    /// Moves the journal to `epoch`, then rotates every stripe and removes
+    /// every segment taken. A `track` still writing holds its stripe's
+    /// lock, which the rotation waits for: its event is purged too.
+    /// Returns how many records went.
     private func purgeJournal(epoch: Int64, _ state: inout DrainState) throws(AppNorthError) -> Int {
         journal.epoch.store(epoch, ordering: .releasing)
-        if let old = try journal.rotate() { state.retired.append(old) }
+        try journal.rotate(into: &state.retired, fresh: false)
         var gone = 0
         for segment in state.retired {
-            while !segment.isIdle { sched_yield() }
             gone += segment.records.load(ordering: .acquiring)
             unlink(segment.path)
             journal.settle(segment)

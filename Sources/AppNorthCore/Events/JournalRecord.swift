@@ -59,6 +59,27 @@ enum JournalRecord {
     struct Event: Equatable {
         let id: String
         let payload: [UInt8]
+
+        /// The Unix milliseconds a UUIDv7 id starts with (its first 12 hex
+        /// digits), which order events of several journal files; 0 for an
+        /// id that is not hex there.
+        var milliseconds: Int64 {
+            var value: Int64 = 0
+            for (index, byte) in id.utf8.prefix(13).enumerated() where index != 8 {
+                guard let digit = JournalRecord.hexValue(byte) else { return 0 }
+                value = value << 4 | Int64(digit)
+            }
+            return value
+        }
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// What a journal file held.
@@ -119,10 +140,7 @@ enum JournalRecord {
         return String(decoding: id, as: UTF8.self)
     }
 
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-    }
+    private static func isHexDigit(_ byte: UInt8) -> Bool { hexValue(byte) != nil }
 
     /// A record's bytes, for tests and tools (the hot path writes the
     /// header and payload with one `writev` instead).

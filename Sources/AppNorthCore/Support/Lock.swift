@@ -17,18 +17,35 @@ import Glibc
 /// inherits one locked.
 ///
 /// The mutex and the value live at stable heap addresses; the lock is
-/// non-copyable like `Mutex`, so it is stored in a `let`.
+/// non-copyable like `Mutex`, so it is stored in a `let`. A `padded` lock
+/// gives each of them cache lines of their own, for locks that different
+/// threads take at once (the event journal's stripes): two small heap
+/// blocks side by side would otherwise share a line, and every lock of one
+/// would slow the other thread's.
 struct Lock<Value: ~Copyable>: ~Copyable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let value: UnsafeMutablePointer<Value>
 
-    init(_ initialValue: consuming sending Value) {
-        mutex = .allocate(capacity: 1)
+    init(_ initialValue: consuming sending Value, padded: Bool = false) {
+        if padded {
+            mutex = Self.allocatePadded(pthread_mutex_t.self)
+            value = Self.allocatePadded(Value.self)
+        } else {
+            mutex = .allocate(capacity: 1)
+            value = .allocate(capacity: 1)
+        }
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
         ForkGuard.register(mutex)
-        value = .allocate(capacity: 1)
         value.initialize(to: initialValue)
+    }
+
+    /// Whole cache lines (two, for the adjacent-line prefetcher) for one T.
+    private static func allocatePadded<T: ~Copyable>(_: T.Type) -> UnsafeMutablePointer<T> {
+        let line = 128
+        let size = (MemoryLayout<T>.size + line - 1) / line * line
+        return UnsafeMutableRawPointer.allocate(byteCount: max(line, size), alignment: max(line, MemoryLayout<T>.alignment))
+            .bindMemory(to: T.self, capacity: 1)
     }
 
     deinit {

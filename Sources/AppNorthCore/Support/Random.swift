@@ -7,43 +7,17 @@ import Glibc
 /// the tracking hot path costs no system call. The pool is discarded in a
 /// forked child, which must never repeat its parent's ids.
 enum Random {
-    private struct Pool {
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        var used = 4096
-        var pid: pid_t = 0
-    }
-
-    private static let pool = Lock(Pool())
+    private static let pool = Lock(RandomPool(size: 4096))
 
     /// Fills `buffer` with random bytes.
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
-        pool.withLock { p in
-            let pid = getpid()
-            if p.pid != pid {
-                p.pid = pid
-                p.used = p.bytes.count
-            }
-            var offset = 0
-            while offset < buffer.count {
-                if p.used == p.bytes.count {
-                    p.bytes.withUnsafeMutableBytes { kernelRandom($0) }
-                    p.used = 0
-                }
-                let n = min(buffer.count - offset, p.bytes.count - p.used)
-                p.bytes.withUnsafeBytes { source in
-                    guard let to = buffer.baseAddress, let from = source.baseAddress else { return }
-                    (to + offset).copyMemory(from: from + p.used, byteCount: n)
-                }
-                p.used += n
-                offset += n
-            }
-        }
+        pool.withLock { $0.fill(buffer) }
     }
 
     /// getrandom, then /dev/urandom; if both fail (a kernel without
     /// getrandom in a sandbox without /dev) a clock-seeded generator, which
     /// keeps ids unique if not secret. Never a trap: this runs in the host.
-    private static func kernelRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+    static func kernelRandom(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress else { return }
         var filled = 0
         while filled < buffer.count {
@@ -112,21 +86,41 @@ enum Random {
     }
 
     /// Appends a UUIDv7's 36 characters, without making a String (the
-    /// tracking hot path writes it straight into the event's JSON).
+    /// tracking hot path writes it straight into the event's JSON). The
+    /// random bits come from `pool` (a journal stripe's own, so threads
+    /// that track at once share no lock), or the process's pool.
+    static func appendUUIDv7(unixMilliseconds: Int64, to bytes: inout [UInt8], pool: inout RandomPool) {
+        var random: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { pool.fill($0) }
+        appendUUIDv7(unixMilliseconds: unixMilliseconds, random: random, to: &bytes)
+    }
+
     static func appendUUIDv7(unixMilliseconds: Int64, to bytes: inout [UInt8]) {
+        var random: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { fill($0) }
+        appendUUIDv7(unixMilliseconds: unixMilliseconds, random: random, to: &bytes)
+    }
+
+    private static func appendUUIDv7(unixMilliseconds: Int64, random: (UInt64, UInt64), to bytes: inout [UInt8]) {
         var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes of room
         withUnsafeMutableBytes(of: &text) { raw in
             let out = raw.bindMemory(to: UInt8.self)
-            writeUUIDv7(unixMilliseconds: unixMilliseconds, into: out)
+            writeUUIDv7(unixMilliseconds: unixMilliseconds, random: random, into: out)
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: out[0..<36]))
         }
     }
 
     /// Writes a new UUIDv7 into the first 36 bytes of `out`.
     private static func writeUUIDv7(unixMilliseconds: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
+        var random: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { fill($0) }
+        writeUUIDv7(unixMilliseconds: unixMilliseconds, random: random, into: out)
+    }
+
+    private static func writeUUIDv7(unixMilliseconds: Int64, random: (UInt64, UInt64),
+                                    into out: UnsafeMutableBufferPointer<UInt8>) {
         guard out.count >= 36 else { return }
-        var b: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &b) { fill($0) }
+        var b = random
         withUnsafeMutableBytes(of: &b) { raw in
             let ms = UInt64(max(0, unixMilliseconds))
             for i in 0..<6 { raw[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
@@ -150,5 +144,44 @@ enum Random {
         var raw: UInt64 = 0
         withUnsafeMutableBytes(of: &raw) { fill($0) }
         return Double(raw >> 11) / Double(1 << 53)
+    }
+}
+
+/// Random bytes from the kernel, fetched in blocks: an id costs no system
+/// call. Not locked: the process's pool sits behind `Random`'s lock, and
+/// each journal stripe keeps one under its own. Discarded in a forked
+/// child, which must never repeat its parent's bytes.
+struct RandomPool {
+    private var bytes: [UInt8]
+    private var used: Int
+    /// The fork generation the bytes were drawn in (ForkGuard: every
+    /// fork() moves it in the child, and reading it costs no system call).
+    private var generation: UInt64 = 0
+
+    init(size: Int) {
+        bytes = [UInt8](repeating: 0, count: max(16, size))
+        used = bytes.count
+    }
+
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        let current = ForkGuard.generation
+        if generation != current {
+            generation = current
+            used = bytes.count
+        }
+        var offset = 0
+        while offset < buffer.count {
+            if used == bytes.count {
+                bytes.withUnsafeMutableBytes { Random.kernelRandom($0) }
+                used = 0
+            }
+            let n = min(buffer.count - offset, bytes.count - used)
+            bytes.withUnsafeBytes { source in
+                guard let to = buffer.baseAddress, let from = source.baseAddress else { return }
+                (to + offset).copyMemory(from: from + used, byteCount: n)
+            }
+            used += n
+            offset += n
+        }
     }
 }

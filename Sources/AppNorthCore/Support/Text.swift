@@ -15,8 +15,10 @@ public enum Text {
         } else {
             length = strlen(pointer)
         }
-        let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
-        guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
+        // The text ends at `length` with its NUL. Not `String(validating:as:)`:
+        // being generic, it looks its metadata up in the runtime's shared
+        // cache on every call, a write to memory every thread's calls share.
+        guard let text = String(validatingCString: pointer) else {
             throw .invalidUTF8("\(what) is not valid UTF-8")
         }
         return text

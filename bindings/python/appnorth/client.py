@@ -147,9 +147,16 @@ def _json_encoder() -> Callable[[Any], str]:
     return slow.encode
 
 
-#: Serialises the dicts and lists handed to the library (json_text); made
-#: on first use, which imports json.
-_encode_json: Optional[Callable[[Any], str]] = None
+def _first_encode(value: Any) -> str:
+    """The first serialisation: makes the encoder (importing json), puts it
+    in _encode_json's place, and uses it; later calls go straight to it."""
+    global _encode_json
+    _encode_json = _json_encoder()
+    return _encode_json(value)
+
+
+#: Serialises the dicts and lists handed to the library (json_text).
+_encode_json: Callable[[Any], str] = _first_encode
 
 
 def json_text(value: JSONArg, name: str) -> Optional[bytes]:
@@ -161,7 +168,7 @@ def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     if isinstance(value, (dict, list)):
         # JSON text never holds a raw NUL (it is escaped), so only the
         # UTF-8 encoding can fail (a lone surrogate).
-        text = (_encode_json or _make_json_encoder())(value)
+        text = _encode_json(value)
         try:
             return text.encode()
         except UnicodeEncodeError as exc:
@@ -169,12 +176,6 @@ def json_text(value: JSONArg, name: str) -> Optional[bytes]:
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return _lib.to_c_string(value, name)
     raise TypeError(f"{name} must be a dict, list, str, bytes or None, not {type(value).__name__}")
-
-
-def _make_json_encoder() -> Callable[[Any], str]:
-    global _encode_json
-    _encode_json = _json_encoder()
-    return _encode_json
 
 
 def parse_json(text: str) -> Any:

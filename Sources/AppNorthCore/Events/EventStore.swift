@@ -210,10 +210,10 @@ final class EventStore: Sendable {
             }
             if files.count > 1 { events.sort { $0.key < $1.key } }
             var count = 0, bytes = 0
+            let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
             for (_, event) in events {
                 // An id already queued is the same event (ids are UUIDv7).
-                let added = try conn.run("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)",
-                                         [.text(event.id), .blob(event.payload), .int(Int64(event.payload.count))])
+                let added = try insert.run(event.id, event.payload, Int64(event.payload.count))
                 if added > 0 {
                     count += 1
                     bytes += event.payload.count

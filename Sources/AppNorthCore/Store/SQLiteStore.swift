@@ -264,6 +264,38 @@ public final class SQLiteStore: Sendable {
             return rows
         }
 
+        /// `run` for a loop of thousands of rows of (text, blob, integer),
+        /// as a journal import is: the statement is looked up once, and the
+        /// text and blob are bound in place for the step (SQLITE_STATIC)
+        /// instead of being copied by SQLite and boxed in `Value`s.
+        public func rowInserter(_ sql: String) throws(AppNorthError) -> RowInserter {
+            RowInserter(connection: self, statement: try prepared(sql, []))
+        }
+
+        public struct RowInserter {
+            let connection: Connection
+            let statement: OpaquePointer
+
+            /// Binds the three values, steps, resets; returns the rows changed.
+            public func run(_ text: String, _ blob: [UInt8], _ integer: Int64) throws(AppNorthError) -> Int {
+                var text = text
+                let rc = text.withUTF8 { t in
+                    blob.withUnsafeBytes { b -> Int32 in
+                        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+                        // Bound SQLITE_STATIC (nil): valid only until the reset above.
+                        guard sqlite3_bind_text(statement, 1, UnsafeRawPointer(t.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                                                    .assumingMemoryBound(to: CChar.self), Int32(t.count), nil) == SQLITE_OK,
+                              sqlite3_bind_blob64(statement, 2, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                                  sqlite3_uint64(b.count), nil) == SQLITE_OK,
+                              sqlite3_bind_int64(statement, 3, integer) == SQLITE_OK else { return SQLITE_MISUSE }
+                        return sqlite3_step(statement)
+                    }
+                }
+                guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw .storage("SQLite: \(connection.errorMessage)") }
+                return Int(sqlite3_changes(connection.db))
+            }
+        }
+
         /// Statements are prepared once and cached: the hot paths (event
         /// inserts) then only bind and step.
         private func prepared(_ sql: String, _ values: [Value]) throws(AppNorthError) -> OpaquePointer {

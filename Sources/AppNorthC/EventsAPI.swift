@@ -169,7 +169,7 @@ public func appnorth_events_free(_ events: OpaquePointer?) {
 }
 
 private func withEvents(_ events: OpaquePointer?, _ err: ErrorOut?, _ body: (AppNorthEvents) throws -> Void) -> Int32 {
-    guarded(err) { try body(try Handle.get(events, as: AppNorthEvents.self, "events")) }
+    guarded(err) { try Handle.borrow(events, as: AppNorthEvents.self, "events", body) }
 }
 
 @c @implementation

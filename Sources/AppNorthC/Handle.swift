@@ -21,10 +21,15 @@ import Synchronization
 enum Handle {
     fileprivate final class Box {
         let object: AnyObject
+        /// The same object, for `borrow`: lent without a retain.
+        let unretained: Unmanaged<AnyObject>
         let generation = ForkGuard.generation
         /// Calls in flight (the low bits), `freeing` and `releaseOnLeave`.
         let state = Atomic<UInt>(0)
-        init(_ object: AnyObject) { self.object = object }
+        init(_ object: AnyObject) {
+            self.object = object
+            unretained = Unmanaged.passUnretained(object)
+        }
     }
 
     /// Set by `release`: new calls are refused.
@@ -40,22 +45,48 @@ enum Handle {
     /// The object behind a handle argument, counted as in flight on it until
     /// the enclosing `guarded` body returns.
     static func get<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, _ name: String) throws(AppNorthError) -> T {
+        let raw = try admit(handle, name).raw
+        return Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { unsafeDowncast($0.object, to: T.self) }
+    }
+
+    /// Checks a handle argument and counts the call in flight on it (see
+    /// `get`); returns the box's address, and whether the call is counted
+    /// (not outside a `guarded` body, nor on a system out of thread keys).
+    private static func admit(_ handle: OpaquePointer?, _ name: String) throws(AppNorthError)
+        -> (raw: UnsafeRawPointer, counted: Bool) {
         let raw = UnsafeRawPointer(try required(handle, name))
-        let object: T? = Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box in
+        let admitted = Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box -> Bool? in
             guard box.generation == ForkGuard.generation else { return nil }
             if let calls = ThreadCalls.current, calls.pointee.scopes > 0 {
                 guard enter(box) else { return nil }
                 calls.pointee.push(raw)
+                return true
             }
-            return unsafeDowncast(box.object, to: T.self)
+            return false
         }
-        guard let object else {
+        guard let counted = admitted else {
             if Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef({ $0.generation == ForkGuard.generation }) {
                 throw .wrongState("\(name) is being freed: no call may start once its _free function was called")
             }
             throw .wrongState("\(name) was created before fork(); handles do not survive into a child, make new ones")
         }
-        return object
+        return (raw, counted)
+    }
+
+    /// `get` for hot paths: lends the object to `body` without retaining
+    /// it. Every thread's retain and release of one object write the same
+    /// word (on a side table, once the object has a weak reference), which
+    /// keeps threads calling one handle from scaling. Safe because the call
+    /// counted in flight keeps the box, which holds the object, alive until
+    /// the enclosing `guarded` body returns.
+    static func borrow<T: AnyObject, R>(_ handle: OpaquePointer?, as _: T.Type, _ name: String,
+                                        _ body: (T) throws -> R) throws -> R {
+        let (raw, counted) = try admit(handle, name)
+        // Uncounted, nothing else keeps the object alive: take a reference.
+        guard counted else { return try body(get(handle, as: T.self, name)) }
+        return try Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box in
+            try box.unretained._withUnsafeGuaranteedRef { try body(unsafeDowncast($0, to: T.self)) }
+        }
     }
 
     /// Counts one call in flight; false once `release` has begun.

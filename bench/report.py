@@ -276,7 +276,7 @@ def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
                 f"{rate(th['library_single_events_per_s'])} for one. Each thread appends to a journal stripe of "
                 "its own (its own file, lock, identity copy, id pool and counters), so the threads share no "
                 "lock and no file; what they still share is the C handle's count of calls in flight (one "
-                "compare-and-swap and one decrement per call), the events object's reference count, and the "
+                "compare-and-swap and one decrement per call) and the "
                 "machine's cores: on 2 cores the ceiling is 2×, less whatever else runs (the library's upload "
                 "thread, other processes).")
         cpu, single = th.get("library_cpu_us_per_event"), th.get("library_single_cpu_us_per_event")

@@ -382,9 +382,9 @@ int main(int argc, char **argv) {
      * BENCH_TRACK_ONLY_SINGLE=1 skips this and the offline case (for quick
      * A/B runs of a library change). */
     int only_single = env_int("BENCH_TRACK_ONLY_SINGLE", 0);
-    int mt_rounds = only_single ? 1 : 5;
+    int mt_rounds = only_single ? 1 : 9; /* short windows: more rounds steady the median */
     size_t per_thread = per_round / (size_t)threads;
-    double mt_lib[8], mt_raw[8], st_lib[8], mt_cpu[8], st_cpu[8];
+    double mt_lib[16], mt_raw[16], st_lib[16], mt_cpu[16], st_cpu[16];
     for (int r = 0; r < mt_rounds; r++) {
         empty_queues(ev, &bare);
         mt_lib[r] = run_threads(threads, per_thread, ev, NULL, &mt_cpu[r]);

@@ -18,6 +18,10 @@ public final class AppNorthEvents: Sendable {
     public let options: AppNorthEventsOptions
     private let client: AppNorthClient
     private let store: EventStore
+    /// `store.journal`, for `track` to use without a retain: every thread's
+    /// retain and release of the one journal object would write the same
+    /// word. `store` holds it for as long as this object lives.
+    private let journalRef: Unmanaged<EventJournal>
     private let db: SQLiteStore
     private let identity: Identity
     private let clock: any AppNorthClock
@@ -96,6 +100,7 @@ public final class AppNorthEvents: Sendable {
         let revocationsAdopted = consentWatch.revocations
         let consent = try Self.loadConsent(db, logger: self.logger)
         store = try EventStore(db: db, directory: directory, epoch: consent.epoch, logger: self.logger)
+        journalRef = Unmanaged.passUnretained(store.journal)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         identity = try Identity(store: secrets, clock: clock, logger: self.logger)
@@ -168,29 +173,33 @@ public final class AppNorthEvents: Sendable {
         // takes (EventJournal). A revocation flips `trackingAllowed`, then
         // rotates every stripe under its lock: a write that passed the
         // check is in the segment it purges, and a later one sees the flag.
-        let journal = store.journal
-        let stripe = journal.currentStripe
         let timestampMs = clock.wallMilliseconds()
-        let outcome = try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
-            guard !closedFlag.load(ordering: .acquiring) else { return .closed }
-            guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
-            let generation = tailGeneration.load(ordering: .acquiring)
-            if s.tailGeneration != generation {
-                let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
-                // A copy of its own: the shared buffer's reference count
-                // would be written by every thread's events.
-                s.tail = tail.withUnsafeBufferPointer { Array($0) }
-                s.tailGeneration = current
+        let attempt = journalRef._withUnsafeGuaranteedRef { journal in
+            let stripe = journal.currentStripe
+            return Result { () throws(AppNorthError) -> TrackOutcome in
+                try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
+                    guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+                    guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+                    let generation = tailGeneration.load(ordering: .acquiring)
+                    if s.tailGeneration != generation {
+                        let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                        // A copy of its own: the shared buffer's reference count
+                        // would be written by every thread's events.
+                        s.tail = tail.withUnsafeBufferPointer { Array($0) }
+                        s.tailGeneration = current
+                    }
+                    EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
+                                       tail: s.tail, pool: &s.random)
+                    let size = s.buffer.count
+                    // A huge event's buffer is not kept for the small ones after it.
+                    defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
+                    guard size <= options.maxEventBytes else { return .tooLarge(size) }
+                    try journal.append(&s, of: stripe)
+                    return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
+                }
             }
-            EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
-                               tail: s.tail, pool: &s.random)
-            let size = s.buffer.count
-            // A huge event's buffer is not kept for the small ones after it.
-            defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
-            guard size <= options.maxEventBytes else { return .tooLarge(size) }
-            try journal.append(&s, of: stripe)
-            return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
         }
+        let outcome = try attempt.get()
         let queued: (count: Int, bytes: Int)
         switch outcome {
         case .closed: throw .wrongState("the event queue is closed")

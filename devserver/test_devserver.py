@@ -1057,6 +1057,23 @@ def test_fault_delay(c):
     assert time.monotonic() - t0 < 0.2
 
 
+def test_a_request_held_across_a_log_clear_is_not_logged_after_it(c, server):
+    # A request a fault holds past the end of one test must not show up in
+    # the next test's log once it finishes.
+    c.post("/admin/faults", {"delay_ms": 300, "count": 1})
+    held = Client(server.port)
+    done = threading.Event()
+    threading.Thread(target=lambda: (held.get(f"{API}/boards"), done.set()), daemon=True).start()
+    # The fault is used up once the held request has started.
+    assert wait_until(lambda: c.get("/admin/faults").json["faults"] == [], timeout=10)
+    assert c.delete("/admin/requests").status == 200
+    assert done.wait(10)
+    held.close()
+    assert c.get(f"{API}/boards").status == 200
+    log = c.get("/admin/requests").json["requests"]
+    assert [(r["path"], r["fault"]) for r in log] == [(f"{API}/boards", None)], log
+
+
 def test_fault_delay_before_status_or_drop(c):
     c.post("/admin/faults", {"delay_ms": 300, "status": 503, "path_prefix": f"{API}/events"})
     t0 = time.monotonic()

@@ -303,11 +303,9 @@ final class EventStore: Sendable {
         if due { try recoverOrphans() }
     }
 
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-    }
+    /// The orphan scan's timer runs on the real clock (an injected clock
+    /// does not move on its own); SystemClock's reading saturates.
+    private static func monotonicNanoseconds() -> UInt64 { SystemClock().monotonicNanoseconds() }
 
     /// Drops the oldest rows until both limits hold (journal records
     /// count too, being newer); returns how many. One transaction: the rows

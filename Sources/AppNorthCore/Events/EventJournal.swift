@@ -21,6 +21,11 @@ final class JournalSegment: Sendable {
     let bytes = Atomic<Int>(0)
     /// A write failed or was short: rotate the file out at the next drain.
     let failed = Atomic<Bool>(false)
+    /// Of `records` and `bytes`, what imports of a part of the file (once
+    /// it is rotated out) have already taken off the journal's totals.
+    /// Written under the store's drain lock.
+    let settledRecords = Atomic<Int>(0)
+    let settledBytes = Atomic<Int>(0)
     /// The fork generation the descriptor belongs to (see `deinit`).
     private let generation: UInt64
     /// Keeps the next heap block, often another stripe's segment, off the
@@ -256,10 +261,28 @@ final class EventJournal: Sendable {
         if let failure { throw failure }
     }
 
-    /// Forgets a segment's records (imported or purged).
+    /// Forgets a segment's records (imported or purged), or the rest of
+    /// them after a part was settled.
     func settle(_ segment: JournalSegment) {
-        totals.records.subtract(segment.records.load(ordering: .acquiring), ordering: .relaxed)
-        totals.bytes.subtract(segment.bytes.load(ordering: .acquiring), ordering: .relaxed)
+        settle(segment, records: .max, bytes: .max)
+    }
+
+    /// Forgets `records` and `bytes` of a segment (a part imported), never
+    /// more than it holds unsettled: a file read back may hold records
+    /// its counters do not (damage), and those were never counted.
+    func settle(_ segment: JournalSegment, records: Int, bytes: Int) {
+        let leftRecords = max(0, segment.records.load(ordering: .acquiring) - segment.settledRecords.load(ordering: .relaxed))
+        let leftBytes = max(0, segment.bytes.load(ordering: .acquiring) - segment.settledBytes.load(ordering: .relaxed))
+        let r = min(max(0, records), leftRecords), b = min(max(0, bytes), leftBytes)
+        segment.settledRecords.add(r, ordering: .relaxed)
+        segment.settledBytes.add(b, ordering: .relaxed)
+        totals.records.subtract(r, ordering: .relaxed)
+        totals.bytes.subtract(b, ordering: .relaxed)
+    }
+
+    /// Records of a segment not settled yet.
+    func unsettledRecords(_ segment: JournalSegment) -> Int {
+        max(0, segment.records.load(ordering: .acquiring) - segment.settledRecords.load(ordering: .relaxed))
     }
 
     // MARK: Files

@@ -93,25 +93,40 @@ enum JournalRecord {
     /// Decodes a whole journal file. Never traps, whatever the bytes.
     static func decode(_ bytes: [UInt8]) -> Decoded {
         var out = Decoded()
+        var position = 0
+        while let found = next(in: bytes, from: position) {
+            out.damaged += found.damaged
+            guard let event = found.event else { break }
+            out.events.append(event)
+            position = found.end
+        }
+        return out
+    }
+
+    /// The first sound record at or after `position`, with its offset, the
+    /// offset after it and the damaged stretches skipped before it; at the end of
+    /// the bytes `event` is nil (and `damaged` counts a damaged tail). Nil
+    /// when nothing is left at all. Lets an import decode a file a part at
+    /// a time, from where the last part ended. Never traps.
+    static func next(in bytes: [UInt8], from position: Int) -> (event: Event?, start: Int, end: Int, damaged: Int)? {
         bytes.withUnsafeBytes { buffer in
             let count = buffer.count
-            var position = 0
+            var position = max(0, position)
+            guard position < count else { return nil }
+            var damaged = 0
             var inDamage = false
             while position < count {
                 if let (event, next) = record(at: position, in: buffer) {
-                    out.events.append(event)
-                    position = next
-                    inDamage = false
-                    continue
+                    return (event, position, next, damaged)
                 }
                 // Count each damaged stretch once, then look for the next
                 // record start.
-                if !inDamage { out.damaged += 1 }
+                if !inDamage { damaged += 1 }
                 inDamage = true
                 position += 1
             }
+            return (nil, count, count, damaged)
         }
-        return out
     }
 
     /// The record starting at `position`, and where the next one starts;

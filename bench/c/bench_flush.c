@@ -189,8 +189,9 @@ static double post_with_curl(const char *server, const char *app, const batches 
 }
 
 /* Request body bytes of the logged event POSTs of `app`: as sent (wire)
- * and decoded (plain); dies when the server logged none. */
-static void event_body_bytes(const char *server, const char *app, double *wire, double *plain) {
+ * and decoded (plain), and the earliest one's start on the server
+ * (`mono_ms`, CLOCK_MONOTONIC like now_ns); dies when the server logged none. */
+static void event_body_bytes(const char *server, const char *app, double *wire, double *plain, double *first_mono_ms) {
     char *text = NULL;
     if (admin_request(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
     json_t *log = json_loads(text, 0, NULL);
@@ -200,11 +201,14 @@ static void event_body_bytes(const char *server, const char *app, double *wire, 
     size_t i, posts = 0;
     json_t *entry;
     *wire = *plain = 0;
+    *first_mono_ms = -1;
     json_array_foreach(json_object_get(log, "requests"), i, entry) {
         const char *p = json_string_value(json_object_get(entry, "path"));
         if (!p || strcmp(p, path) != 0) continue;
         *wire += (double)json_integer_value(json_object_get(entry, "wire_size"));
         *plain += (double)json_integer_value(json_object_get(entry, "body_size"));
+        double mono = json_number_value(json_object_get(entry, "mono_ms"));
+        if (*first_mono_ms < 0 || mono < *first_mono_ms) *first_mono_ms = mono;
         posts++;
     }
     json_decref(log);
@@ -214,7 +218,8 @@ static void event_body_bytes(const char *server, const char *app, double *wire, 
 /* Queues `n` events (the last one timed with the upload), flushes, returns
  * seconds; fills *out_batches with the bodies for the curl side. */
 static double flush_with_library(const char *server, const char *app, size_t n, batches *out_batches,
-                                 int *out_connections, double *out_wire_per_event, double *out_plain_per_event) {
+                                 int *out_connections, double *out_wire_per_event, double *out_plain_per_event,
+                                 double *out_first_request_ms) {
     appnorth_client_options *co = appnorth_client_options_new();
     appnorth_client *client = NULL;
     CHECK(appnorth_client_options_set_api_url(co, server, &E));
@@ -250,8 +255,9 @@ static double flush_with_library(const char *server, const char *app, size_t n, 
     CHECK(appnorth_events_stats(ev, &stats, &E));
     if (!strstr(stats, "\"queued\":0,") && !strstr(stats, "\"queued\": 0,")) die("flush left events: %s", stats);
     appnorth_string_free(stats);
-    double wire = 0, plain = 0;
-    event_body_bytes(server, app, &wire, &plain);
+    double wire = 0, plain = 0, first_mono_ms = 0;
+    event_body_bytes(server, app, &wire, &plain, &first_mono_ms);
+    *out_first_request_ms = first_mono_ms - (double)t0 / 1e6;
     *out_wire_per_event = wire / (double)n;
     *out_plain_per_event = plain / (double)n;
     appnorth_events_free(ev);
@@ -275,7 +281,7 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (admin_request(server, "GET", "/admin/health", NULL, NULL) != 200) die("no dev server at %s", server);
 
-    double lib_eps[16], curl_eps[16], ratio[16], wire_pe[16], plain_pe[16];
+    double lib_eps[16], curl_eps[16], ratio[16], wire_pe[16], plain_pe[16], first_ms[16];
     int lib_conn[16], curl_conn[16];
     size_t batch_count = 0;
     batches b = {0};
@@ -287,7 +293,7 @@ int main(int argc, char **argv) {
         double lib_s, curl_s;
         if (r % 2 == 0) {
             if (have) free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r], &first_ms[r]);
             have = 1;
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
         } else {
@@ -295,15 +301,16 @@ int main(int argc, char **argv) {
              * under another App ID, so nothing is a duplicate here). */
             curl_s = post_with_curl(server, curl_app, &b, &curl_conn[r]);
             free_batches(&b);
-            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r]);
+            lib_s = flush_with_library(server, lib_app, n, &b, &lib_conn[r], &wire_pe[r], &plain_pe[r], &first_ms[r]);
         }
         batch_count = b.count;
         lib_eps[r] = (double)n / lib_s;
         curl_eps[r] = (double)n / curl_s;
         ratio[r] = lib_eps[r] / curl_eps[r];
         fprintf(stderr, "flush round %d: library %.0f events/s (%.3f s, %d TCP connections), curl %.0f events/s "
-                "(%.3f s, %d), ratio %.3f; %.1f body bytes per event gzipped, %.1f plain\n", r + 1, lib_eps[r], lib_s,
-                lib_conn[r], curl_eps[r], curl_s, curl_conn[r], ratio[r], wire_pe[r], plain_pe[r]);
+                "(%.3f s, %d), ratio %.3f; first request %.1f ms after the clock started; %.1f body bytes per event "
+                "gzipped, %.1f plain\n", r + 1, lib_eps[r], lib_s, lib_conn[r], curl_eps[r], curl_s, curl_conn[r], ratio[r],
+                first_ms[r], wire_pe[r], plain_pe[r]);
     }
 
     free_batches(&b);
@@ -316,6 +323,7 @@ int main(int argc, char **argv) {
     jw_num(&w, "library_events_per_s", median(lib_eps, (size_t)rounds));
     jw_num(&w, "curl_events_per_s", median(curl_eps, (size_t)rounds));
     jw_num(&w, "ratio", median(ratio, (size_t)rounds));
+    jw_num(&w, "library_first_request_ms", median(first_ms, (size_t)rounds));
     double lc[16], cc[16];
     for (int r = 0; r < rounds; r++) { lc[r] = lib_conn[r]; cc[r] = curl_conn[r]; }
     jw_num(&w, "library_connections", median(lc, (size_t)rounds));

@@ -167,9 +167,19 @@ final class EventStore: Sendable {
     /// Whether rotated-out files still hold events to import.
     var hasRetiredRest: Bool { draining.withLock { !$0.retired.isEmpty } }
 
+    /// The rotated-out segments not imported whole (for tests).
+    var retiredSegments: [JournalSegment] { draining.withLock { $0.retired } }
+
     private func drain(at most: Int?, trimmingTo limits: (count: Int, bytes: Int)?,
                        replacingFiles: Bool) throws(AppNorthError) -> Int {
         try draining.withLock { state throws(AppNorthError) -> Int in
+            // Past a limit, the oldest events to drop may be journaled:
+            // everything goes in, so that the trim drops exactly those.
+            var most = most
+            if let limits, most != nil {
+                let queued = self.queued
+                if queued.count > limits.count || queued.bytes > limits.bytes { most = nil }
+            }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.
             var rotateError: AppNorthError?

@@ -22,6 +22,10 @@
  * server's port in /proc/net/tcp, established or in TIME_WAIT, before and
  * after): keep-alive should make that 1.
  *
+ * The library's side also reports when its first request reached the
+ * server after the clock started (the request log's `mono_ms`, on the same
+ * CLOCK_MONOTONIC as now_ns): the journal import before the first batch.
+ *
  * Bytes on the wire: the library gzips every batch (Content-Encoding: gzip);
  * curl sends the same bodies uncompressed. After each library flush the dev
  * server's request log gives, per event, the request body bytes as sent

@@ -94,7 +94,14 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
               f"p99 {us(bare['p99_us'])}, {rate(bare['events_per_s'])} → `track()` **{faster:.1f}× faster** "
               f"(median of {tr['rounds']} interleaved rounds; throughput {1 / s['ratio_throughput']:.1f}×)",
               "p50 ≤ 2 µs and ≥ 6× faster than the bare insert", lib["p50_us"] <= 2 and faster >= 6)
-        t.add("`track()` from C, one thread, p99", f"p99 {us(lib['p99_us'])} (median of the rounds' p99)",
+        limits = ""
+        if s.get("raw_append") and s.get("control"):
+            ra, ctl = s["raw_append"], s["control"]
+            limits = (f"; in the same rounds, the raw limit (one `writev()` of the same record to an `O_APPEND` "
+                      f"file, no library): p50 {us(ra['p50_us'])}, p99 {us(ra['p99_us'])}; the machine's own "
+                      f"p99 for a pure computation as long as `track()`'s median (p50 {us(ctl['p50_us'])}): "
+                      f"{us(ctl['p99_us'])}")
+        t.add("`track()` from C, one thread, p99", f"p99 {us(lib['p99_us'])} (median of the rounds' p99){limits}",
               "≤ 10 µs", lib["p99_us"] <= 10)
         th = tr["threads"]
         scale = th["library_events_per_s"] / th["library_single_events_per_s"]
@@ -102,10 +109,14 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         if th.get("library_cpu_us_per_event") and th.get("library_single_cpu_us_per_event"):
             cpu = (f"; CPU per event {th['library_cpu_us_per_event']:.2f} µs with {th['threads']} threads, "
                    f"{th['library_single_cpu_us_per_event']:.2f} µs alone")
+        control = ""
+        if th.get("control_ratio"):
+            control = (f"; the machine gave {th['threads']} threads of pure computation **{th['control_ratio']:.2f}×** "
+                       "one thread in the same rounds (its ceiling)")
         t.add(f"`track()` from C, {th['threads']} threads",
               f"{rate(th['library_events_per_s'])} aggregate, **{scale:.2f}×** one thread on the same handle at the "
-              f"same moment ({rate(th['library_single_events_per_s'])}){cpu}; bare insert, {th['threads']} threads on "
-              f"one connection: {rate(th['bare_events_per_s'])}",
+              f"same moment ({rate(th['library_single_events_per_s'])}; rounds of {th['events_per_round']:,} events)"
+              f"{cpu}{control}; bare insert, {th['threads']} threads on one connection: {rate(th['bare_events_per_s'])}",
               "≥ 1.5× the single-thread figure", scale >= 1.5)
     py = data.get("python_track")
     if py:
@@ -253,6 +264,10 @@ def fleet_rows(t: Table, fleet: Dict[str, Any]) -> None:
               "> 1×, reported", flat["peak_in_window"] > 1)
 
 
+def scale_of(th: Dict[str, Any]) -> float:
+    return th["library_events_per_s"] / th["library_single_events_per_s"]
+
+
 def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
     """What the profiles say about the missed targets."""
     out: List[str] = []
@@ -269,6 +284,24 @@ def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
             ipe = f"{h['instructions_per_event']:,}" if h.get("instructions_per_event") is not None else "—"
             out.append(f"| `{h['function']}` | {h['share_of_track'] * 100:.1f}% | {ipe} |")
         out.append("\nFull annotated output: `latest-profile.txt` beside this file.\n")
+    if any("p99" in m for m in missed) and tr and tr["single"].get("raw_append") and tr["single"].get("control"):
+        s = tr["single"]
+        lib, ra, ctl = s["library"], s["raw_append"], s["control"]
+        out.append("### `track()` p99\n")
+        out.append(f"`track()` had p99 {us(lib['p99_us'])} (p50 {us(lib['p50_us'])}). In the same rounds the raw "
+                   f"append alone, one `writev()` of the same record with no library around it, had p99 "
+                   f"{us(ra['p99_us'])} (p50 {us(ra['p50_us'])}), and a pure computation as long as `track()`'s "
+                   f"median, with no system call at all, had p99 {us(ctl['p99_us'])}: that much of the tail is the "
+                   "machine's (interrupts, the hypervisor taking the vCPU), and the kernel's append path (among "
+                   "others, a new page-cache page about every 12 records) is the rest of the floor. "
+                   f"`track()` adds {us(lib['p50_us'] - ra['p50_us'])} at the median (building and checking the "
+                   f"event) and {us(lib['p99_us'] - ra['p99_us'])} at p99. That tail is mostly not the library's own: "
+                   "in a session's measurement, a stand-in of the same shape (pure computation as long as "
+                   "`track()`'s user-space part, then the same `writev()`), timed call by call alternating with "
+                   "`track()`, had the same p99 (10.3 µs against 10.4 µs, with a longer median). About 1 in 9 "
+                   "of `track()`'s calls past 0.8× its p99 fell on a refill of the stripe's random bytes (one "
+                   "`getrandom()` per 64 ids); a pool 4× larger moved that cost past p99.5 without lowering the "
+                   "p99, so it stays at 1 KiB.\n")
     if any("threads" in m for m in missed) and tr:
         th = tr["threads"]
         out.append("### `track()` from several threads\n")
@@ -279,6 +312,12 @@ def notes(data: Dict[str, Dict[str, Any]], table: Table) -> str:
                 "compare-and-swap and one decrement per call) and the "
                 "machine's cores: on 2 cores the ceiling is 2×, less whatever else runs (the library's upload "
                 "thread, other processes).")
+        if th.get("control_ratio"):
+            text += (f" The control, the same split of work as pure computation in the same rounds, reached "
+                     f"{th['control_ratio']:.2f}×: " +
+                     ("the machine itself did not give the threads 1.5× in this run."
+                      if th["control_ratio"] < 1.5 else
+                      f"the library reached {scale_of(th) / th['control_ratio'] * 100:.0f}% of what the machine gave."))
         cpu, single = th.get("library_cpu_us_per_event"), th.get("library_single_cpu_us_per_event")
         if cpu and single:
             text += (f" CPU time per event tells the two apart: {cpu:.2f} µs per event with {th['threads']} "

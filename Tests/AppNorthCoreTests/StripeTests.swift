@@ -95,6 +95,33 @@ final class StripeTests: EventsTestCase {
         events.close(timeoutMilliseconds: 0)
     }
 
+    func testAfterAFailedUploadOnlyTheLimitsMakeTrackCountEveryEvent() throws {
+        // The default flush threshold (20) is within every count's margin,
+        // so while uploads work each event counts exactly, all stripes
+        // summed: the threshold must wake the uploader the moment it is
+        // crossed. After a failed upload `track` does not wake it, and
+        // stripes publish in steps again (EventStore.queuedAfterAppend).
+        let events = try open(quiet { $0.batchThreshold = 20 })
+        try failEventPosts(count: 100)
+        for i in 0..<5 { _ = try events.track("before-\(i)") }
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 20_000), "the upload fails: 503 on every try")
+        let attempts = try eventPosts()
+        for i in 0..<100 { _ = try events.track("offline-\(i)") }
+        let journal = events.store.journal
+        XCTAssertLessThan(journal.totals.records.load(ordering: .relaxed), journal.pending.records,
+                          "above the threshold but failing: the stripe has not published every event")
+        XCTAssertEqual(events.queuedCount, 105, "what the host reads is still exact")
+        XCTAssertEqual(try eventPosts(), attempts, "tracking did not wake the uploader")
+        // Uploads work again: the next crossing of the threshold wakes the
+        // uploader at once, with no flush call.
+        try TestServer.delete("/admin/faults")
+        try events.flush(timeoutMilliseconds: 20_000)
+        XCTAssertEqual(try serverEvents().count, 105)
+        for i in 0..<20 { _ = try events.track("online-\(i)") }
+        XCTAssertTrue(try eventually { try serverEvents().count == 125 }, "the 20th event woke the uploader")
+        events.close(timeoutMilliseconds: 0)
+    }
+
     func testByteLimitHoldsWithSeveralStripesActive() throws {
         let limit = 400_000
         let events = try open(quiet { $0.maxQueuedBytes = limit })

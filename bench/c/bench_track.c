@@ -21,7 +21,16 @@
  * and a queue at the flush threshold would wake the upload thread on every
  * call, which is the offline case measured last.
  *
- * Then: 4 threads tracking into one handle (aggregate events/s), the bare
+ * Two more sides run in the same rounds, as yardsticks: the raw limit (one
+ * writev() of a 16-byte header and the same payload to an O_APPEND file in
+ * the same file system, no library), and the control, a pure computation as
+ * long as track()'s median call (no memory, no system call), whose p99 is
+ * what the machine alone does to an operation of that length.
+ *
+ * Then: 4 threads tracking into one handle (aggregate events/s) against one
+ * thread on the same handle, in rounds of 40,000 events; the control's
+ * scaling in the same rounds (the same split of work as pure computation:
+ * how much of a second core the machine gives); the bare
  * insert from 4 threads on one connection behind a mutex (the library's own
  * arrangement, before the journal), and track() offline with the default
  * options: 10,000 events queued (the cap: the journal is drained and the
@@ -33,12 +42,15 @@
  * in the offline case.
  *
  * env: BENCH_TRACK_EVENTS (100000 per side), BENCH_TRACK_ROUNDS (20),
- *      BENCH_THREADS (4).
+ *      BENCH_THREADS (4), BENCH_THREADS_EVENTS (40000 per round).
  */
 #include "bench.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "../../Tests/c/journal.h"
 
@@ -157,11 +169,92 @@ __attribute__((noinline)) static run_result time_bare(bare_db *b, size_t n) {
     return r;
 }
 
+/* ---- the raw limit ------------------------------------------------------------ */
+
+/* What track() writes, without the library: one writev() of a 16-byte
+ * header and the same payload bytes to an O_APPEND file in the same file
+ * system, a fresh file per round (the library's journal is purged between
+ * rounds too). The floor of any process-durable append; what track() adds
+ * above it is building and checking the event. */
+typedef struct {
+    char path[4200];
+    int fd;
+    unsigned char header[16];
+    const unsigned char *payload;
+    size_t len;
+} raw_file;
+
+static void raw_reopen(raw_file *f) {
+    if (f->fd >= 0) close(f->fd);
+    unlink(f->path);
+    f->fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    if (f->fd < 0) die("open %s", f->path);
+}
+
+__attribute__((noinline)) static run_result time_raw(raw_file *f, size_t n) {
+    run_result r = {malloc(n * sizeof(double)), n, 0};
+    struct iovec parts[2] = {{f->header, sizeof f->header}, {(void *)f->payload, f->len}};
+    uint64_t start = now_ns();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        ssize_t wrote = writev(f->fd, parts, 2);
+        uint64_t t1 = now_ns();
+        if (wrote != (ssize_t)(sizeof f->header + f->len)) die("writev: short or failed");
+        r.lat_us[i] = (double)(t1 - t0) / 1000.0;
+    }
+    r.wall_s = (double)(now_ns() - start) / 1e9;
+    return r;
+}
+
+/* ---- the machine's own limits ------------------------------------------------ */
+
+/* A pure computation: no memory beyond registers, no system call, nothing
+ * shared. Timed like track(), it shows what the machine itself does to an
+ * operation of that length at that moment (interrupts, a vCPU descheduled
+ * by the hypervisor, frequency changes): the floor under track()'s p99.
+ * Run by several threads, it shows how much of a second core the machine
+ * gives: the ceiling over track()'s scaling. */
+static volatile uint64_t spin_sink;
+
+__attribute__((noinline)) static void spin(uint64_t iterations) {
+    uint64_t x = iterations | 1;
+    for (uint64_t i = 0; i < iterations; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        __asm__ volatile("" : "+r"(x)); /* one dependent multiply per step, never folded */
+    }
+    spin_sink = x;
+}
+
+/* Spin iterations per microsecond on this machine (median of 7 tries). */
+static double spin_per_us(void) {
+    double tries[7];
+    for (int i = 0; i < 7; i++) {
+        uint64_t t0 = now_ns();
+        spin(200000);
+        tries[i] = 200000.0 / ((double)(now_ns() - t0) / 1000.0);
+    }
+    return median(tries, 7);
+}
+
+__attribute__((noinline)) static run_result time_spin(uint64_t iterations, size_t n) {
+    run_result r = {malloc(n * sizeof(double)), n, 0};
+    uint64_t start = now_ns();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        spin(iterations);
+        uint64_t t1 = now_ns();
+        r.lat_us[i] = (double)(t1 - t0) / 1000.0;
+    }
+    r.wall_s = (double)(now_ns() - start) / 1e9;
+    return r;
+}
+
 /* ---- threads ------------------------------------------------------------------ */
 
 typedef struct {
     appnorth_events *ev;
     bare_db *bare;
+    uint64_t spin_iterations; /* the control: neither ev nor bare */
     size_t n;
     pthread_barrier_t *go;
     uint64_t start, end;
@@ -193,6 +286,15 @@ static void *library_worker(void *arg) {
     return NULL;
 }
 
+static void *spin_worker(void *arg) {
+    worker *w = arg;
+    pthread_barrier_wait(w->go);
+    w->start = now_ns();
+    for (size_t i = 0; i < w->n; i++) spin(w->spin_iterations);
+    w->end = now_ns();
+    return NULL;
+}
+
 static void *bare_worker(void *arg) {
     worker *w = arg;
     bare_db *b = w->bare;
@@ -211,16 +313,18 @@ static void *bare_worker(void *arg) {
     return NULL;
 }
 
-/* Aggregate events/s of `threads` workers doing `per_thread` each; with
- * `cpu_us`, the CPU microseconds their calls used per event. */
-static double run_threads(int threads, size_t per_thread, appnorth_events *ev, bare_db *bare, double *cpu_us) {
+/* Aggregate events/s of `threads` workers doing `per_thread` each (track()
+ * on `ev`, bare inserts on `bare`, or else `spin_iterations` of the
+ * control); with `cpu_us`, the CPU microseconds their calls used per event. */
+static double run_threads(int threads, size_t per_thread, appnorth_events *ev, bare_db *bare,
+                          uint64_t spin_iterations, double *cpu_us) {
     pthread_t tid[64];
     worker w[64];
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++) {
-        w[i] = (worker){ev, bare, per_thread, &go, 0, 0, 0};
-        pthread_create(&tid[i], NULL, ev ? library_worker : bare_worker, &w[i]);
+        w[i] = (worker){ev, bare, spin_iterations, per_thread, &go, 0, 0, 0};
+        pthread_create(&tid[i], NULL, ev ? library_worker : bare ? bare_worker : spin_worker, &w[i]);
     }
     uint64_t first = UINT64_MAX, last = 0, cpu = 0;
     for (int i = 0; i < threads; i++) {
@@ -355,21 +459,47 @@ int main(int argc, char **argv) {
     run_result wb = time_bare(&bare, warmup);
     free(wb.lat_us);
 
-    run_result lib[64], raw[64];
+    /* The control (see spin()): as long as track()'s median call, measured
+     * on the warm handle, and timed the same way in the same rounds. */
+    empty_queues(ev, &bare);
+    run_result calibrate = time_library(ev, warmup);
+    double track_p50_us = quantile(calibrate.lat_us, calibrate.n, 0.5);
+    double track_mean_us = calibrate.wall_s * 1e6 / (double)calibrate.n;
+    free(calibrate.lat_us);
+    double per_us = spin_per_us();
+    uint64_t spin_op = (uint64_t)(track_p50_us * per_us + 0.5);
+    if (spin_op < 1) spin_op = 1;
+
+    raw_file append = {.fd = -1, .payload = payload, .len = payload_len};
+    snprintf(append.path, sizeof append.path, "%s/raw.journal", bare_dir);
+    memset(append.header, 0x5A, sizeof append.header);
+
+    run_result lib[64], raw[64], ctl[64], lim[64];
     double ratio[64];
     for (int r = 0; r < rounds; r++) {
         empty_queues(ev, &bare);
+        raw_reopen(&append);
         if (r % 2 == 0) {
             lib[r] = time_library(ev, per_round);
             raw[r] = time_bare(&bare, per_round);
+            lim[r] = time_raw(&append, per_round);
+            ctl[r] = time_spin(spin_op, per_round);
         } else {
+            ctl[r] = time_spin(spin_op, per_round);
+            lim[r] = time_raw(&append, per_round);
             raw[r] = time_bare(&bare, per_round);
             lib[r] = time_library(ev, per_round);
         }
         ratio[r] = quantile(lib[r].lat_us, lib[r].n, 0.5) / quantile(raw[r].lat_us, raw[r].n, 0.5);
-        fprintf(stderr, "track round %2d: library p50 %.2f us, bare p50 %.2f us, ratio %.3f\n", r + 1,
-                quantile(lib[r].lat_us, lib[r].n, 0.5), quantile(raw[r].lat_us, raw[r].n, 0.5), ratio[r]);
+        fprintf(stderr, "track round %2d: library p50 %.2f us p99 %.2f us, bare p50 %.2f us, ratio %.3f; "
+                "raw append p50 %.2f us p99 %.2f us; control p50 %.2f us p99 %.2f us\n", r + 1,
+                quantile(lib[r].lat_us, lib[r].n, 0.5), quantile(lib[r].lat_us, lib[r].n, 0.99),
+                quantile(raw[r].lat_us, raw[r].n, 0.5), ratio[r],
+                quantile(lim[r].lat_us, lim[r].n, 0.5), quantile(lim[r].lat_us, lim[r].n, 0.99),
+                quantile(ctl[r].lat_us, ctl[r].n, 0.5), quantile(ctl[r].lat_us, ctl[r].n, 0.99));
     }
+    close(append.fd);
+    unlink(append.path);
     double lib_eps[64], raw_eps[64], tratio[64];
     for (int r = 0; r < rounds; r++) {
         lib_eps[r] = (double)lib[r].n / lib[r].wall_s;
@@ -382,23 +512,46 @@ int main(int argc, char **argv) {
      * BENCH_TRACK_ONLY_SINGLE=1 skips this and the offline case (for quick
      * A/B runs of a library change). */
     int only_single = env_int("BENCH_TRACK_ONLY_SINGLE", 0);
-    int mt_rounds = only_single ? 1 : 9; /* short windows: more rounds steady the median */
-    size_t per_thread = per_round / (size_t)threads;
-    double mt_lib[16], mt_raw[16], st_lib[16], mt_cpu[16], st_cpu[16];
+    int mt_rounds = only_single ? 1 : 9;
+    /* Rounds of BENCH_THREADS_EVENTS (40,000) events, about 0.1 s: in
+     * windows of a few milliseconds, starting the threads and the last
+     * thread finishing alone weigh as much as the scaling itself. That is
+     * past the flush threshold, so the upload thread must stay asleep as in
+     * the rounds above: one failed upload (the port is closed) does that,
+     * since track() then leaves the next attempt to the timer (a day
+     * away). The bare side keeps rounds of `per_round` rows (it is slow). */
+    size_t mt_events = (size_t)env_int("BENCH_THREADS_EVENTS", only_single ? (int)per_round : 40000);
+    if (mt_events < (size_t)threads || mt_events > 1000000) die("bad BENCH_THREADS_EVENTS");
+    if (!only_single) {
+        appnorth_error flush_err;
+        if (appnorth_events_flush(ev, 30000, &flush_err) == APPNORTH_OK) die("an upload to a closed port succeeded");
+    }
+    size_t per_thread = mt_events / (size_t)threads;
+    uint64_t spin_event = (uint64_t)(track_mean_us * per_us + 0.5);
+    if (spin_event < 1) spin_event = 1;
+    double mt_lib[16], mt_raw[16], st_lib[16], mt_cpu[16], st_cpu[16], mt_ctl[16];
     for (int r = 0; r < mt_rounds; r++) {
         empty_queues(ev, &bare);
-        mt_lib[r] = run_threads(threads, per_thread, ev, NULL, &mt_cpu[r]);
+        mt_lib[r] = run_threads(threads, per_thread, ev, NULL, 0, &mt_cpu[r]);
         empty_queues(ev, &bare);
         uint64_t cpu = thread_cpu_ns();
         run_result one = time_library(ev, per_thread * (size_t)threads);
         st_cpu[r] = (double)(thread_cpu_ns() - cpu) / 1000.0 / (double)one.n;
         st_lib[r] = (double)one.n / one.wall_s;
         free(one.lat_us);
-        mt_raw[r] = run_threads(threads, per_thread, NULL, &bare, NULL);
+        /* The control: the same split of work as pure computation, each
+         * unit as long as one track() call on average. */
+        double spin_many = run_threads(threads, per_thread, NULL, NULL, spin_event, NULL);
+        uint64_t t0 = now_ns();
+        for (size_t i = 0; i < per_thread * (size_t)threads; i++) spin(spin_event);
+        double spin_one = (double)(per_thread * (size_t)threads) / ((double)(now_ns() - t0) / 1e9);
+        mt_ctl[r] = spin_many / spin_one;
+        mt_raw[r] = run_threads(threads, per_round / (size_t)threads, NULL, &bare, 0, NULL);
         fprintf(stderr,
-                "track threads round %d: library %d threads %.0f/s (1 thread %.0f/s; CPU per event %.2f us, 1 thread "
-                "%.2f us), bare %d threads %.0f/s\n",
-                r + 1, threads, mt_lib[r], st_lib[r], mt_cpu[r], st_cpu[r], threads, mt_raw[r]);
+                "track threads round %d: library %d threads %.0f/s (1 thread %.0f/s: %.2fx; CPU per event %.2f us, "
+                "1 thread %.2f us), control %.2fx, bare %d threads %.0f/s\n",
+                r + 1, threads, mt_lib[r], st_lib[r], mt_lib[r] / st_lib[r], mt_cpu[r], st_cpu[r], mt_ctl[r],
+                threads, mt_raw[r]);
     }
 
     /* Offline with the default options: the client cannot reach its server,
@@ -432,10 +585,14 @@ int main(int argc, char **argv) {
     jw_num(&w, "ratio_p50", median(ratio, (size_t)rounds));
     jw_array(&w, "round_ratio_p50", ratio, (size_t)rounds);
     jw_num(&w, "ratio_throughput", median(tratio, (size_t)rounds));
+    write_side(&w, "raw_append", lim, rounds);
+    write_side(&w, "control", ctl, rounds);
     jw_close(&w);
     jw_open(&w, "threads");
     jw_int(&w, "threads", threads);
     jw_int(&w, "events_per_round", (long long)(per_thread * (size_t)threads));
+    jw_num(&w, "control_ratio", median(mt_ctl, (size_t)mt_rounds));
+    jw_array(&w, "round_control_ratio", mt_ctl, (size_t)mt_rounds);
     jw_num(&w, "library_events_per_s", median(mt_lib, (size_t)mt_rounds));
     jw_num(&w, "library_single_events_per_s", median(st_lib, (size_t)mt_rounds));
     jw_num(&w, "bare_events_per_s", median(mt_raw, (size_t)mt_rounds));

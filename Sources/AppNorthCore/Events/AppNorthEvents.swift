@@ -17,7 +17,8 @@ import Synchronization
 public final class AppNorthEvents: Sendable {
     public let options: AppNorthEventsOptions
     private let client: AppNorthClient
-    private let store: EventStore
+    /// Internal (not private) for tests that read the journal's counters.
+    let store: EventStore
     /// `store.journal`, for `track` to use without a retain: every thread's
     /// retain and release of the one journal object would write the same
     /// word. `store` holds it for as long as this object lives.
@@ -110,12 +111,15 @@ public final class AppNorthEvents: Sendable {
         trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
                               ordering: .releasing)
         // A stripe publishes every `step` records (or bytes): a small part
-        // of the nearest threshold, so that all stripes' unpublished
-        // records together stay within `margin` of it. With small limits
-        // the step is 1: every event counts at once, as without stripes.
+        // of the limits, so that all stripes' unpublished records together
+        // stay within `margin` of them. With small limits the step is 1:
+        // every event counts at once, as without stripes. A flush threshold
+        // below the margin (the default 20) makes every count exact while
+        // uploads succeed (`nearThresholds`); while they fail, only the
+        // limits matter to `track`.
         let stripes = EventJournal.stripeCount
-        let nearestCount = min(options.batchThreshold, options.maxQueuedEvents)
-        countStep = (max(1, min(32, nearestCount / (4 * stripes))), max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
+        countStep = (max(1, min(32, options.maxQueuedEvents / (4 * stripes))),
+                     max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
         countMargin = (countStep.count * stripes, countStep.bytes * stripes)
         refreshEventTail()
         // Events an earlier run left on disk go out as soon as the thread
@@ -229,9 +233,15 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// The figures past which `track` acts: the flush threshold (wake the
-    /// uploader) and the limits with their slack (drain and trim).
+    /// uploader) and the limits with their slack (drain and trim). After a
+    /// failed upload `track` does not wake the uploader (the timer brings
+    /// the next attempt), so only the limits count: an offline queue above
+    /// the threshold is then not counted exactly on every event, which
+    /// would make every tracking thread write the shared totals.
     private var nearThresholds: (count: Int, bytes: Int) {
-        (min(options.batchThreshold, options.maxQueuedEvents + countSlack + 1), options.maxQueuedBytes + byteSlack + 1)
+        let limit = options.maxQueuedEvents + countSlack + 1
+        let count = uploadsFailing.load(ordering: .relaxed) ? limit : min(options.batchThreshold, limit)
+        return (count, options.maxQueuedBytes + byteSlack + 1)
     }
 
     /// How far `track` lets the journal run past the limits before it

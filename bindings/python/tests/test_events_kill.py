@@ -126,7 +126,7 @@ def test_a_host_killed_between_journal_parts_sends_the_rest_once(tmp_path: Path,
     count = 5000
     data_dir = tmp_path / "events"
     # Slow uploads, so that the kill lands while parts remain.
-    admin.add_fault(delay_ms=50, path_prefix=f"/v1/apps/{APP}/events", count=1000000)
+    admin.add_fault(delay_ms=100, path_prefix=f"/v1/apps/{APP}/events", count=1000000)
     child = subprocess.Popen([sys.executable, "-c", CHILD_IN_PARTS, server_url, APP, str(data_dir), str(count)],
                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     assert child.stdout is not None

@@ -558,8 +558,9 @@ public final class AppNorthEvents: Sendable {
         trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
-        root.set("queued", .int(Int64(store.count)))
-        root.set("queued_bytes", .int(Int64(store.bytes)))
+        let queued = store.settledQueued
+        root.set("queued", .int(Int64(queued.count)))
+        root.set("queued_bytes", .int(Int64(queued.bytes)))
         let dropped = JSON.object()
         for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
             // Events purged at import count as consent drops too, and drops
@@ -595,7 +596,7 @@ public final class AppNorthEvents: Sendable {
     public var queuedCount: Int {
         refreshConsent()
         trimToLimits()
-        return store.count
+        return store.settledQueued.count
     }
 
     /// Events the server has accepted since this queue was opened.

@@ -105,6 +105,12 @@ final class EventStore: Sendable {
         let pending = journal.pending
         return (tableCount.load(ordering: .relaxed) + pending.records, tableBytes.load(ordering: .relaxed) + pending.bytes)
     }
+    /// `queued` read under the drain lock, so never between an import's
+    /// two counters (the table's, then the journal's), which the upload
+    /// cycle's part imports move many times per flush: for what the host
+    /// reads (stats, the queued count). `track` reads without the lock.
+    var settledQueued: (count: Int, bytes: Int) { draining.withLock { _ in queued } }
+
     private func addToTable(_ count: Int, _ bytes: Int) {
         tableCount.add(count, ordering: .relaxed)
         tableBytes.add(bytes, ordering: .relaxed)

@@ -283,8 +283,10 @@ public final class SQLiteStore: Sendable {
                     blob.withUnsafeBytes { b -> Int32 in
                         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
                         // Bound SQLITE_STATIC (nil): valid only until the reset above.
-                        guard sqlite3_bind_text(statement, 1, UnsafeRawPointer(t.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                                                    .assumingMemoryBound(to: CChar.self), Int32(t.count), nil) == SQLITE_OK,
+                        // 64-bit length: no text, however long, reaches an Int32 conversion.
+                        guard sqlite3_bind_text64(statement, 1, UnsafeRawPointer(t.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                                                      .assumingMemoryBound(to: CChar.self), sqlite3_uint64(t.count), nil,
+                                                  UInt8(SQLITE_UTF8)) == SQLITE_OK,
                               sqlite3_bind_blob64(statement, 2, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
                                                   sqlite3_uint64(b.count), nil) == SQLITE_OK,
                               sqlite3_bind_int64(statement, 3, integer) == SQLITE_OK else { return SQLITE_MISUSE }

@@ -1102,17 +1102,19 @@ APPNORTH_API int32_t appnorth_events_options_set_retry(appnorth_events_options *
                                                        int32_t breaker_threshold, appnorth_error *err);
 
 /**
- * TEST ONLY: do not call it in a shipped host. enabled: 1 (the default)
- * keeps the random jitter of the upload retry delays (each retry waits its
- * nominal 1 s, 2 s, 4 s +/- up to 20 %); 0 makes every retry wait exactly
- * its nominal delay. Any other value: APPNORTH_E_INVALID_ARGUMENT. It
- * exists so that a test or benchmark can show what jitter does for a
- * fleet of clients that fail together (docs/outages-and-fleets.md):
- * without it they retry in step and hit a recovering server at the same
- * moment. Not thread-safe, like every options setter.
+ * How much random jitter the upload retry delays get: each retry waits its
+ * nominal delay (1 s, 2 s, 4 s by default, see
+ * appnorth_events_options_set_retry()) plus or minus up to `percent` % of
+ * it. Default 20. 0 to 100; anything else: APPNORTH_E_INVALID_ARGUMENT.
+ * Jitter keeps a fleet of installs that failed together (a server outage)
+ * from retrying in step and hitting the recovering server at the same
+ * moment (docs/outages-and-fleets.md measures it on 500 installs). A fleet
+ * operator may widen it; 0 makes every retry wait exactly its nominal
+ * delay, which only tests and benchmarks want. Not thread-safe, like every
+ * options setter.
  */
-APPNORTH_API int32_t appnorth_events_options_set_jitter_for_testing(appnorth_events_options *options,
-                                                                    int32_t enabled, appnorth_error *err);
+APPNORTH_API int32_t appnorth_events_options_set_retry_jitter(appnorth_events_options *options,
+                                                              int32_t percent, appnorth_error *err);
 
 /** 1: store nothing until consent is granted. 0 (default): queue events
  *  until consent is revoked. Any other value: APPNORTH_E_INVALID_ARGUMENT. */
@@ -1419,17 +1421,19 @@ APPNORTH_API int32_t appnorth_config_options_set_reconnect_backoff_ms(appnorth_c
                                                                       appnorth_error *err);
 
 /**
- * TEST ONLY: do not call it in a shipped host. enabled: 1 (the default)
- * keeps the random jitter of the reconnect backoff (each wait is shortened
- * by a random share of up to half); 0 makes every wait exactly
- * base_ms * 2^(n-1), capped at max_ms, so that every config that lost its
- * stream at the same moment reconnects at the same moment. Any other
- * value: APPNORTH_E_INVALID_ARGUMENT. For tests and benchmarks of a fleet
- * recovering from an outage (docs/outages-and-fleets.md). Independent of
- * appnorth_config_options_set_reconnect_backoff_ms(), in either order.
+ * How much random jitter the live stream's reconnect backoff gets: each
+ * wait (base_ms * 2^(n-1), capped at max_ms) is shortened by a random share
+ * of up to `percent` % of it. Default 50. 0 to 100; anything else:
+ * APPNORTH_E_INVALID_ARGUMENT. Jitter spreads the reconnects of every
+ * config that lost its stream at the same moment (a server restart), so
+ * the server does not get them all at once (docs/outages-and-fleets.md);
+ * 0 makes every wait exactly its nominal delay, which only tests and
+ * benchmarks want. Independent of
+ * appnorth_config_options_set_reconnect_backoff_ms(), in either order. Not
+ * thread-safe, like every options setter.
  */
-APPNORTH_API int32_t appnorth_config_options_set_jitter_for_testing(appnorth_config_options *options,
-                                                                    int32_t enabled, appnorth_error *err);
+APPNORTH_API int32_t appnorth_config_options_set_reconnect_jitter(appnorth_config_options *options,
+                                                                  int32_t percent, appnorth_error *err);
 
 /** Route the config's log lines to `fn` for levels >= `min_level`
  *  (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR), as

@@ -92,6 +92,14 @@ func flag(_ value: Int32, _ name: String) throws(AppNorthError) -> Bool {
     return value == 1
 }
 
+/// A jitter share given in percent (0 to 100), as the core's fraction.
+func jitterFraction(_ percent: Int32) throws(AppNorthError) -> Double {
+    guard (0...100).contains(percent) else {
+        throw .invalidArgument("percent must be 0 to 100, not \(percent)")
+    }
+    return Double(percent) / 100
+}
+
 /// A required UTF-8 string argument.
 func requiredString(_ pointer: UnsafePointer<CChar>?, _ name: String,
                     maxBytes: Int? = nil) throws(AppNorthError) -> String {

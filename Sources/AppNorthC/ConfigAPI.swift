@@ -108,11 +108,11 @@ public func appnorth_config_options_set_reconnect_backoff_ms(_ options: OpaquePo
 }
 
 @c @implementation
-public func appnorth_config_options_set_jitter_for_testing(_ options: OpaquePointer?, _ enabled: Int32,
-                                                           _ err: ErrorOut?) -> Int32 {
+public func appnorth_config_options_set_reconnect_jitter(_ options: OpaquePointer?, _ percent: Int32,
+                                                         _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
-        opts.options.reconnectBackoff.jitter = try flag(enabled, "enabled") ? Backoff.default.jitter : 0
+        opts.options.reconnectBackoff.jitter = try jitterFraction(percent)
     }
 }
 

@@ -121,10 +121,10 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 }
 
 @c @implementation
-public func appnorth_events_options_set_jitter_for_testing(_ options: OpaquePointer?, _ enabled: Int32,
-                                                           _ err: ErrorOut?) -> Int32 {
+public func appnorth_events_options_set_retry_jitter(_ options: OpaquePointer?, _ percent: Int32,
+                                                     _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in
-        box.options.retry.jitterFraction = try flag(enabled, "enabled") ? RetrySchedule().jitterFraction : 0
+        box.options.retry.jitterFraction = try jitterFraction(percent)
     }
 }
 

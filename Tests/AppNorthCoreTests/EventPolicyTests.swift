@@ -78,8 +78,9 @@ final class EventPolicyTests: XCTestCase {
         XCTAssertEqual(AppNorthEventsOptions().retryAfterCapMilliseconds, RetryAfter.defaultCapMilliseconds)
     }
 
-    /// The test-only switch (appnorth_*_options_set_jitter_for_testing) sets
-    /// these fractions to 0: every client then waits exactly the same.
+    /// The jitter options at 0 % (appnorth_events_options_set_retry_jitter,
+    /// appnorth_config_options_set_reconnect_jitter) set these fractions to
+    /// 0: every client then waits exactly the same.
     func testWithoutJitterEveryDelayIsTheNominalOne() {
         let retry = RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: 0)
         for unit in [0, 0.3, 0.999_999] {

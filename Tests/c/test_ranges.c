@@ -154,7 +154,7 @@ static int32_t breaker(int64_t v, appnorth_error *err) {
     return appnorth_events_options_set_retry(events_options, 1000, 3, 120000, (int32_t)v, err);
 }
 static int32_t events_jitter(int64_t v, appnorth_error *err) {
-    return appnorth_events_options_set_jitter_for_testing(events_options, (int32_t)v, err);
+    return appnorth_events_options_set_retry_jitter(events_options, (int32_t)v, err);
 }
 static int32_t require_consent(int64_t v, appnorth_error *err) {
     return appnorth_events_options_set_require_consent(events_options, (int32_t)v, err);
@@ -189,7 +189,7 @@ static int32_t backoff_max(int64_t v, appnorth_error *err) {
     return appnorth_config_options_set_reconnect_backoff_ms(config_options, 0, (int32_t)v, err);
 }
 static int32_t config_jitter(int64_t v, appnorth_error *err) {
-    return appnorth_config_options_set_jitter_for_testing(config_options, (int32_t)v, err);
+    return appnorth_config_options_set_reconnect_jitter(config_options, (int32_t)v, err);
 }
 static int32_t config_log_level(int64_t v, appnorth_error *err) {
     return appnorth_config_options_set_logger(config_options, quiet_log, (int32_t)v, NULL, err);
@@ -257,7 +257,7 @@ static const range_row rows[] = {
     {"appnorth_events_options_set_retry", "retry_after_cap_ms", T_INT32, retry_after_cap, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_options_set_retry", "breaker_threshold", T_INT32, breaker, 1, 100, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_options_set_require_consent", "require", T_INT32, require_consent, 0, 1, OK, 0, INV, INV, 0, 0},
-    {"appnorth_events_options_set_jitter_for_testing", "enabled", T_INT32, events_jitter, 0, 1, OK, 0, INV, INV, 0, 0},
+    {"appnorth_events_options_set_retry_jitter", "percent", T_INT32, events_jitter, 0, 100, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_flush_sent", "timeout_ms", T_INT32, events_flush_sent, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
@@ -267,7 +267,7 @@ static const range_row rows[] = {
     {"appnorth_config_options_set_poll_interval_ms", "poll_interval_ms", T_INT32, poll_interval, 10, 86400000, OK, 0, INV, INV, 0, 1},
     /* With max_ms 0 (60000): base 0 (1000) or 1 to 60000. */
     {"appnorth_config_options_set_reconnect_backoff_ms", "base_ms", T_INT32, backoff_base, 0, 60000, OK, 0, INV, INV, 0, 0},
-    {"appnorth_config_options_set_jitter_for_testing", "enabled", T_INT32, config_jitter, 0, 1, OK, 0, INV, INV, 0, 0},
+    {"appnorth_config_options_set_reconnect_jitter", "percent", T_INT32, config_jitter, 0, 100, OK, 0, INV, INV, 0, 0},
     /* With base_ms 0 (1000): max 1000 to 3600000, or 0 (60000). */
     {"appnorth_config_options_set_reconnect_backoff_ms", "max_ms", T_INT32, backoff_max, 1000, 3600000, OK, 0, INV, INV, 0, 1},
     {"appnorth_config_options_set_logger", "min_level", T_INT32, config_log_level, 0, 3, OK, 0, INV, INV, 0, 0},

@@ -20,7 +20,7 @@ is back, then reads the server's request log and stored events and reports:
   at a time).
 
 Runs once with the shipped jitter and once with it turned off through the
-test-only switches (--jitter both), and reports the factor by which jitter
+jitter options at 0 % (--jitter both), and reports the factor by which jitter
 flattens the peak. --check turns the findings into a pass/fail (make test);
 docs/outages-and-fleets.md explains the figures.
 

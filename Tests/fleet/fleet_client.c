@@ -12,8 +12,8 @@
  *   "quit"    -> "done {...}"   handles freed; counts as JSON
  *
  * Intervals are the seed's shapes, scaled down by the driver (a retry base
- * of 100 ms instead of 1 s, ...). JITTER 0 turns the jitter off through the
- * test-only switches, to show what it does.
+ * of 100 ms instead of 1 s, ...). JITTER 0 sets both jitter options to 0 %
+ * (1 keeps the defaults, 20 % and 50 %), to show what jitter does.
  *
  * The installs open at random moments spread over OPEN_SPREAD_MS (the
  * driver passes one flush interval): a real fleet's apps started at
@@ -99,7 +99,7 @@ static int open_install(install *in, int index, char **argv) {
     TRY("events options", index, appnorth_events_options_set_data_dir(eo, dir, ERR));
     TRY("events options", index, appnorth_events_options_set_flush_policy(eo, (int32_t)arg(argv, 9), 1000, ERR));
     TRY("events options", index, appnorth_events_options_set_retry(eo, (int32_t)arg(argv, 8), 3, 120000, 5, ERR));
-    TRY("events options", index, appnorth_events_options_set_jitter_for_testing(eo, jitter, ERR));
+    TRY("events options", index, appnorth_events_options_set_retry_jitter(eo, jitter ? 20 : 0, ERR));
     TRY("events", index, appnorth_events_new(eo, &in->events, ERR));
     appnorth_events_options_free(eo);
 
@@ -109,7 +109,7 @@ static int open_install(install *in, int index, char **argv) {
     TRY("config options", index, appnorth_config_options_set_poll_interval_ms(fo, (int32_t)arg(argv, 12), ERR));
     TRY("config options", index,
         appnorth_config_options_set_reconnect_backoff_ms(fo, (int32_t)arg(argv, 10), (int32_t)arg(argv, 11), ERR));
-    TRY("config options", index, appnorth_config_options_set_jitter_for_testing(fo, jitter, ERR));
+    TRY("config options", index, appnorth_config_options_set_reconnect_jitter(fo, jitter ? 50 : 0, ERR));
     TRY("config", index, appnorth_config_new(fo, &in->config, ERR));
     appnorth_config_options_free(fo);
     int64_t token_id = 0;

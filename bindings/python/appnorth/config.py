@@ -220,6 +220,9 @@ class Config(Handle):
             and after a failed background fetch: the n-th consecutive
             failure waits up to ``base * 2**(n-1)``, capped at ``max``, less
             random jitter (default (1000, 60000); 0 picks a default).
+        reconnect_jitter_percent: the largest share of each reconnect wait
+            that jitter removes (default 50; 0 to 100). Spreads the
+            reconnects of a fleet that lost its streams together.
         logger: None (the default) logs through the client's logger;
             ``True`` to the ``"appnorth"`` logger; a :class:`logging.Logger`
             to that one; ``False`` turns the config's logging off.
@@ -244,6 +247,7 @@ class Config(Handle):
         clock: Optional[ManualClock] = None,
         poll_interval_ms: Optional[int] = None,
         reconnect_backoff_ms: Optional[Tuple[int, int]] = None,
+        reconnect_jitter_percent: Optional[int] = None,
         logger: LoggerArg = None,
     ) -> None:
         self._init_state()
@@ -255,6 +259,7 @@ class Config(Handle):
         c_bundled = _lib.to_c_path(bundled_path, "bundled_path")
         ttl = _int32_or_none(ttl_seconds, "ttl_seconds")
         poll = _int32_or_none(poll_interval_ms, "poll_interval_ms")
+        jitter = _int32_or_none(reconnect_jitter_percent, "reconnect_jitter_percent")
         backoff: Optional[Tuple[int, int]] = None
         if reconnect_backoff_ms is not None:
             if not isinstance(reconnect_backoff_ms, (tuple, list)) or len(reconnect_backoff_ms) != 2:
@@ -293,6 +298,8 @@ class Config(Handle):
                 C.appnorth_config_options_set_poll_interval_ms(options, poll, err)
             if backoff is not None:
                 C.appnorth_config_options_set_reconnect_backoff_ms(options, backoff[0], backoff[1], err)
+            if jitter is not None:
+                C.appnorth_config_options_set_reconnect_jitter(options, jitter, err)
             if logger is False:
                 C.appnorth_config_options_set_logger(options, _lib.NULL_LOG_FN, _lib.LOG_ERROR, None, err)
             elif py_logger is not None:

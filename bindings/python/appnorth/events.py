@@ -98,6 +98,9 @@ class Events(Handle):
             10000 events, 5 MB, 64 KB per event).
         retry_base_delay_ms, retries, retry_after_cap_ms, breaker_threshold:
             the retry policy (defaults 1000, 3, 120000, 5).
+        retry_jitter_percent: each retry waits its nominal delay +/- up to
+            this share of it (default 20; 0 to 100). Keeps a fleet that
+            failed together from retrying in step.
         require_consent: store nothing until consent is granted.
         secure_store: a ``MutableMapping[str, str]`` for identity values
             (keys "anonymous_id", "user_id", "push_token"), instead of the
@@ -126,6 +129,7 @@ class Events(Handle):
         retries: Optional[int] = None,
         retry_after_cap_ms: Optional[int] = None,
         breaker_threshold: Optional[int] = None,
+        retry_jitter_percent: Optional[int] = None,
         require_consent: bool = False,
         secure_store: Optional[MutableMapping[str, str]] = None,
         close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
@@ -161,6 +165,9 @@ class Events(Handle):
                     _pick(retries, DEFAULT_RETRIES, "retries"),
                     _pick(retry_after_cap_ms, DEFAULT_RETRY_AFTER_CAP_MS, "retry_after_cap_ms"),
                     _pick(breaker_threshold, DEFAULT_BREAKER_THRESHOLD, "breaker_threshold"), err)
+            if retry_jitter_percent is not None:
+                C.appnorth_events_options_set_retry_jitter(
+                    options, _lib.to_int32(retry_jitter_percent, "retry_jitter_percent"), err)
             if require_consent:
                 C.appnorth_events_options_set_require_consent(options, 1, err)
             if secure_store is not None:

@@ -145,8 +145,15 @@ test-wheel: wheel
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-wheel.sh
 
 # Runs every C test program through the real .so; one summary line.
-test-c: $(C_TESTS)
-	@DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+# TEST='name,prefix*' runs only those tests (the RUN() lines of each main()),
+# or whole programs named so: make test-c TEST=test_live_updates
+test-c: $(C_TESTS) $(BUILD)/tests/harness_selftest
+	@[ -n '$(TEST)' ] || Tests/harness/check.sh $(BUILD)/tests/harness_selftest
+	@APPNORTH_TEST='$(TEST)' DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+
+$(BUILD)/tests/harness_selftest: Tests/harness/harness_selftest.c Tests/c/check.h Tests/c/support.h $(DIST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS)
 
 # 100 installs (2 processes) recovering from an outage of the dev server,
 # once with the shipped jitter and once without: every queued event stored

@@ -3,9 +3,53 @@
 #define APPNORTH_TEST_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_passed, check_failed;
+
+/* The named test running now (RUN below): failures and the watchdog name it. */
+static const char *test_current = "";
+
+/* Is the test `name` picked by $APPNORTH_TEST? Unset or empty: every test.
+ * Otherwise a comma-separated list of names, each matching exactly or, when
+ * it ends in '*', as a prefix (make test-c TEST='test_x,test_y*'). */
+static inline int test_selected(const char *name) {
+    const char *want = getenv("APPNORTH_TEST");
+    if (!want || !*want) return 1;
+    size_t len = strlen(name);
+    for (const char *p = want; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > 0 && p[n - 1] == '*' ? strncmp(p, name, n - 1) == 0 : (n == len && strncmp(p, name, n) == 0))
+            return 1;
+        p += n + (end != NULL);
+    }
+    return 0;
+}
+
+/* Starts the named test if $APPNORTH_TEST picks it; with $APPNORTH_TEST
+ * set, announces it on stderr ("run: NAME", which scripts/run-c-tests.sh
+ * counts). */
+static inline int test_begin(const char *name) {
+    if (!test_selected(name)) return 0;
+    const char *picked = getenv("APPNORTH_TEST");
+    if (picked && *picked) fprintf(stderr, "run: %s\n", name);
+    test_current = name;
+    return 1;
+}
+
+/* Runs one named test function of a C test program: the registry is the
+ * list of RUN() lines in its main(), so that one test runs alone
+ * (make test-c TEST=name). RUN_WITH passes arguments. */
+#define RUN(fn)                                                                 \
+    do {                                                                        \
+        if (test_begin(#fn)) { fn(); test_current = ""; }                       \
+    } while (0)
+#define RUN_WITH(fn, ...)                                                       \
+    do {                                                                        \
+        if (test_begin(#fn)) { fn(__VA_ARGS__); test_current = ""; }            \
+    } while (0)
 
 #define CHECK(cond, ...)                                                        \
     do {                                                                        \
@@ -13,7 +57,8 @@ static int check_passed, check_failed;
             check_passed++;                                                     \
         } else {                                                                \
             check_failed++;                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+            fprintf(stderr, "FAIL %s:%d: %s%s%s: ", __FILE__, __LINE__,          \
+                    test_current, *test_current ? ": " : "", #cond);            \
             fprintf(stderr, __VA_ARGS__);                                       \
             fputc('\n', stderr);                                                \
         }                                                                       \

@@ -53,10 +53,15 @@ static inline void remove_tree(char *path) {
 
 static const char *test_name = "test";
 
+/* Names the program and the RUN() test that hung (write(2) only: it runs
+ * in a signal handler). */
 static inline void test_watchdog(int sig) {
     (void)sig;
-    static const char msg[] = ": watchdog fired (a call hung?)\n";
-    if (write(2, test_name, strlen(test_name)) < 0 || write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    static const char in[] = ": watchdog fired in ", hung[] = " (a call hung?)\n";
+    const char *current = *test_current ? test_current : "main";
+    if (write(2, test_name, strlen(test_name)) < 0 || write(2, in, sizeof in - 1) < 0 ||
+        write(2, current, strlen(current)) < 0 || write(2, hung, sizeof hung - 1) < 0)
+        _exit(3);
     _exit(3);
 }
 

@@ -260,8 +260,8 @@ static void test_cancelled_events_flush_keeps_the_events(void) {
 int main(void) {
     server = test_start("test_cancel", 120);
     if (!server) return 2;
-    test_cancel_ends_a_held_request();
-    test_cancelled_flush_loses_nothing();
-    test_cancelled_events_flush_keeps_the_events();
+    RUN(test_cancel_ends_a_held_request);
+    RUN(test_cancelled_flush_loses_nothing);
+    RUN(test_cancelled_events_flush_keeps_the_events);
     return check_summary();
 }

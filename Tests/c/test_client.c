@@ -293,15 +293,15 @@ int main(void) {
     server = test_start("test_client", 120);
     if (!server) return 2;
     curl_global_init(CURL_GLOBAL_ALL);
-    test_version_and_status_names();
-    test_null_and_free_are_harmless();
-    test_options_validation();
-    test_lists_boards_and_ideas();
-    test_bad_queries_are_refused_before_sending();
-    test_authentication_and_scope();
-    test_log_level_changes_on_a_live_client();
-    test_faults_and_outages();
-    test_one_client_many_threads();
+    RUN(test_version_and_status_names);
+    RUN(test_null_and_free_are_harmless);
+    RUN(test_options_validation);
+    RUN(test_lists_boards_and_ideas);
+    RUN(test_bad_queries_are_refused_before_sending);
+    RUN(test_authentication_and_scope);
+    RUN(test_log_level_changes_on_a_live_client);
+    RUN(test_faults_and_outages);
+    RUN(test_one_client_many_threads);
     curl_global_cleanup();
     return check_summary();
 }

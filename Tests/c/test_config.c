@@ -845,21 +845,21 @@ int main(int argc, char **argv) {
     (void)admin_board, (void)admin_idea; /* shared helpers this test does not need */
     curl_global_init(CURL_GLOBAL_ALL);
     if (argc == 2 && strcmp(argv[1], "--exit-with-live-config") == 0) return exit_with_live_config();
-    test_null_and_bad_arguments();
-    test_bundled_file_errors_are_reported_and_fall_back();
-    test_one_config_per_data_dir_and_app();
-    test_tiers_getters_and_exact_numbers();
-    test_defaults_without_anything();
-    test_refresh_delivers_on_the_calling_thread();
-    test_ttl_stale_while_revalidate();
-    test_live_updates();
-    test_nul_bytes_both_ways();
-    test_stream_line_limit_is_reported();
-    test_remove_from_inside_the_callback();
-    test_remove_waits_for_a_callback_in_flight();
-    test_free_from_inside_a_callback();
-    test_publish_to_callback_latency();
-    test_exit_without_free(argv[0]);
+    RUN(test_null_and_bad_arguments);
+    RUN(test_bundled_file_errors_are_reported_and_fall_back);
+    RUN(test_one_config_per_data_dir_and_app);
+    RUN(test_tiers_getters_and_exact_numbers);
+    RUN(test_defaults_without_anything);
+    RUN(test_refresh_delivers_on_the_calling_thread);
+    RUN(test_ttl_stale_while_revalidate);
+    RUN(test_live_updates);
+    RUN(test_nul_bytes_both_ways);
+    RUN(test_stream_line_limit_is_reported);
+    RUN(test_remove_from_inside_the_callback);
+    RUN(test_remove_waits_for_a_callback_in_flight);
+    RUN(test_free_from_inside_a_callback);
+    RUN(test_publish_to_callback_latency);
+    RUN_WITH(test_exit_without_free, argv[0]);
     curl_global_cleanup();
     return check_summary();
 }

@@ -670,15 +670,15 @@ int main(void) {
     if (!server) return 2;
     (void)admin_board; /* admin.h helpers this file does not need */
     (void)admin_idea;
-    test_host_value_crashers();
-    test_huge_retry_after_is_capped();
-    test_config_on_an_extreme_clock();
-    test_damaged_config_rows_are_dropped();
-    test_damaged_cache_entries_are_dropped();
-    test_damaged_queue_entries_are_dropped();
-    test_damaged_event_rows_are_dropped();
-    test_damaged_event_journals_are_skipped();
-    test_damaged_identity_file_starts_afresh();
-    test_damaged_consent_row_is_dropped();
+    RUN(test_host_value_crashers);
+    RUN(test_huge_retry_after_is_capped);
+    RUN(test_config_on_an_extreme_clock);
+    RUN(test_damaged_config_rows_are_dropped);
+    RUN(test_damaged_cache_entries_are_dropped);
+    RUN(test_damaged_queue_entries_are_dropped);
+    RUN(test_damaged_event_rows_are_dropped);
+    RUN(test_damaged_event_journals_are_skipped);
+    RUN(test_damaged_identity_file_starts_afresh);
+    RUN(test_damaged_consent_row_is_dropped);
     return check_summary();
 }

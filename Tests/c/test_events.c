@@ -2093,51 +2093,51 @@ int main(void) {
     (void)admin_board; /* admin.h helpers this suite does not need */
     (void)admin_idea;
 
-    test_bad_input_is_refused_and_nothing_is_stored();
+    RUN(test_bad_input_is_refused_and_nothing_is_stored);
     /* Event Queue */
-    test_track_is_on_disk_before_it_returns();
-    test_events_survive_a_restart();
-    test_flush_sent_counts_delivered_events();
-    test_event_fields_and_verbatim_properties();
-    test_properties_with_huge_numbers_are_sent_verbatim();
-    test_nul_escape_accepted_and_oversize_properties_refused_at_the_door();
-    test_defaults_are_the_seeds_numbers();
-    test_threshold_flush();
-    test_timer_flush();
-    test_batch_size_follows_the_network_type();
-    test_oldest_dropped_past_the_count_limit();
-    test_oldest_dropped_past_the_byte_limit();
-    test_default_limits_are_10000_events_and_5_mb();
-    test_oversize_event_is_refused_and_the_queue_still_works();
+    RUN(test_track_is_on_disk_before_it_returns);
+    RUN(test_events_survive_a_restart);
+    RUN(test_flush_sent_counts_delivered_events);
+    RUN(test_event_fields_and_verbatim_properties);
+    RUN(test_properties_with_huge_numbers_are_sent_verbatim);
+    RUN(test_nul_escape_accepted_and_oversize_properties_refused_at_the_door);
+    RUN(test_defaults_are_the_seeds_numbers);
+    RUN(test_threshold_flush);
+    RUN(test_timer_flush);
+    RUN(test_batch_size_follows_the_network_type);
+    RUN(test_oldest_dropped_past_the_count_limit);
+    RUN(test_oldest_dropped_past_the_byte_limit);
+    RUN(test_default_limits_are_10000_events_and_5_mb);
+    RUN(test_oversize_event_is_refused_and_the_queue_still_works);
     /* Retry Policy and Error Handling */
-    test_server_errors_retried_three_times_then_kept();
-    test_network_errors_keep_the_events();
-    test_client_errors_discard_the_batch();
-    test_408_and_429_are_kept_and_retried();
-    test_429_honours_retry_after();
-    test_413_splits_the_batch_and_drops_a_single_oversize_event();
+    RUN(test_server_errors_retried_three_times_then_kept);
+    RUN(test_network_errors_keep_the_events);
+    RUN(test_client_errors_discard_the_batch);
+    RUN(test_408_and_429_are_kept_and_retried);
+    RUN(test_429_honours_retry_after);
+    RUN(test_413_splits_the_batch_and_drops_a_single_oversize_event);
     /* Circuit Breaker */
-    test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session();
-    test_foreground_resumes_uploads();
-    test_one_success_resets_the_failure_count();
-    test_dropped_4xx_batches_count_toward_the_breaker();
+    RUN(test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session);
+    RUN(test_foreground_resumes_uploads);
+    RUN(test_one_success_resets_the_failure_count);
+    RUN(test_dropped_4xx_batches_count_toward_the_breaker);
     /* One bad event */
-    test_one_rejected_event_leaves_its_batch_mates_delivered();
+    RUN(test_one_rejected_event_leaves_its_batch_mates_delivered);
     /* Consent */
-    test_consent_revoke_drops_purges_and_is_remembered();
-    test_require_consent_stores_nothing_before_a_choice();
-    test_revoking_during_a_slow_upload_sends_nothing_afterwards();
-    test_a_track_racing_a_revocation_is_never_stored_nor_sent();
+    RUN(test_consent_revoke_drops_purges_and_is_remembered);
+    RUN(test_require_consent_stores_nothing_before_a_choice);
+    RUN(test_revoking_during_a_slow_upload_sends_nothing_afterwards);
+    RUN(test_a_track_racing_a_revocation_is_never_stored_nor_sent);
     /* Secure Storage */
-    test_identity_persists_privately_and_never_in_logs();
-    test_host_secure_store_is_used_instead_of_the_file();
+    RUN(test_identity_persists_privately_and_never_in_logs);
+    RUN(test_host_secure_store_is_used_instead_of_the_file);
     /* Crashes and shutdown */
-    test_a_resend_after_a_crash_is_deduplicated();
-    test_close_flushes_within_its_bound();
-    test_close_is_bounded_while_the_server_hangs();
-    test_free_aborts_an_upload_in_progress();
+    RUN(test_a_resend_after_a_crash_is_deduplicated);
+    RUN(test_close_flushes_within_its_bound);
+    RUN(test_close_is_bounded_while_the_server_hangs);
+    RUN(test_free_aborts_an_upload_in_progress);
     /* Threads */
-    test_eight_threads_track_while_flushes_and_consent_changes_run();
+    RUN(test_eight_threads_track_while_flushes_and_consent_changes_run);
 
     curl_global_cleanup();
     return check_summary();

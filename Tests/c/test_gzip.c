@@ -221,10 +221,10 @@ int main(void) {
     server = test_start("test_gzip", 180);
     if (!server) return 2;
     curl_global_init(CURL_GLOBAL_ALL);
-    test_batches_arrive_gzip_and_are_stored_once(server);
-    test_small_writes_stay_identity_large_ones_are_compressed();
-    test_415_falls_back_to_identity_and_is_remembered();
-    test_compression_can_be_turned_off();
+    RUN_WITH(test_batches_arrive_gzip_and_are_stored_once, server);
+    RUN(test_small_writes_stay_identity_large_ones_are_compressed);
+    RUN(test_415_falls_back_to_identity_and_is_remembered);
+    RUN(test_compression_can_be_turned_off);
     const char *tls = getenv("APPNORTH_TEST_TLS_SERVER");
     if (tls) test_batches_arrive_gzip_and_are_stored_once(tls);
     reset(server);

@@ -185,8 +185,8 @@ int main(void) {
     signal(SIGALRM, test_watchdog);
     const char *override = getenv("APPNORTH_TEST_TIMEOUT");
     alarm(override ? (unsigned)atoi(override) : 120);
-    test_free_with_no_call_in_flight();
-    test_free_waits_for_a_call_in_flight();
-    test_free_from_inside_its_own_call();
+    RUN(test_free_with_no_call_in_flight);
+    RUN(test_free_waits_for_a_call_in_flight);
+    RUN(test_free_from_inside_its_own_call);
     return check_summary();
 }

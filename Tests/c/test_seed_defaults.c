@@ -223,10 +223,10 @@ int main(void) {
     curl_global_init(CURL_GLOBAL_ALL);
     (void)admin_idea; /* admin.h helpers this suite does not need */
 
-    test_config_cache_is_fresh_for_3600_seconds();
-    test_read_cache_entries_live_300_seconds();
-    test_offline_queue_holds_50_writes();
-    test_events_flush_at_20_events();
+    RUN(test_config_cache_is_fresh_for_3600_seconds);
+    RUN(test_read_cache_entries_live_300_seconds);
+    RUN(test_offline_queue_holds_50_writes);
+    RUN(test_events_flush_at_20_events);
 
     curl_global_cleanup();
     return check_summary();

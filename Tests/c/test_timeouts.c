@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
     (void)make_temp_dir;
     (void)remove_tree;
 
-    test_api_requests_time_out_after_30_seconds();
-    test_resource_downloads_time_out_after_60_seconds();
+    RUN(test_api_requests_time_out_after_30_seconds);
+    RUN(test_resource_downloads_time_out_after_60_seconds);
 
     curl_global_cleanup();
     return check_summary();

@@ -408,11 +408,11 @@ int main(void) {
         return 1;
     }
     curl_global_init(CURL_GLOBAL_ALL);
-    test_bad_trust_options();
-    test_https_end_to_end();
-    test_http2_end_to_end();
-    test_bad_certificates_and_pins_are_refused();
-    test_requests_and_stream_go_through_the_proxy();
+    RUN(test_bad_trust_options);
+    RUN(test_https_end_to_end);
+    RUN(test_http2_end_to_end);
+    RUN(test_bad_certificates_and_pins_are_refused);
+    RUN(test_requests_and_stream_go_through_the_proxy);
     curl_global_cleanup();
     return check_summary();
 }

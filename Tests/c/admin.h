@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +24,11 @@ static inline size_t admin_write(char *ptr, size_t size, size_t n, void *user) {
     return add;
 }
 
-/* Sends method+path (+ JSON body) to the server; returns the HTTP status and
- * the parsed JSON body (NULL if none). The caller decrefs *out. */
-static inline long admin_request(const char *base, const char *method, const char *path,
-                          const char *body, json_t **out) {
+/* Sends method+path (+ JSON body) to the server; returns the HTTP status (0
+ * if no answer) and, in *out (optional), the body's text or NULL. The caller
+ * frees *out. Shared with the benchmarks (bench/c/bench.h). */
+static inline long admin_request_text(const char *base, const char *method, const char *path,
+                                      const char *body, char **out) {
     char url[1024];
     snprintf(url, sizeof url, "%s%s", base, path);
     CURL *h = curl_easy_init();
@@ -37,16 +39,28 @@ static inline long admin_request(const char *base, const char *method, const cha
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, admin_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     /* The HTTPS test server's certificate comes from the test CA. */
     if (getenv("APPNORTH_TEST_TLS_CA")) curl_easy_setopt(h, CURLOPT_CAINFO, getenv("APPNORTH_TEST_TLS_CA"));
     if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     long status = 0;
     if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (out) *out = buf.data ? json_loads(buf.data, 0, NULL) : NULL;
-    free(buf.data);
+    if (out) *out = buf.data;
+    else free(buf.data);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
+    return status;
+}
+
+/* admin_request_text with the body parsed: *out (optional) is the JSON
+ * reply or NULL. The caller decrefs *out. */
+static inline long admin_request(const char *base, const char *method, const char *path,
+                          const char *body, json_t **out) {
+    char *text = NULL;
+    long status = admin_request_text(base, method, path, body, out ? &text : NULL);
+    if (out) *out = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
     return status;
 }
 

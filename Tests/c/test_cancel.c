@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -23,12 +24,6 @@
 #define HOLD_MS 20000
 
 static const char *server;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "support.h"
 
 #define APP "tconsent"
@@ -33,12 +34,6 @@
 #define DEADLINE_MS 60000
 
 static const char *server;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static appnorth_events *open_events(appnorth_client *c, const char *dir, int32_t interval_ms, int32_t threshold) {
     appnorth_error err;

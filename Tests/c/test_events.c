@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "journal.h"
 #include "support.h"
@@ -48,12 +49,6 @@ static int skip_slow;
 
 /* ---- time ------------------------------------------------------------------ */
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -67,11 +62,6 @@ static void sleep_ms(int ms) {
 }
 
 /* ---- the server ------------------------------------------------------------ */
-
-static void reset_server(void) {
-    long status = admin_request(server, "POST", "/admin/reset", "{}", NULL);
-    CHECK(status == 200, "admin reset: HTTP %ld", status);
-}
 
 static void add_fault(const char *spec) {
     long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
@@ -411,7 +401,7 @@ static char *padded_props(char c, size_t n) {
 /* ---- Event Queue: persistence -------------------------------------------- */
 
 static void test_track_is_on_disk_before_it_returns(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -432,7 +422,7 @@ static void test_track_is_on_disk_before_it_returns(void) {
 }
 
 static void test_events_survive_a_restart(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -471,7 +461,7 @@ static void test_events_survive_a_restart(void) {
 }
 
 static void test_event_fields_and_verbatim_properties(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -537,7 +527,7 @@ static void test_event_fields_and_verbatim_properties(void) {
  * number, an id from another system). The header promises the text is
  * stored and sent exactly as given; only invalid JSON may be refused. */
 static void test_properties_with_huge_numbers_are_sent_verbatim(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -562,7 +552,7 @@ static void test_properties_with_huge_numbers_are_sent_verbatim(void) {
 /* \u0000 is valid JSON: accepted and sent as written. Properties over
  * max_event_bytes are refused before they are parsed, whatever their size. */
 static void test_nul_escape_accepted_and_oversize_properties_refused_at_the_door(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -592,7 +582,7 @@ static void test_nul_escape_accepted_and_oversize_properties_refused_at_the_door
 }
 
 static void test_defaults_are_the_seeds_numbers(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_error err;
@@ -638,7 +628,7 @@ static void test_defaults_are_the_seeds_numbers(void) {
 /* appnorth_events_flush_sent reports what the server accepted, also when
  * the flush fails, and checks its arguments. */
 static void test_flush_sent_counts_delivered_events(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -670,7 +660,7 @@ static void test_flush_sent_counts_delivered_events(void) {
 /* ---- Event Queue: flush triggers --------------------------------------------- */
 
 static void test_threshold_flush(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -691,7 +681,7 @@ static void test_threshold_flush(void) {
 }
 
 static void test_timer_flush(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -725,7 +715,7 @@ static void test_batch_size_follows_the_network_type(void) {
         {-1, "unknown", 8, 20},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        reset_server();
+        admin_reset(server);
         char *dir = make_temp_dir("events");
         appnorth_client *c = app_client();
         appnorth_events *e = open_quiet(c, dir);
@@ -759,7 +749,7 @@ static void test_batch_size_follows_the_network_type(void) {
 /* ---- Event Queue: storage limits ------------------------------------------------ */
 
 static void test_oldest_dropped_past_the_count_limit(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -790,7 +780,7 @@ static void test_oldest_dropped_past_the_count_limit(void) {
 }
 
 static void test_oldest_dropped_past_the_byte_limit(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -824,7 +814,7 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
         printf("skipped test_default_limits_are_10000_events_and_5_mb (APPNORTH_TEST_SKIP_SLOW)\n");
         return;
     }
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -861,7 +851,7 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
 }
 
 static void test_oversize_event_is_refused_and_the_queue_still_works(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -905,7 +895,7 @@ static void test_oversize_event_is_refused_and_the_queue_still_works(void) {
 /* ---- Retry Policy and Error Handling -------------------------------------------- */
 
 static void test_server_errors_retried_three_times_then_kept(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -953,7 +943,7 @@ static void test_server_errors_retried_three_times_then_kept(void) {
 }
 
 static void test_network_errors_keep_the_events(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -977,7 +967,7 @@ static void test_network_errors_keep_the_events(void) {
 }
 
 static void test_client_errors_discard_the_batch(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1010,7 +1000,7 @@ static void test_client_errors_discard_the_batch(void) {
 }
 
 static void test_408_and_429_are_kept_and_retried(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1047,7 +1037,7 @@ static long first_retry_gap(void) {
 }
 
 static void test_429_honours_retry_after(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1103,7 +1093,7 @@ static void test_429_honours_retry_after(void) {
 }
 
 static void test_413_splits_the_batch_and_drops_a_single_oversize_event(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1150,7 +1140,7 @@ static void test_413_splits_the_batch_and_drops_a_single_oversize_event(void) {
 /* ---- Circuit Breaker ------------------------------------------------------------ */
 
 static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1192,7 +1182,7 @@ static void test_circuit_breaker_trips_at_the_5th_failure_until_a_new_session(vo
 }
 
 static void test_foreground_resumes_uploads(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -1216,7 +1206,7 @@ static void test_foreground_resumes_uploads(void) {
 }
 
 static void test_one_success_resets_the_failure_count(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir); /* the default 3 retries */
@@ -1241,7 +1231,7 @@ static void test_one_success_resets_the_failure_count(void) {
 }
 
 static void test_dropped_4xx_batches_count_toward_the_breaker(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir); /* the default 3 retries */
@@ -1275,7 +1265,7 @@ static void set_rejected_names(const char *json_list) {
 }
 
 static void test_one_rejected_event_leaves_its_batch_mates_delivered(void) {
-    reset_server();
+    admin_reset(server);
     set_rejected_names("[\"legacy_tap\"]");
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
@@ -1350,7 +1340,7 @@ static void test_a_track_racing_a_revocation_is_never_stored_nor_sent(void) {
         printf("skipped test_a_track_racing_a_revocation_is_never_stored_nor_sent (APPNORTH_TEST_SKIP_SLOW)\n");
         return;
     }
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1381,7 +1371,7 @@ static void test_a_track_racing_a_revocation_is_never_stored_nor_sent(void) {
 }
 
 static void test_revoking_during_a_slow_upload_sends_nothing_afterwards(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1415,7 +1405,7 @@ static void test_revoking_during_a_slow_upload_sends_nothing_afterwards(void) {
 }
 
 static void test_consent_revoke_drops_purges_and_is_remembered(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1466,7 +1456,7 @@ static void test_consent_revoke_drops_purges_and_is_remembered(void) {
 }
 
 static void test_require_consent_stores_nothing_before_a_choice(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);
@@ -1517,7 +1507,7 @@ static void capture_log(int32_t level, const char *message, void *user_data) {
 }
 
 static void test_identity_persists_privately_and_never_in_logs(void) {
-    reset_server();
+    admin_reset(server);
     char *root = make_temp_dir("events");
     char dir[1024];
     /* A data directory the library creates itself. */
@@ -1678,7 +1668,7 @@ static void secrets_clear(host_secrets *s) {
 static const char *secret(host_secrets *s, int k) { return s->values[k]; }
 
 static void test_host_secure_store_is_used_instead_of_the_file(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_error err;
@@ -1758,7 +1748,7 @@ static void test_host_secure_store_is_used_instead_of_the_file(void) {
 /* ---- Crash, close ------------------------------------------------------------ */
 
 static void test_a_resend_after_a_crash_is_deduplicated(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1787,7 +1777,7 @@ static void test_a_resend_after_a_crash_is_deduplicated(void) {
 }
 
 static void test_close_flushes_within_its_bound(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events *e = open_quiet(c, dir);
@@ -1815,7 +1805,7 @@ static void test_close_flushes_within_its_bound(void) {
 }
 
 static void test_close_is_bounded_while_the_server_hangs(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = make_client_for(HANG_APP, NULL, NULL);
     appnorth_events *e = open_quiet(c, dir);
@@ -1833,7 +1823,7 @@ static void test_close_is_bounded_while_the_server_hangs(void) {
 }
 
 static void test_free_aborts_an_upload_in_progress(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = make_client_for(HANG_APP, NULL, NULL);
     appnorth_events *e = open_quiet(c, dir);
@@ -1862,7 +1852,7 @@ static void expect_refused(int32_t rc, int32_t want, const appnorth_error *err, 
 }
 
 static void test_bad_input_is_refused_and_nothing_is_stored(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_error err;
@@ -2031,7 +2021,7 @@ static void test_eight_threads_track_while_flushes_and_consent_changes_run(void)
         printf("skipped test_eight_threads_track_while_flushes_and_consent_changes_run (APPNORTH_TEST_SKIP_SLOW)\n");
         return;
     }
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("events");
     appnorth_client *c = app_client();
     appnorth_events_options *o = quiet_options(c, dir);

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 
 #define APP "tcrash"
@@ -46,12 +47,6 @@
 static int kill_rounds = 200;
 
 static const char *server;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static appnorth_client *make_client(void) {
     appnorth_error err;

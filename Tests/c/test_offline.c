@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -37,11 +38,6 @@ static const char *server;
 
 /* ---- arranging and inspecting the server ---------------------------------- */
 
-
-static void reset_server(void) {
-    long status = admin_request(server, "POST", "/admin/reset", "{}", NULL);
-    CHECK(status == 200, "admin reset: HTTP %ld", status);
-}
 
 static void add_user(const char *email, const char *token) {
     char body[512];
@@ -337,7 +333,7 @@ static size_t count_of(json_t *value) { return json_is_array(value) ? json_array
 /* ---- community writes ---------------------------------------------------- */
 
 static void test_client_writes_idea_and_comment_reach_the_server(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -384,7 +380,7 @@ static void test_client_writes_idea_and_comment_reach_the_server(void) {
 }
 
 static void test_feedback_keeps_diagnostics_verbatim_and_screenshot_bytes(void) {
-    reset_server();
+    admin_reset(server);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *c = make_client(server, APP, ADA, ADA_TOKEN);
     appnorth_error err;
@@ -470,7 +466,7 @@ static void test_feedback_keeps_diagnostics_verbatim_and_screenshot_bytes(void) 
 }
 
 static void test_second_vote_is_a_conflict(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *c = make_client(server, APP, ADA, ADA_TOKEN);
@@ -499,7 +495,7 @@ static void test_second_vote_is_a_conflict(void) {
 }
 
 static void test_chat_send_and_list(void) {
-    reset_server();
+    admin_reset(server);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
     appnorth_client *anon = make_client(server, APP, NULL, NULL);
@@ -538,7 +534,7 @@ static void test_chat_send_and_list(void) {
 }
 
 static void test_same_idempotency_key_applies_once(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
@@ -566,7 +562,7 @@ static void test_same_idempotency_key_applies_once(void) {
 }
 
 static void test_idempotency_key_rules(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
@@ -608,7 +604,7 @@ static void test_idempotency_key_rules(void) {
 
 /* Bad input is refused before anything is sent, and never queued. */
 static void test_bad_input_queues_and_sends_nothing(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -712,7 +708,7 @@ static void test_bad_input_queues_and_sends_nothing(void) {
 /* Verify 1: disable connectivity and submit one queued comment: expect
  * "not submitted" and one pending entry. */
 static void test_verify1_offline_comment_is_queued(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
@@ -750,7 +746,7 @@ static void test_verify1_offline_comment_is_queued(void) {
 /* Verify 2: reconnect, flush, and confirm one server comment and zero
  * pending entries. */
 static void test_verify2_reconnect_flush_sends_once(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
@@ -788,7 +784,7 @@ static void test_verify2_reconnect_flush_sends_once(void) {
 /* Verify 3: switch accounts before flushing and confirm the old entry is
  * not sent as the new user. */
 static void test_verify3_switched_account_does_not_send_old_entry(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     add_user(BOB, BOB_TOKEN);
@@ -847,7 +843,7 @@ static void test_verify3_switched_account_does_not_send_old_entry(void) {
 /* Verify 4: cache reads before and after TTL expiry, and logout removes the
  * data the app promises to forget. */
 static void test_verify4_cache_ttl_and_logout(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
@@ -930,7 +926,7 @@ static void test_verify4_cache_ttl_and_logout(void) {
 /* ---- the queue ------------------------------------------------------------- */
 
 static void test_only_network_failures_queue(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -980,7 +976,7 @@ static void test_only_network_failures_queue(void) {
 }
 
 static void test_queue_limit(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
@@ -1023,7 +1019,7 @@ static void test_queue_limit(void) {
 
 /* Three entries on ideas A, B, A; the server drops B's path only. */
 static void test_flush_stops_on_network_failure_keeping_the_rest(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *a = seed_board_and_idea(&board);
     char *b = seed_idea(board, "Offline sync");
@@ -1068,7 +1064,7 @@ static void test_flush_stops_on_network_failure_keeping_the_rest(void) {
 }
 
 static void test_flush_error_is_returned_and_leaves_the_entry_pending(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *a = seed_board_and_idea(&board);
     char *b = seed_idea(board, "Offline sync");
@@ -1110,7 +1106,7 @@ static void test_flush_error_is_returned_and_leaves_the_entry_pending(void) {
  * attempts and last error, and discard_entry removes it alone, so the
  * valid comments behind it go out. */
 static void test_poison_entry_is_named_and_discarded_alone(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *kept = seed_board_and_idea(&board);
     char *doomed = seed_idea(board, "Soon deleted");
@@ -1180,7 +1176,7 @@ static void test_poison_entry_is_named_and_discarded_alone(void) {
 /* Issue 10: two queue handles on one SQLite storage name (as two worker
  * processes have) keep every queued write. */
 static void test_two_sqlite_queues_on_one_name_lose_nothing(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     char *dir = make_temp_dir("shared-queue");
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -1217,7 +1213,7 @@ static void test_two_sqlite_queues_on_one_name_lose_nothing(void) {
 }
 
 static void test_flush_replays_the_original_idempotency_key(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_queue *q = memory_queue(0);
@@ -1261,7 +1257,7 @@ static void test_flush_replays_the_original_idempotency_key(void) {
 /* The first attempt reached the server but its answer was lost: simulated
  * by applying the same key and body directly before the flush. */
 static void test_flush_after_the_write_was_applied_makes_no_duplicate(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_queue *q = memory_queue(0);
@@ -1282,7 +1278,7 @@ static void test_flush_after_the_write_was_applied_makes_no_duplicate(void) {
 }
 
 static void test_entries_persist_across_reopening(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
@@ -1348,7 +1344,7 @@ static void test_entries_persist_across_reopening(void) {
 /* Erase on SQLite storage empties every queue on it (they read the stored
  * entries); a queue on memory storage keeps what it loaded until discarded. */
 static void test_storage_erase_and_loaded_queues(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     char *dir = make_temp_dir("offline");
@@ -1488,7 +1484,7 @@ static void test_damaged_stored_entries_are_logged(void) {
 }
 
 static void test_host_callback_storage(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
@@ -1573,7 +1569,7 @@ static void test_host_callback_storage(void) {
 }
 
 static void test_queue_never_stores_the_token(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     add_user(ADA, ADA_TOKEN);
@@ -1618,7 +1614,7 @@ static void test_queue_never_stores_the_token(void) {
 }
 
 static void test_discard_per_scope_and_all(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     add_user(ADA, ADA_TOKEN);
     appnorth_client *ada = make_client(server, APP, ADA, ADA_TOKEN);
@@ -1654,7 +1650,7 @@ static void test_discard_per_scope_and_all(void) {
 }
 
 static void test_entries_json(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -1715,7 +1711,7 @@ static void test_entries_json(void) {
 }
 
 static void test_queued_idea_and_feedback_replay_intact(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     add_user(ADA, ADA_TOKEN);
@@ -1794,7 +1790,7 @@ static void *flush_once(void *arg) {
 }
 
 static void test_concurrent_submits_and_flushes(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_queue *q = memory_queue(0);
@@ -1837,7 +1833,7 @@ static long long now_ms(void) {
 
 /* A flush waiting for the network does not block other calls on the queue. */
 static void test_flush_waiting_on_the_network_does_not_block_the_queue(void) {
-    reset_server();
+    admin_reset(server);
     char *idea = seed_board_and_idea(NULL);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_queue *q = memory_queue(0);
@@ -1899,7 +1895,7 @@ static int cached_boards(appnorth_cache *cache, const char *scope) {
 }
 
 static void test_cache_stores_and_reads_boards_and_ideas(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     admin_idea(server, APP, board, "Faster search", "planned");
@@ -2015,7 +2011,7 @@ static void test_cache_clear_scope(void) {
 }
 
 static void test_cache_refuses_cursor_queries(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     admin_idea(server, APP, board, "Second", "open");
@@ -2134,7 +2130,7 @@ static void test_wall_clock_changes_do_not_change_freshness(void) {
 }
 
 static void test_read_boards_cached_then_fresh(void) {
-    reset_server();
+    admin_reset(server);
     char *board = admin_board(server, APP, "Features");
     free(admin_board(server, APP, "Bugs"));
     appnorth_client *c = make_client(server, APP, NULL, NULL);
@@ -2194,7 +2190,7 @@ static void test_read_boards_cached_then_fresh(void) {
 }
 
 static void test_read_ideas_cached_then_fresh(void) {
-    reset_server();
+    admin_reset(server);
     char *board = NULL;
     char *idea = seed_board_and_idea(&board);
     admin_idea(server, APP, board, "Dark icons", "open");
@@ -2260,7 +2256,7 @@ static void test_free_null_is_harmless(void) {
  * reach the queue (50 MB of diagnostics queued offline once grew the
  * database by over 100 MB). */
 static void test_oversize_values_are_refused_at_the_door(void) {
-    reset_server();
+    admin_reset(server);
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_queue *q = memory_queue(0);
     appnorth_error err;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -25,17 +26,6 @@ static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
     }
-}
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void reset_server(void) {
-    long status = admin_request(server, "POST", "/admin/reset", "{}", NULL);
-    CHECK(status == 200, "admin reset: HTTP %ld", status);
 }
 
 /* Logged API requests with this method whose path ends with `suffix`. */
@@ -106,7 +96,7 @@ static int64_t config_v(appnorth_config *config) {
 }
 
 static void test_config_cache_is_fresh_for_3600_seconds(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("defaults");
     appnorth_error err;
     appnorth_clock *clock = NULL;
@@ -164,7 +154,7 @@ static void test_read_cache_entries_live_300_seconds(void) {
 /* ---- Offline queue: 50 entries ------------------------------------------- */
 
 static void test_offline_queue_holds_50_writes(void) {
-    reset_server();
+    admin_reset(server);
     char *board = admin_board(server, APP, "defaults");
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
@@ -195,7 +185,7 @@ static void test_offline_queue_holds_50_writes(void) {
 /* ---- Events: a flush at 20 events ---------------------------------------- */
 
 static void test_events_flush_at_20_events(void) {
-    reset_server();
+    admin_reset(server);
     char *dir = make_temp_dir("defaults");
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -34,12 +35,6 @@
 static const char *server;
 
 /* This process's monotonic clock: the fast one under faketime. */
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A client built with the library's defaults: URL and app id only. */
 static appnorth_client *default_client(void) {
     appnorth_error err;

@@ -200,45 +200,9 @@ static BENCH_UNUSED int closed_port(void) {
 
 /* ---- the dev server's admin API, through plain libcurl ------------------- */
 
-typedef struct { char *data; size_t len; } bench_buf;
-
-static size_t bench_buf_write(char *ptr, size_t size, size_t n, void *user) {
-    bench_buf *b = user;
-    size_t add = size * n;
-    char *grown = realloc(b->data, b->len + add + 1);
-    if (!grown) return 0;
-    b->data = grown;
-    memcpy(b->data + b->len, ptr, add);
-    b->len += add;
-    b->data[b->len] = 0;
-    return add;
-}
-
-/* Sends method + path (+ JSON body) to `base`; returns the HTTP status (0 if
- * no answer). *out (optional) receives the body, freed by the caller. */
-static BENCH_UNUSED long admin_request(const char *base, const char *method, const char *path,
-                                       const char *body, char **out) {
-    char url[1024];
-    snprintf(url, sizeof url, "%s%s", base, path);
-    CURL *h = curl_easy_init();
-    bench_buf buf = {0};
-    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bench_buf_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    long status = 0;
-    if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (out) *out = buf.data;
-    else free(buf.data);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
-    return status;
-}
+/* Tests/c/admin.h: admin_request_text() (the body as text) and
+ * admin_request() (parsed by jansson), shared with the C tests. */
+#include "../../Tests/c/admin.h"
 
 /* ---- the library, checked ------------------------------------------------ */
 
@@ -336,10 +300,10 @@ static BENCH_UNUSED char *run_self(const char *const *args, uint64_t *t_spawn) {
         die("posix_spawn: %s", strerror(errno));
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
-    bench_buf out = {0};
+    admin_buffer out = {0};
     char chunk[4096];
     ssize_t got;
-    while ((got = read(fds[0], chunk, sizeof chunk)) > 0) bench_buf_write(chunk, 1, (size_t)got, &out);
+    while ((got = read(fds[0], chunk, sizeof chunk)) > 0) admin_write(chunk, 1, (size_t)got, &out);
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);

@@ -35,7 +35,7 @@ static void publish(const char *server, const char *app, const char *config_json
     char path[256], *body = malloc(strlen(config_json) + 32), *reply = NULL;
     snprintf(path, sizeof path, "/admin/apps/%s/config", app);
     sprintf(body, "{\"config\":%s}", config_json);
-    long status = admin_request(server, "POST", path, body, &reply);
+    long status = admin_request_text(server, "POST", path, body, &reply);
     if (status != 201) die("publishing config: HTTP %ld %s", status, reply ? reply : "");
     free(reply);
     free(body);
@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
     CHECK(appnorth_config_start_live(config, &E));
     for (int i = 0; i < 200; i++) { /* wait for the stream to be connected */
         char *health = NULL;
-        admin_request(server, "GET", "/admin/health", NULL, &health);
+        admin_request_text(server, "GET", "/admin/health", NULL, &health);
         int connected = health && !strstr(health, "\"sse_streams\": 0") && !strstr(health, "\"sse_streams\":0");
         free(health);
         if (connected) break;

@@ -148,8 +148,8 @@ static int server_port(const char *server) {
 
 static size_t discard(char *ptr, size_t size, size_t n, void *user) {
     (void)ptr;
-    bench_buf *b = user;
-    if (b) bench_buf_write(ptr, size, n, b);
+    admin_buffer *b = user;
+    if (b) admin_write(ptr, size, n, b);
     return size * n;
 }
 
@@ -170,7 +170,7 @@ static double post_with_curl(const char *server, const char *app, const batches 
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-    bench_buf reply = {0};
+    admin_buffer reply = {0};
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
     int sockets_before = client_sockets_to(server_port(server));
     uint64_t t0 = now_ns();
@@ -197,7 +197,7 @@ static double post_with_curl(const char *server, const char *app, const batches 
  * (`mono_ms`, CLOCK_MONOTONIC like now_ns); dies when the server logged none. */
 static void event_body_bytes(const char *server, const char *app, double *wire, double *plain, double *first_mono_ms) {
     char *text = NULL;
-    if (admin_request(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
+    if (admin_request_text(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
     json_t *log = json_loads(text, 0, NULL);
     free(text);
     char path[256];

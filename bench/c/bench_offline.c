@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
 
     char *reply = NULL;
-    if (admin_request(url, "POST", "/admin/apps/bench-offline/boards",
+    if (admin_request_text(url, "POST", "/admin/apps/bench-offline/boards",
                       "{\"name\":\"Bench\",\"description\":\"offline queue bench\"}", &reply) != 201)
         die("cannot create a board: %s", reply ? reply : "");
     char board[64] = {0};

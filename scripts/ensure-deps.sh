@@ -6,12 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check;
-# g++ and golang-go: the C++ and Go examples; cargo only where no Rust
-# toolchain (rustup's, for instance) is already on PATH; faketime: the
-# 30 s / 60 s network timeouts observed on fast clocks (Tests/c/test_timeouts.c).
+# g++ and golang-go: the C++ and Go examples; faketime: the 30 s / 60 s
+# network timeouts observed on fast clocks (Tests/c/test_timeouts.c). The
+# other host examples' toolchains (cargo, mono, luajit, java with JNA, ruby
+# with ffi) are checked by running them, below.
 packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev pkg-config valgrind cmake bindgen libclang1-14
           g++ golang-go faketime)
-command -v cargo >/dev/null || packages+=(cargo)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,6 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
+
+# Each host example's toolchain must run (`cargo --version`, `go version`,
+# ...), not only be on PATH: as root a broken or missing one is replaced by
+# Debian's package; otherwise its example is skipped and this says what to run.
+# shellcheck source=scripts/toolchains.sh
+source scripts/toolchains.sh
+host_toolchains
+for skipped in "${TC_SKIPPED[@]}"; do echo "ensure-deps: the $skipped (its example is skipped)" >&2; done
 
 command -v swift >/dev/null || { echo "ensure-deps: swift (6.3 or later) is not on PATH" >&2; exit 1; }
 

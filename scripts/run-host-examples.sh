@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the C++, Go and Rust walkthroughs against the local server
 # ($APPNORTH_TEST_SERVER, seeded with --seed-demo), each with a fresh data
-# directory. A language whose toolchain is missing is skipped with a note.
+# directory. Each toolchain must run, not only be on PATH (scripts/toolchains.sh;
+# as root a broken one is replaced by Debian's package): a language without a
+# working one is skipped with the command that installs it.
 # The C++ one runs under AddressSanitizer and UndefinedBehaviorSanitizer.
 # Usage: run-host-examples.sh BUILD_DIR DIST_DIR
 set -euo pipefail
@@ -13,6 +15,16 @@ data="$(mktemp -d)"
 trap 'rm -rf "$data"' EXIT
 export PKG_CONFIG_PATH="$dist/lib/pkgconfig"
 ran=(); skipped=()
+# shellcheck source=scripts/toolchains.sh
+source "$root/scripts/toolchains.sh"
+host_toolchains
+usable() { # EXAMPLE: true when its toolchains work; else adds why to skipped
+    local reason ok=0
+    for reason in "${TC_SKIPPED[@]}"; do
+        case "$reason" in "$1: "*) skipped+=("$reason"); ok=1 ;; esac
+    done
+    return $ok
+}
 
 walk() { # NAME BINARY: run the four walkthroughs, output indented
     echo
@@ -21,28 +33,31 @@ walk() { # NAME BINARY: run the four walkthroughs, output indented
     ran+=("$1")
 }
 
-if command -v "${CXX:-c++}" >/dev/null; then
+if usable "C++"; then
     mkdir -p "$build/examples/cpp"
     # ASan's leak check stays on; UBSan findings abort the run.
-    "${CXX:-c++}" -std=c++17 -O1 -g -Wall -Wextra -Werror -pedantic -fsanitize=address,undefined \
+    "${CXX:-$TC_cxx}" -std=c++17 -O1 -g -Wall -Wextra -Werror -pedantic -fsanitize=address,undefined \
         -fno-sanitize-recover=all -fno-omit-frame-pointer -I"$dist/include" \
         -o "$build/examples/cpp/walkthrough" "$root/examples/cpp/walkthrough.cpp" \
         -L"$dist/lib" -lappnorth -Wl,-rpath,"$dist/lib"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         walk "C++ (ASan+UBSan)" "$build/examples/cpp/walkthrough"
-else skipped+=("C++ (no ${CXX:-c++})"); fi
+fi
 
-if command -v go >/dev/null; then
+if usable "Go"; then
     # Offline and inside the build tree: no module downloads, no ~/go.
     (cd "$root/examples/go" && GOCACHE="$build/go/cache" GOPATH="$build/go/path" GOPROXY=off GOFLAGS=-mod=mod \
-        CGO_LDFLAGS="-Wl,-rpath,$dist/lib" go build -o "$build/examples/go/walkthrough" .)
+        CGO_LDFLAGS="-Wl,-rpath,$dist/lib" "$TC_go" build -o "$build/examples/go/walkthrough" .)
     walk "Go (cgo)" "$build/examples/go/walkthrough"
-else skipped+=("Go (no go; Debian: apt-get install golang-go)"); fi
+fi
 
-if command -v cargo >/dev/null; then
-    cargo build --offline --release -q --manifest-path "$root/examples/rust/Cargo.toml" --target-dir "$build/rust"
+if usable "Rust"; then
+    # The rustc beside the cargo that works (a rustup proxy first on PATH
+    # may be the broken one).
+    [ -x "$(dirname "$TC_cargo")/rustc" ] && export RUSTC="$(dirname "$TC_cargo")/rustc"
+    "$TC_cargo" build --offline --release -q --manifest-path "$root/examples/rust/Cargo.toml" --target-dir "$build/rust"
     walk "Rust (extern C)" "$build/rust/release/walkthrough"
-else skipped+=("Rust (no cargo; Debian: apt-get install cargo)"); fi
+fi
 
 echo
 echo "host examples: ran ${#ran[@]} (${ran[*]:-none})${skipped:+; skipped: ${skipped[*]}}"

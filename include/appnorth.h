@@ -32,17 +32,38 @@
  *    memory, as with any freed pointer: the host must stop using the
  *    handle once it calls _free (a host that cannot order that, such as
  *    the Python binding, counts its own callers before calling _free).
- *  - Strings. Input strings are NUL-terminated UTF-8; the library copies
- *    what it keeps. Strings the library returns through `char **out_*`
- *    parameters belong to the caller and must be released with
- *    appnorth_string_free(), never with the host's free(). On failure the
- *    out-parameter is set to NULL.
+ *  - Pointers. A pointer argument is required (NULL is
+ *    APPNORTH_E_INVALID_ARGUMENT) unless its comment says it may be NULL,
+ *    is optional, or what NULL means. `err` is always optional, an
+ *    `idempotency_key` may be NULL (the library makes one), and `user_data`
+ *    is never read: it is passed back to the callbacks unchanged.
+ *  - Strings. Input strings are NUL-terminated UTF-8, borrowed for the
+ *    call; the library copies what it keeps. Strings the library returns
+ *    through `char **out_*` parameters belong to the caller and must be
+ *    released with appnorth_string_free(): that is the only way to free
+ *    them (never the host's free(), nor a marshaller's that calls it).
+ *    On failure the out-parameter is set to NULL. A `const char *` return
+ *    value (appnorth_version(), appnorth_status_str()) is static: never
+ *    free it.
  *  - JSON crosses the boundary as UTF-8 text. Invalid JSON, invalid UTF-8,
  *    NULL where a value is required and oversize values are refused with a
  *    status and a message; nothing is stored or sent.
  *  - Threads. Every handle may be used from several threads at once unless
- *    its comment says otherwise. Calls that talk to the network block the
- *    calling thread for at most the client's request timeout.
+ *    its comment says otherwise ("Not thread-safe"). Calls that talk to the
+ *    network block the calling thread for at most the client's request
+ *    timeout. A call that may wait (for the network, a library thread or a
+ *    timeout) says so in its comment ("Blocks", "waits for"); a host with
+ *    an interpreter lock releases it around those (Ruby's `blocking: true`).
+ *    Calls that do not say so return without waiting on any of these; they
+ *    may still do local disk work in the data directory.
+ *  - Hosts. docs/hosts.md says, per host language (C, C++, Python, Swift,
+ *    Go, Rust, C#, Java, LuaJIT, Ruby), how these rules map onto its FFI:
+ *    marshalling, callbacks against a garbage collector, encodings,
+ *    interpreter locks, threads and exit. dist/share/appnorth/ ships
+ *    appnorth.api.json, this header as data (every function's types,
+ *    nullability, ownership, thread and blocking, read from these
+ *    comments), and appnorth.cdef, a cdef that LuaJIT's ffi.cdef and
+ *    Python's cffi accept as is.
  *  - fork(). A child forked from a process that uses the library, even one
  *    whose threads are busy tracking and uploading (pre-fork servers:
  *    gunicorn --preload, Celery prefork, Python multiprocessing with fork),
@@ -306,7 +327,8 @@ APPNORTH_API int32_t appnorth_client_options_set_app_id(appnorth_client_options 
 
 /**
  * Set the user's credential: an email (the identity; lowercased for account
- * scoping) and its API token. Both NULL clears the credential (anonymous).
+ * scoping) and its API token. email, token: both NULL clears the credential
+ * (anonymous).
  * One NULL and not the other is APPNORTH_E_INVALID_ARGUMENT. The token is
  * kept in memory only: it is never written to disk or to a log.
  */
@@ -356,7 +378,8 @@ APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options 
 
 /**
  * Verify servers against the PEM CA bundle in the file at `path` instead of
- * the system store. The file is read at each new connection. NULL clears it.
+ * the system store. The file is read at each new connection. path: NULL
+ * clears it.
  * Returns APPNORTH_E_INVALID_ARGUMENT for an empty path, APPNORTH_E_TOO_LARGE
  * over 4096 bytes, APPNORTH_E_INVALID_UTF8 for bad text.
  */
@@ -383,7 +406,7 @@ APPNORTH_API int32_t appnorth_client_options_set_ca_pem(appnorth_client_options 
 /**
  * Pin the server's public key: one or more "sha256//<base64 SHA-256 of the
  * DER public key>" joined by ";" (at most 64). A connection whose key
- * matches none fails. NULL clears the pins.
+ * matches none fails. pins: NULL clears them.
  * Returns APPNORTH_E_INVALID_ARGUMENT for a malformed pin,
  * APPNORTH_E_TOO_LARGE over 4096 bytes.
  */
@@ -563,7 +586,8 @@ APPNORTH_API int32_t appnorth_client_submit_comment(appnorth_client *client, con
                                                     const char *body, const char *idempotency_key,
                                                     char **out_json, appnorth_error *err);
 
-/** Feedback built with appnorth_feedback_new() and its setters. */
+/** Feedback built with appnorth_feedback_new() and its setters. Not
+ *  thread-safe: build it on one thread. */
 typedef struct appnorth_feedback appnorth_feedback;
 
 /** Send feedback (report text, diagnostics, screenshots). The feedback
@@ -613,7 +637,7 @@ APPNORTH_API int32_t appnorth_feedback_set_text(appnorth_feedback *feedback, con
 
 /** Set diagnostics: a JSON object of at most APPNORTH_MAX_DIAGNOSTICS_BYTES
  *  bytes, sent exactly as given (the text is validated, not reformatted;
- *  the escape \u0000 is allowed). NULL clears them. A larger text is
+ *  the escape \u0000 is allowed). diagnostics_json: NULL clears them. A larger text is
  *  APPNORTH_E_TOO_LARGE, invalid JSON APPNORTH_E_INVALID_JSON; either
  *  leaves the previous diagnostics in place. */
 APPNORTH_API int32_t appnorth_feedback_set_diagnostics(appnorth_feedback *feedback,
@@ -685,7 +709,11 @@ APPNORTH_API int32_t appnorth_storage_new_sqlite(const char *data_dir, const cha
 /** Storage in memory only: lost when freed. Thread-safe. */
 APPNORTH_API int32_t appnorth_storage_new_memory(appnorth_storage **out_storage, appnorth_error *err);
 
-/** Storage through host callbacks. load and save: required. */
+/** Storage through host callbacks. load and save: required; release:
+ *  optional. The storage keeps load, save, release and user_data valid
+ *  until its release runs (or, without one, until the last queue or cache
+ *  using the storage is freed, see appnorth_storage_free()): keep them
+ *  alive that long. */
 APPNORTH_API int32_t appnorth_storage_new_callbacks(appnorth_storage_load_fn load,
                                                    appnorth_storage_save_fn save,
                                                    appnorth_release_fn release, void *user_data,
@@ -786,21 +814,23 @@ APPNORTH_API int32_t appnorth_queue_new(appnorth_storage *storage, int32_t max_e
 APPNORTH_API void appnorth_queue_free(appnorth_queue *queue);
 
 /** Submit an idea, or queue it on a network failure. Arguments as for
- *  appnorth_client_submit_idea(). A full queue returns
- *  APPNORTH_E_QUEUE_FULL (only when the write had to be queued). */
+ *  appnorth_client_submit_idea() (body: may be NULL). A full queue returns
+ *  APPNORTH_E_QUEUE_FULL (only when the write had to be queued). Blocks
+ *  for at most the API request timeout. */
 APPNORTH_API int32_t appnorth_queue_submit_idea(appnorth_queue *queue, appnorth_client *client,
                                                 const char *board_id, const char *title,
                                                 const char *body, const char *idempotency_key,
                                                 int32_t *out_submitted, appnorth_error *err);
 
-/** Submit a comment, or queue it on a network failure. */
+/** Submit a comment, or queue it on a network failure. Blocks for at most
+ *  the API request timeout. */
 APPNORTH_API int32_t appnorth_queue_submit_comment(appnorth_queue *queue, appnorth_client *client,
                                                    const char *idea_id, const char *body,
                                                    const char *idempotency_key,
                                                    int32_t *out_submitted, appnorth_error *err);
 
 /** Submit feedback, or queue it on a network failure. The feedback is
- *  copied. */
+ *  copied. Blocks for at most the API request timeout. */
 APPNORTH_API int32_t appnorth_queue_submit_feedback(appnorth_queue *queue, appnorth_client *client,
                                                     const appnorth_feedback *feedback,
                                                     const char *idempotency_key,
@@ -821,6 +851,8 @@ APPNORTH_API int32_t appnorth_queue_flush(appnorth_queue *queue, appnorth_client
 
 /**
  * appnorth_queue_flush(), also naming the entry that stopped the flush.
+ * out_sent (optional) and the blocking are as for appnorth_queue_flush():
+ * blocks for up to one request timeout per entry.
  * out_failed_entry_id (optional): set to the id of the entry whose error
  * is returned (freed with appnorth_string_free()), or NULL when the call
  * returns APPNORTH_OK (flushed, or stopped by a network failure) or fails
@@ -919,7 +951,8 @@ APPNORTH_API void appnorth_cache_free(appnorth_cache *cache);
 APPNORTH_API int32_t appnorth_cache_store_boards(appnorth_cache *cache, const char *scope,
                                                  const char *boards_json, appnorth_error *err);
 
-/** Store ideas for a scope and query (as for appnorth_client_list_ideas();
+/** Store ideas for a scope and query (query_json: NULL for none, as for
+ *  appnorth_client_list_ideas();
  *  a query with a cursor is refused: only first pages are cached).
  *  ideas_json: the array, or the list response object. */
 APPNORTH_API int32_t appnorth_cache_store_ideas(appnorth_cache *cache, const char *scope,
@@ -931,7 +964,8 @@ APPNORTH_API int32_t appnorth_cache_store_ideas(appnorth_cache *cache, const cha
 APPNORTH_API int32_t appnorth_cache_boards(appnorth_cache *cache, const char *scope, char **out_json,
                                            appnorth_error *err);
 
-/** The fresh ideas array for a scope and query, or NULL. */
+/** The fresh ideas array for a scope and query (query_json: NULL for
+ *  none), or NULL. */
 APPNORTH_API int32_t appnorth_cache_ideas(appnorth_cache *cache, const char *scope,
                                           const char *query_json, char **out_json,
                                           appnorth_error *err);
@@ -964,7 +998,8 @@ typedef void (*appnorth_read_fn)(int32_t source, const char *json, void *user_da
  * if the cache holds a fresh entry), then load them from the network, store
  * them, and deliver them again (APPNORTH_SOURCE_NETWORK). Both deliveries
  * happen before the call returns, on the calling thread; run it on a worker
- * thread to keep a UI responsive. If the network load fails, the call
+ * thread to keep a UI responsive: it blocks for at most the API request
+ * timeout. If the network load fails, the call
  * returns its error; cached data, when there was some, has already been
  * delivered.
  */
@@ -972,7 +1007,9 @@ APPNORTH_API int32_t appnorth_read_boards(appnorth_cache *cache, appnorth_client
                                           appnorth_read_fn fn, void *user_data,
                                           appnorth_error *err);
 
-/** The same for ideas and a query (NULL for none; no cursor). */
+/** The same for ideas and a query (query_json: NULL for none; no cursor).
+ *  fn runs before the call returns, on the calling thread, and is not kept
+ *  after it. Blocks for at most the API request timeout. */
 APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client *client,
                                          const char *query_json, appnorth_read_fn fn,
                                          void *user_data, appnorth_error *err);
@@ -1024,7 +1061,11 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
  * options, from any thread.
  * --------------------------------------------------------------------- */
 
+/** Options for appnorth_events_new(). Not thread-safe: build it on one
+ *  thread, then hand it to appnorth_events_new(), which copies it. */
 typedef struct appnorth_events_options appnorth_events_options;
+
+/** An analytics event queue and its upload thread. */
 typedef struct appnorth_events appnorth_events;
 
 /** A network type, for batch sizing: APPNORTH_NETWORK_*. */
@@ -1063,6 +1104,8 @@ typedef int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, cons
 /** Options with the seed's defaults. Not thread-safe. Free with
  *  appnorth_events_options_free(). */
 APPNORTH_API appnorth_events_options *appnorth_events_options_new(void);
+
+/** Release events options. NULL is a no-op. */
 APPNORTH_API void appnorth_events_options_free(appnorth_events_options *options);
 
 /** Required: the client whose API URL, App ID, credential and logger
@@ -1123,7 +1166,9 @@ APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events
 
 /** Keep identity values in the host's secure storage instead of the 0600
  *  file. get, set: required; release: optional, called once with user_data
- *  when the events handle is freed. */
+ *  when the events handle is freed. The events handle made from these
+ *  options keeps get, set, release and user_data valid until that release
+ *  call (or, without one, until appnorth_events_free() returns). */
 APPNORTH_API int32_t appnorth_events_options_set_secure_store(appnorth_events_options *options,
                                                               appnorth_secure_get_fn get,
                                                               appnorth_secure_set_fn set,
@@ -1234,7 +1279,7 @@ APPNORTH_API int32_t appnorth_events_identify(appnorth_events *events, const cha
 /** Clear the user id (logout). The anonymous id stays. */
 APPNORTH_API int32_t appnorth_events_reset(appnorth_events *events, appnorth_error *err);
 
-/** Set (or with NULL, clear) the push token, kept in the secure store. */
+/** Set the push token, kept in the secure store. token: NULL clears it. */
 APPNORTH_API int32_t appnorth_events_set_push_token(appnorth_events *events, const char *token,
                                                     appnorth_error *err);
 
@@ -1368,7 +1413,8 @@ APPNORTH_API int32_t appnorth_config_options_set_client(appnorth_config_options 
 
 /**
  * Set the data directory that holds the cached tier (created 0700 if
- * needed; its database file is 0600). NULL: none (the default).
+ * needed; its database file is 0600). data_dir: NULL for none (the
+ * default).
  * The directory is only checked by appnorth_config_new().
  */
 APPNORTH_API int32_t appnorth_config_options_set_data_dir(appnorth_config_options *options,
@@ -1376,8 +1422,8 @@ APPNORTH_API int32_t appnorth_config_options_set_data_dir(appnorth_config_option
                                                           appnorth_error *err);
 
 /**
- * Set the bundled config file: a UTF-8 JSON object of at most 16 MiB. NULL:
- * none (the default). The file is read and checked now, so a bad file is
+ * Set the bundled config file: a UTF-8 JSON object of at most 16 MiB. path:
+ * NULL for none (the default). The file is read and checked now, so a bad file is
  * reported at once: APPNORTH_E_STORAGE when it cannot be read,
  * APPNORTH_E_INVALID_JSON when it is not a JSON object,
  * APPNORTH_E_TOO_LARGE past 16 MiB, each message naming the file. On
@@ -1395,8 +1441,8 @@ APPNORTH_API int32_t appnorth_config_options_set_ttl_seconds(appnorth_config_opt
                                                              int32_t ttl_seconds,
                                                              appnorth_error *err);
 
-/** Set the clock TTLs and fetch times are read from. NULL: the system
- *  clock. The config keeps a reference. Waits between retries and polls
+/** Set the clock TTLs and fetch times are read from. clock: NULL for the
+ *  system clock. The config keeps a reference. Waits between retries and polls
  *  always use real time. */
 APPNORTH_API int32_t appnorth_config_options_set_clock(appnorth_config_options *options,
                                                        appnorth_clock *clock,
@@ -1438,7 +1484,9 @@ APPNORTH_API int32_t appnorth_config_options_set_reconnect_jitter(appnorth_confi
 /** Route the config's log lines to `fn` for levels >= `min_level`
  *  (APPNORTH_LOG_DEBUG to APPNORTH_LOG_ERROR), as
  *  appnorth_client_options_set_logger() does. By default the config logs
- *  through its client's logger. NULL `fn` turns its logging off. */
+ *  through its client's logger. NULL `fn` turns its logging off. Keep
+ *  `fn` and `user_data` valid until the config made with these options
+ *  is freed. */
 APPNORTH_API int32_t appnorth_config_options_set_logger(appnorth_config_options *options,
                                                         appnorth_log_fn fn,
                                                         int32_t min_level,

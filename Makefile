@@ -3,7 +3,7 @@
 #                  the C++, Go and Rust ones whose toolchain is installed
 #   make test      every suite: swift test, the C tests, pytest (server started here)
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
-#                  packages, and a cffi cdef, in dist/ (relocatable: copy it anywhere)
+#                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
 #   make install   PREFIX=/usr/local by default
 #   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
@@ -44,7 +44,8 @@ build: deps
 # version, stripped. Static linking stays out of Package.swift: it breaks
 # `swift test`.
 PACKAGE_FILES := scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
-                 scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh
+                 scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh \
+                 scripts/abi-json.py scripts/abi_rules.py
 SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g'
 
 $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
@@ -60,6 +61,7 @@ $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	$(SUBST) scripts/cmake/appnorthConfig.cmake.in > $(DIST)/lib/cmake/appnorth/appnorthConfig.cmake
 	$(SUBST) scripts/cmake/appnorthConfigVersion.cmake.in > $(DIST)/lib/cmake/appnorth/appnorthConfigVersion.cmake
 	scripts/cffi-cdef.sh include/appnorth.h > $(DIST)/share/appnorth/appnorth.cdef
+	python3 scripts/abi-json.py include/appnorth.h > $(DIST)/share/appnorth/appnorth.api.json
 	@echo "dist: $@ is $$(stat -c %s $@) bytes"
 
 dist: $(DIST_LIB)
@@ -72,7 +74,7 @@ wheel: $(DIST_LIB)
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
              lib/cmake/appnorth/appnorthConfigVersion.cmake include/appnorth.h include/appnorth.hpp \
-             share/appnorth/appnorth.cdef
+             share/appnorth/appnorth.cdef share/appnorth/appnorth.api.json
 install: dist
 	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth
 	install -m 0755 $(DIST_LIB) $(PREFIX)/lib/$(REALNAME)
@@ -198,9 +200,12 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 	  else echo "check-dist: skipped the hidden-toolchain load (needs root and unshare)"; fi
 
 # Hosts other than the C tests: every C example compiles as strict C11; the
-# README's C quickstart is cut out, built as C99 and C++17, and run; the
+# README's C quickstart is cut out, built as C99 and C++17, and run; a broken
+# toolchain first on PATH (rustup's cargo) is passed over or reported; the
 # header's functions match abi/appnorth.symbols and the library's exports;
-# cffi (the shipped cdef) and bindgen read the header with int32 constants;
+# appnorth.api.json matches the header (pycparser) and the C layer's NULL
+# handling; cffi and LuaJIT read the shipped cdef, bindgen the header, with
+# int32 constants;
 # the C++, Go and Rust walkthroughs run (skipped, with a note, without their
 # toolchain), and appnorth.hpp's own test runs under ASan and UBSan.
 STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror
@@ -220,8 +225,11 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@echo '#include <appnorth.hpp>' | $(CXX) -std=c++17 -pedantic -Wall -Wextra -Werror $(DIST_CFLAGS) -x c++ -fsyntax-only -
 	@echo "hosts: appnorth.h compiles as -pedantic C89, C99, C11, C++11 and C++17; appnorth.hpp as C++17"
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
+	@Tests/hosts/toolchain_check.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
+	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)
+	@Tests/hosts/ffi_luajit.sh $(DIST)
 	@Tests/hosts/ffi_bindgen.sh $(DIST)
 	@scripts/with-devserver.sh sh -c 'ASAN_OPTIONS=detect_leaks=1 $(BUILD)/tests/cpp_layer_test "$$APPNORTH_TEST_SERVER"' \
 	    > $(BUILD)/cpp-layer.log 2>&1 || { cat $(BUILD)/cpp-layer.log; exit 1; }

@@ -65,5 +65,5 @@ if len(err.message) != lib.APPNORTH_ERROR_MESSAGE_SIZE:
 if failures:
     print("cffi: the cdef does not match the header:\n  " + "\n  ".join(failures))
     sys.exit(1)
-print(f"cffi: the shipped cdef keeps {len(defines)} #defines and {len(members)} enum constants; "
+print(f"cffi: the shipped cdef keeps the {len(defines)} integer #defines (as enum members) and {len(members)} enum constants; "
       f"statuses, network types, consent and tiers are int32_t; the library answers through it")

@@ -1,6 +1,6 @@
 # libappnorth: build, package, test and demo.
 #   make demo      build the library, start the local server, run the C examples and
-#                  the C++, Go and Rust ones whose toolchain is installed
+#                  the C++, Go, Rust, C#, Java, LuaJIT and Ruby ones whose toolchain works
 #   make test      every suite: swift test, the C tests, pytest (server started here)
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
 #                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
@@ -204,10 +204,10 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # toolchain first on PATH (rustup's cargo) is passed over or reported; the
 # header's functions match abi/appnorth.symbols and the library's exports;
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
-# handling; cffi and LuaJIT read the shipped cdef, bindgen the header, with
-# int32 constants;
-# the C++, Go and Rust walkthroughs run (skipped, with a note, without their
-# toolchain), and appnorth.hpp's own test runs under ASan and UBSan.
+# handling, and the C# and Java examples' declarations match it; cffi and
+# LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
+# the C++, Go, Rust, C#, Java, LuaJIT and Ruby walkthroughs run (skipped,
+# with the command to run, without a working toolchain), and appnorth.hpp's own test runs under ASan and UBSan.
 STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror
 SANITIZE     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
@@ -228,6 +228,7 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@Tests/hosts/toolchain_check.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
 	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
+	@python3 Tests/hosts/check_example_decls.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)
 	@Tests/hosts/ffi_luajit.sh $(DIST)
 	@Tests/hosts/ffi_bindgen.sh $(DIST)

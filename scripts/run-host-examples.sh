@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds and runs the C++, Go and Rust walkthroughs against the local server
+# Builds and runs the C++, Go, Rust, C#, Java, LuaJIT and Ruby walkthroughs
+# against the local server
 # ($APPNORTH_TEST_SERVER, seeded with --seed-demo), each with a fresh data
 # directory. Each toolchain must run, not only be on PATH (scripts/toolchains.sh;
 # as root a broken one is replaced by Debian's package): a language without a
@@ -26,10 +27,12 @@ usable() { # EXAMPLE: true when its toolchains work; else adds why to skipped
     return $ok
 }
 
-walk() { # NAME BINARY: run the four walkthroughs, output indented
+walk() { # NAME COMMAND...: run the walkthroughs (COMMAND API_URL APP_ID DATA_DIR)
+    local started=$SECONDS
     echo
     echo "=== $1 ==="
-    "$2" "$APPNORTH_TEST_SERVER" demo "$data/$1" 2>&1 || { echo "$1: the walkthrough failed"; exit 1; }
+    "${@:2}" "$APPNORTH_TEST_SERVER" demo "$data/$1" 2>&1 || { echo "$1: the walkthrough failed"; exit 1; }
+    echo "($1: ran in $((SECONDS - started)) s)"
     ran+=("$1")
 }
 
@@ -57,6 +60,31 @@ if usable "Rust"; then
     [ -x "$(dirname "$TC_cargo")/rustc" ] && export RUSTC="$(dirname "$TC_cargo")/rustc"
     "$TC_cargo" build --offline --release -q --manifest-path "$root/examples/rust/Cargo.toml" --target-dir "$build/rust"
     walk "Rust (extern C)" "$build/rust/release/walkthrough"
+fi
+
+# The C#, Java, LuaJIT and Ruby hosts run under LANG=C: their text must be
+# UTF-8 because they say so, not because the locale does.
+if usable "C#"; then
+    mkdir -p "$build/examples/csharp"
+    "$TC_mcs" -nologo -warnaserror -out:"$build/examples/csharp/walkthrough.exe" \
+        "$root/examples/csharp/AppNorthNative.cs" "$root/examples/csharp/Walkthrough.cs"
+    LANG=C LD_LIBRARY_PATH="$dist/lib" walk "C# (P/Invoke on Mono)" \
+        "$TC_mono" "$build/examples/csharp/walkthrough.exe"
+fi
+
+if usable "Java"; then
+    mkdir -p "$build/examples/java"
+    "$TC_javac" -Xlint:all -Werror -cp /usr/share/java/jna.jar -d "$build/examples/java" "$root"/examples/java/*.java
+    LANG=C walk "Java (JNA)" "$TC_java" -cp "$build/examples/java:/usr/share/java/jna.jar" \
+        -Djna.library.path="$dist/lib" Walkthrough
+fi
+
+if usable "LuaJIT"; then
+    LANG=C walk "LuaJIT (ffi)" "$TC_luajit" "$root/examples/luajit/walkthrough.lua" "$dist"
+fi
+
+if usable "Ruby"; then
+    LANG=C APPNORTH_DIST="$dist" walk "Ruby (ffi gem)" "$TC_ruby" "$root/examples/ruby/walkthrough.rb"
 fi
 
 echo

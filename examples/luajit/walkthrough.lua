@@ -1,0 +1,185 @@
+-- The C walkthrough from LuaJIT's ffi, in the shape of a game's frame loop:
+-- boards and ideas, a comment written offline and flushed later, events that
+-- outlive a lost connection and a restart, remote config followed live (and
+-- the cached copy after a restart), every handle freed at exit.
+--
+--     luajit examples/luajit/walkthrough.lua DIST_DIR API_URL APP_ID DATA_DIR
+--
+-- The declarations are the shipped dist/share/appnorth/appnorth.cdef, read
+-- unmodified: they cannot drift from the header.
+--
+-- LuaJIT aborts ("bad callback") when the library calls a Lua function from
+-- one of its own threads while Lua runs, so this program registers no
+-- callback that runs on a library thread: no logger, no config listener.
+-- It watches the config from the frame loop instead (reads are served from
+-- memory and never block). docs/hosts.md, "LuaJIT", has the rules.
+--
+-- DEV SERVER ONLY: "losing connectivity" asks the local dev server to drop
+-- every API connection (POST /admin/faults); config versions are published
+-- through /admin/apps/APP/config. A real API has neither.
+local ffi = require("ffi")
+local dist, api_url, app, data_dir = arg[1], arg[2], arg[3], arg[4]
+if not data_dir then
+    io.stderr:write("usage: luajit walkthrough.lua DIST_DIR API_URL APP_ID DATA_DIR\n")
+    os.exit(2)
+end
+local cdef = assert(io.open(dist .. "/share/appnorth/appnorth.cdef", "rb"))
+ffi.cdef(cdef:read("*a"))
+cdef:close()
+local lib = ffi.load(dist .. "/lib/libappnorth.so.0")
+
+-- The two string rules: Lua strings passed in are copied by the library;
+-- a char **out_* string is copied into Lua, then released with
+-- appnorth_string_free. A const char * return is static: never freed.
+local err = ffi.new("appnorth_error")
+local function check(rc)
+    if rc ~= lib.APPNORTH_OK then
+        error(("%s (HTTP %d): %s"):format(ffi.string(lib.appnorth_status_str(rc)), err.http_status,
+                                          ffi.string(err.message)), 2)
+    end
+end
+local function take(out)
+    if out[0] == nil then return nil end
+    local text = ffi.string(out[0])
+    lib.appnorth_string_free(out[0])
+    return text
+end
+local function out_string() return ffi.new("char *[1]") end
+
+-- ---- dev server /admin calls over a libc socket (loopback only) ----------
+ffi.cdef [[
+struct appnorth_example_sockaddr_in { uint16_t family; uint16_t port; uint32_t addr; uint8_t zero[8]; };
+int socket(int domain, int type, int protocol);
+int connect(int fd, const void *addr, uint32_t len);
+long write(int fd, const void *buf, size_t n);
+long read(int fd, void *buf, size_t n);
+int close(int fd);
+int inet_pton(int af, const char *src, void *dst);
+int poll(void *fds, unsigned long nfds, int timeout);
+]]
+local host, port = api_url:match("^http://([%d.]+):(%d+)")
+local function dev_admin(method, path, body)
+    body = body or ""
+    local address = ffi.new("struct appnorth_example_sockaddr_in")
+    address.family, address.port = 2, bit.rshift(bit.bswap(tonumber(port)), 16) -- AF_INET, network order
+    assert(ffi.C.inet_pton(2, host, ffi.cast("void *", ffi.cast("char *", address) + 4)) == 1)
+    local fd = ffi.C.socket(2, 1, 0) -- SOCK_STREAM
+    assert(fd >= 0 and ffi.C.connect(fd, address, ffi.sizeof(address)) == 0, "dev server unreachable")
+    local request = ("%s %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     .. "Connection: close\r\n\r\n%s"):format(method, path, host, port, #body, body)
+    ffi.C.write(fd, request, #request)
+    local reply = ffi.new("char[64]")
+    ffi.C.read(fd, reply, 63)
+    ffi.C.close(fd)
+end
+
+-- ---- the frame loop ---------------------------------------------------------
+-- Runs frames (16 ms apart) until done() is true: 20 s at most.
+local function frames(done)
+    for _ = 1, 1250 do
+        if done() then return true end
+        ffi.C.poll(nil, 0, 16)
+    end
+    return false
+end
+
+print(("libappnorth %s (LuaJIT %s, ffi)"):format(ffi.string(lib.appnorth_version()), jit.version))
+local client_out = ffi.new("appnorth_client *[1]")
+do
+    local options = lib.appnorth_client_options_new()
+    check(lib.appnorth_client_options_set_api_url(options, api_url, err))
+    check(lib.appnorth_client_options_set_app_id(options, app, err))
+    check(lib.appnorth_client_new(options, client_out, err))
+    lib.appnorth_client_options_free(options)
+end
+local client = client_out[0]
+
+print("1. Boards and ideas")
+local json = out_string()
+check(lib.appnorth_client_list_boards(client, json, err))
+print("   boards: " .. take(json))
+check(lib.appnorth_client_list_ideas(client, '{"q":"dark"}', json, err))
+local ideas = take(json)
+print('   ideas matching "dark": ' .. ideas)
+
+print("2. A comment written offline")
+local storage, queue = ffi.new("appnorth_storage *[1]"), ffi.new("appnorth_queue *[1]")
+check(lib.appnorth_storage_new_sqlite(data_dir .. "/queue", "queue", storage, err))
+check(lib.appnorth_queue_new(storage[0], 0, queue, err))
+lib.appnorth_storage_free(storage[0]) -- the queue keeps its own reference
+dev_admin("POST", "/admin/faults", '{"drop":true,"count":1000}')
+local submitted, sent, pending = ffi.new("int32_t[1]"), ffi.new("int32_t[1]"), ffi.new("int32_t[1]")
+check(lib.appnorth_queue_submit_comment(queue[0], client, ideas:match('"id":"([^"]+)"'),
+                                        "Sí, escrito en el avión ✈", nil, submitted, err))
+check(lib.appnorth_queue_pending_count(queue[0], pending, err))
+print(("   sent now: %s, pending: %d"):format(tostring(submitted[0] == 1), pending[0]))
+dev_admin("DELETE", "/admin/faults")
+check(lib.appnorth_queue_flush(queue[0], client, sent, err))
+check(lib.appnorth_queue_pending_count(queue[0], pending, err))
+print(("   after reconnecting: %d sent, %d pending"):format(sent[0], pending[0]))
+local ok = submitted[0] == 0 and sent[0] == 1 and pending[0] == 0
+lib.appnorth_queue_free(queue[0])
+
+print("3. Events that outlive a lost connection and a restart")
+local function open_events()
+    local options, out = lib.appnorth_events_options_new(), ffi.new("appnorth_events *[1]")
+    check(lib.appnorth_events_options_set_client(options, client, err))
+    check(lib.appnorth_events_options_set_data_dir(options, data_dir .. "/events", err))
+    check(lib.appnorth_events_new(options, out, err))
+    lib.appnorth_events_options_free(options)
+    return out[0]
+end
+dev_admin("POST", "/admin/faults", '{"drop":true,"count":1000}')
+local events = open_events()
+for level = 1, 300 do
+    check(lib.appnorth_events_track(events, "level_completed", ('{"level":%d}'):format(level), nil, err))
+end
+print("   flush while offline: " .. ffi.string(lib.appnorth_status_str(lib.appnorth_events_flush(events, 2000, err)))
+      .. " (events kept)")
+lib.appnorth_events_free(events) -- "restart": the events stay on disk
+dev_admin("DELETE", "/admin/faults")
+events = open_events()
+check(lib.appnorth_events_foreground(events, err))
+check(lib.appnorth_events_flush(events, 10000, err))
+check(lib.appnorth_events_stats(events, json, err))
+local stats = take(json)
+print("   after restarting online: " .. stats)
+ok = ok and stats:find('"queued":0', 1, true) ~= nil
+lib.appnorth_events_free(events)
+
+print("4. Remote config followed live from the frame loop")
+local function open_config()
+    local options, out = lib.appnorth_config_options_new(), ffi.new("appnorth_config *[1]")
+    check(lib.appnorth_config_options_set_client(options, client, err))
+    check(lib.appnorth_config_options_set_data_dir(options, data_dir .. "/config", err))
+    check(lib.appnorth_config_new(options, out, err))
+    lib.appnorth_config_options_free(options)
+    return out[0]
+end
+local path = "/admin/apps/" .. app .. "/config"
+dev_admin("POST", path, '{"config":{"theme":"dark","price":9.99}}')
+local config = open_config()
+check(lib.appnorth_config_start_live(config, err))
+local price = ffi.new("double[1]")
+local function price_is(value) -- one frame's read: from memory, never blocks
+    check(lib.appnorth_config_get_double(config, "price", 0, price, err))
+    return price[0] == value
+end
+ok = frames(function() return price_is(9.99) end) and ok
+check(lib.appnorth_config_get_string(config, "theme", "light", json, err))
+print("   theme " .. take(json) .. ", price " .. price[0])
+dev_admin("POST", path, '{"config":{"theme":"dark","price":7.49}}')
+ok = frames(function() return price_is(7.49) end) and ok
+print("   after a live update: price " .. price[0])
+lib.appnorth_config_free(config) -- stops the stream thread
+config = open_config()           -- a "restart": opening makes no network call
+local tier = ffi.new("int32_t[1]")
+check(lib.appnorth_config_source(config, tier, nil, err))
+ok = ok and price_is(7.49) and tier[0] == lib.APPNORTH_CONFIG_TIER_CACHED
+print(("   after a restart, before any fetch: cached tier %s, price %s"):format(
+      tostring(tier[0] == lib.APPNORTH_CONFIG_TIER_CACHED), tostring(price[0])))
+lib.appnorth_config_free(config)
+lib.appnorth_client_free(client) -- last: the other handles are freed
+
+print(ok and "all four walkthroughs done" or "a walkthrough did not end as expected")
+os.exit(ok and 0 or 1)

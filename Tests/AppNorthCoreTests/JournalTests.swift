@@ -5,6 +5,8 @@ import Glibc
 /// The event journal: its record format, damage, and the recovery of
 /// journals that ended processes left.
 final class JournalTests: EventsTestCase {
+    override class var isolatedApp: Bool { true }
+
     func payload(_ name: String, id: String = Random.uuidV7(unixMilliseconds: 1_700_000_000_000)) -> [UInt8] {
         EventPayload.build(id: id, name: name, timestampMs: 1_700_000_000_000, propertiesJSON: #"{"n":1}"#,
                            anonymousID: "anon", userID: nil, sessionID: "s")

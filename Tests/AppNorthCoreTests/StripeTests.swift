@@ -6,6 +6,8 @@ import Synchronization
 /// The journal's stripes: threads that track at once append to files of
 /// their own, and consent, limits and order still hold across them.
 final class StripeTests: EventsTestCase {
+    override class var isolatedApp: Bool { true }
+
     /// Starts `count` threads that each run `body(thread index)` once.
     func run(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws -> [BackgroundThread] {
         try (0..<count).map { t in try BackgroundThread(name: "stripe\(t)") { _ in body(t) } }

@@ -263,9 +263,12 @@ enum {
 /**
  * A log sink. `message` is UTF-8 and valid only during the call. Log lines
  * never contain credentials, tokens or identity values.
- * It may be called on any thread, including library background threads,
- * and never while the library holds an internal lock. It must not free the
- * handle whose options installed it.
+ * THREAD, default mode: any thread, including library background threads
+ * (the events uploader, the config stream), never while the library holds
+ * an internal lock. Dispatch mode (appnorth_client_options_set_dispatch_mode):
+ * only inside appnorth_dispatch(), on the thread calling it; never on a
+ * library thread, and never inside the call that logged. It must not free
+ * the handle whose options installed it, except from inside a dispatch.
  */
 typedef void (*appnorth_log_fn)(int32_t level, const char *message, void *user_data);
 
@@ -544,6 +547,104 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
                                                 appnorth_error *err);
 
 /* ------------------------------------------------------------------------
+ * Dispatch mode: every callback on the host's thread
+ *
+ * By default the library calls the host back on whichever thread has
+ * something to say: log lines and config listeners on its own background
+ * threads (the events uploader, the config stream). Hosts that cannot take
+ * a callback on a foreign thread (game loops, LuaJIT, Mono, Ruby, event
+ * loops) turn on dispatch mode for a client. Then no host callback ever
+ * runs on a library thread: the library queues what it would have called
+ * and the host runs it with appnorth_dispatch(), on a thread of its own
+ * choosing, once per frame or when appnorth_dispatch_fd() is readable.
+ * docs/threading.md compares the modes and says which suits which host.
+ *
+ * In dispatch mode, these run only inside appnorth_dispatch(), on the
+ * thread that calls it, one at a time, in the order they were queued:
+ *  - the client's log callback (appnorth_client_options_set_logger), for
+ *    lines of the client and of every handle made with it (events queue,
+ *    config), and a config's own log callback
+ *    (appnorth_config_options_set_logger) when its client is in dispatch
+ *    mode. Log lines from a call the host makes are queued too, so a line
+ *    never runs inside a call. At most APPNORTH_DISPATCH_LOG_LIMIT lines
+ *    wait; later ones are dropped and counted, and the next dispatch runs
+ *    one warning line saying how many.
+ *  - config listeners (appnorth_config_add_listener) of a config made with
+ *    the client, for changes from any thread, appnorth_config_refresh()
+ *    included. Changes that arrive before a dispatch are coalesced into
+ *    one call: the latest config and tier, and the union of the changed
+ *    keys, so no change is lost.
+ *  - completions of the non-blocking calls (never dropped).
+ * Callbacks the library must call synchronously keep running on the thread
+ * that called into the library, in both modes: storage load/save
+ * (appnorth_storage_new_callbacks), secure-store get/set
+ * (appnorth_events_options_set_secure_store), a storage's log callback
+ * and the cached-then-fresh appnorth_read_fn. None of them ever runs on a
+ * library thread.
+ *
+ * Removal and freeing with callbacks queued:
+ *  - After appnorth_config_remove_listener() returns, that listener is
+ *    never called, queued change or not (a call running in a dispatch on
+ *    another thread is waited for, as in the default mode).
+ *  - appnorth_config_free() drops the config's queued listener calls; its
+ *    queued log lines still run (they only use the log callback).
+ *  - appnorth_events_free()/_close(): its queued log lines still run.
+ *  - appnorth_client_free() closes the dispatcher: every callback still
+ *    queued is dropped (never runs), later log lines and listener calls of
+ *    handles made with the client are dropped, and the descriptor is
+ *    closed. Free the client last, and take the descriptor out of your
+ *    poll set before.
+ *  - A callback may free any handle, the client included; a dispatch then
+ *    runs nothing more after that callback.
+ * --------------------------------------------------------------------- */
+
+/** Log lines that may wait for appnorth_dispatch(); later ones are dropped
+ *  and counted. */
+#define APPNORTH_DISPATCH_LOG_LIMIT 1000
+
+/**
+ * Turn dispatch mode on (1) or off (0, the default) for clients made from
+ * these options. enabled: 0 or 1 (APPNORTH_E_INVALID_ARGUMENT otherwise).
+ * appnorth_client_new() then makes the client's eventfd (it fails with
+ * APPNORTH_E_INTERNAL if the process has no descriptor left).
+ */
+APPNORTH_API int32_t appnorth_client_options_set_dispatch_mode(appnorth_client_options *options,
+                                                               int32_t enabled,
+                                                               appnorth_error *err);
+
+/**
+ * Run the callbacks queued for a dispatch-mode client on the calling
+ * thread, one at a time, in order, with no library lock held.
+ * client: required. max_callbacks: 0 runs every callback queued when the
+ * call began (not those queued while it runs, so a callback that makes
+ * more work cannot keep it going); 1 to INT32_MAX runs at most that many;
+ * negative is APPNORTH_E_INVALID_ARGUMENT. out_ran: optional; set to the
+ * number of host callbacks that ran (0 on failure).
+ * Returns APPNORTH_E_WRONG_STATE for a client not in dispatch mode.
+ * A call from inside a callback, or while another thread is dispatching
+ * this client, runs nothing and returns APPNORTH_OK with *out_ran = 0.
+ * Cost: with nothing pending, one atomic load (no lock, no system call):
+ * call it every frame. Thread-safe; never blocks, except inside the host's
+ * own callbacks.
+ */
+APPNORTH_API int32_t appnorth_dispatch(appnorth_client *client, int32_t max_callbacks,
+                                       int32_t *out_ran, appnorth_error *err);
+
+/**
+ * The descriptor of a dispatch-mode client: an eventfd that is readable
+ * while a callback is queued, for poll()/epoll/select, asyncio's
+ * loop.add_reader(), libuv's uv_poll or a GLib source. When it is readable,
+ * call appnorth_dispatch(); it stops being readable once nothing is queued.
+ * The library owns it: do not read, write or close it. It is valid until
+ * appnorth_client_free() returns (close-on-exec; a forked child must not
+ * use it). client, out_fd: required (*out_fd is -1 on failure).
+ * Returns APPNORTH_E_WRONG_STATE for a client not in dispatch mode.
+ * Thread-safe; never blocks.
+ */
+APPNORTH_API int32_t appnorth_dispatch_fd(appnorth_client *client, int32_t *out_fd,
+                                          appnorth_error *err);
+
+/* ------------------------------------------------------------------------
  * Client: community writes
  *
  * Every write carries an Idempotency-Key: the caller's (1 to 255 printable
@@ -687,8 +788,10 @@ APPNORTH_API int32_t appnorth_buffer_set(appnorth_buffer *buffer, const void *by
  * save: store `length` bytes, replacing what was stored; `bytes` NULL means
  *   erase. Return 0 on success.
  * release: optional; called once with user_data when the storage is freed.
- * They run on the thread that called the queue or cache function, never
- * while the library holds a data lock. They must not change the queue or
+ * THREAD, both modes: the thread that called the queue or cache function
+ * (never a library thread, never deferred to appnorth_dispatch()), never
+ * while the library holds a data lock. release: the thread that frees the
+ * last handle using the storage. They must not change the queue or
  * cache that is using them: submit, flush, discard, store and clear called
  * from inside fail with APPNORTH_E_WRONG_STATE instead of deadlocking
  * (reads such as appnorth_queue_pending_count() are allowed).
@@ -990,7 +1093,9 @@ enum {
 };
 
 /** Receives a JSON array of boards or ideas. `json` is valid only during
- *  the call. Runs on the thread that called appnorth_read_*. */
+ *  the call. THREAD, both modes: the thread that called appnorth_read_*,
+ *  before that call returns (never a library thread, never deferred to
+ *  appnorth_dispatch()). */
 typedef void (*appnorth_read_fn)(int32_t source, const char *json, void *user_data);
 
 /**
@@ -1096,7 +1201,10 @@ enum {
  *   leave it untouched when there is none; return 0, non-zero on failure.
  * set: store `value` (NUL-terminated UTF-8), or delete the key when value
  *   is NULL; return 0, non-zero on failure.
- * They run on the thread that called the events function.
+ * THREAD, both modes: the thread that called the events function
+ * (appnorth_events_new(), _identify(), _reset(), _set_push_token(),
+ * _push_token()); never a library thread (the upload thread reads the
+ * values cached in memory) and never deferred to appnorth_dispatch().
  */
 typedef int32_t (*appnorth_secure_get_fn)(void *user_data, const char *key, appnorth_buffer *out);
 typedef int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value);
@@ -1599,6 +1707,8 @@ APPNORTH_API int32_t appnorth_config_source(appnorth_config *config, int32_t *ou
  * apply it. A change fires the listeners on this thread before the call
  * returns, unless another thread is delivering a change at that moment:
  * that thread then delivers this one right after its own.
+ * In dispatch mode the change is queued instead, for the next
+ * appnorth_dispatch().
  * Returns the fetch's error (APPNORTH_E_NETWORK, APPNORTH_E_NOT_FOUND when
  * no config is published, APPNORTH_E_SERVER, APPNORTH_E_INVALID_JSON for
  * an invalid payload, ...); the effective config is then unchanged.
@@ -1639,9 +1749,14 @@ APPNORTH_API int32_t appnorth_config_stop_live(appnorth_config *config, appnorth
  * count) or on a 304; such a fetch keeps the text already held, so no
  * getter or snapshot changes without a listener call.
  *
- * THREAD: the callback runs on the config's background thread (live
- * updates, polls, background fetches), or on a thread calling
- * appnorth_config_refresh() whose fetch brought the change. Callbacks of
+ * THREAD, default mode: the config's background thread (live updates,
+ * polls, background fetches), or a thread calling appnorth_config_refresh()
+ * whose fetch brought the change. Dispatch mode (the config's client made
+ * with appnorth_client_options_set_dispatch_mode): only inside
+ * appnorth_dispatch() on that client, on the thread calling it; changes
+ * that arrive between two dispatches are coalesced into one call (latest
+ * values and tier, union of the changed keys), and a refresh's change is
+ * delivered by the next dispatch, not inside the refresh. Callbacks of
  * one config never run concurrently, and see changes in order. No library
  * lock is held while a callback runs: it may call any function of this
  * library, including appnorth_config_remove_listener() for its own token,

@@ -13,6 +13,8 @@ final class ClientOptions {
     var logger = Logger.silent
     var trust = HTTPTrust()
     var compressUploads = true
+    /// Dispatch mode (DispatchAPI.swift).
+    var dispatchMode = false
 }
 
 @c @implementation
@@ -192,13 +194,16 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
                                                             timeouts: opts.timeouts, logger: opts.logger,
                                                             trust: opts.trust)
         configuration.compressUploads = opts.compressUploads
-        out.pointee = Handle.make(AppNorthClient(configuration: configuration))
+        let dispatcher = opts.dispatchMode ? try CallbackDispatcher() : nil
+        out.pointee = Handle.make(AppNorthClient(configuration: configuration, dispatcher: dispatcher))
     }
 }
 
 @c @implementation
 public func appnorth_client_free(_ client: OpaquePointer?) {
-    Handle.release(client, as: AppNorthClient.self)
+    // Dispatch mode: queued callbacks are dropped, nothing more is queued,
+    // and a dispatch in progress runs nothing more (it is then waited for).
+    Handle.release(client, as: AppNorthClient.self) { $0.dispatcher?.close() }
 }
 
 @c @implementation

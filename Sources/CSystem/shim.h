@@ -32,3 +32,6 @@ static inline uint64_t appnorth_shared_load(const uint64_t *word) {
 static inline uint64_t appnorth_shared_increment(uint64_t *word) {
     return __atomic_add_fetch(word, 1, __ATOMIC_ACQ_REL);
 }
+
+/* eventfd: the dispatch mode's descriptor (CallbackDispatcher). */
+#include <sys/eventfd.h>

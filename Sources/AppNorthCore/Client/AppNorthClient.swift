@@ -10,7 +10,21 @@ public final class AppNorthClient: Sendable {
     /// gzip for uploads, and whether this client's server refused it.
     public let compression: UploadCompression
 
-    public init(configuration: AppNorthClientConfiguration) {
+    /// Dispatch mode's queue of host callbacks (nil: the default mode,
+    /// where library threads call the host directly). Handles made with
+    /// this client (config, events) queue their callbacks on it too.
+    public let dispatcher: CallbackDispatcher?
+
+    public convenience init(configuration: AppNorthClientConfiguration) {
+        self.init(configuration: configuration, dispatcher: nil)
+    }
+
+    /// A client whose log lines (and those of the handles made with it) go
+    /// through `dispatcher` when one is given (dispatch mode).
+    public init(configuration: AppNorthClientConfiguration, dispatcher: CallbackDispatcher?) {
+        var configuration = configuration
+        if let dispatcher { configuration.logger = configuration.logger.routed(through: dispatcher) }
+        self.dispatcher = dispatcher
         self.configuration = configuration
         self.compression = UploadCompression(enabled: configuration.compressUploads)
         self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger,
@@ -23,6 +37,20 @@ public final class AppNorthClient: Sendable {
     /// Callable from any thread; never blocks.
     public func cancelInFlight() {
         transport.cancelInFlight()
+    }
+
+    /// Runs a host callback (an operation's completion) as the client's
+    /// mode says: queued for the host's next dispatch in dispatch mode
+    /// (never dropped while the dispatcher is open), at once on this thread
+    /// otherwise. Returns false, and `job` does not run, only when the
+    /// dispatcher is closed (the client was freed).
+    @discardableResult
+    public func deliverCallback(_ job: @escaping @Sendable () -> Void) -> Bool {
+        guard let dispatcher else {
+            job()
+            return true
+        }
+        return dispatcher.post(job)
     }
 
     /// See `AppNorthClientConfiguration.scope`.

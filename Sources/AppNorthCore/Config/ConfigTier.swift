@@ -43,6 +43,15 @@ public struct ConfigChange: Sendable, Equatable {
         for key in changedKeys { array.append(.string(key)) }
         changedKeysJSON = array.serialized()
     }
+
+    /// Two changes as one (dispatch mode's coalescing): the later values
+    /// and tier, and every key either changed, in the order first seen.
+    static func merged(_ earlier: ConfigChange, _ later: ConfigChange) -> ConfigChange {
+        var seen = Set(earlier.changedKeys)
+        var keys = earlier.changedKeys
+        for key in later.changedKeys where seen.insert(key).inserted { keys.append(key) }
+        return ConfigChange(config: later.config, changedKeys: keys, tier: later.tier)
+    }
 }
 
 /// The outcome of the latest exchange with the config endpoints: a fetch

@@ -18,11 +18,24 @@ import Glibc
 ///   instance through a refresh) has them delivered after it returns.
 /// - `close` drops what is queued, stops further callbacks, and waits for
 ///   one in flight on another thread.
+/// - Dispatch mode (a `dispatcher`): `deliverPending` delivers nothing on
+///   the posting thread; it queues one delivery job on the dispatcher (at
+///   most one at a time), which the host's dispatch runs. Events posted
+///   meanwhile are merged into one by `merge` (a config change: the latest
+///   values, the union of changed keys), so the queue holds one event at
+///   most and none is lost. Removal and close work as above: a removed
+///   listener is skipped by a queued delivery, and a closed registry's
+///   queued job delivers nothing.
 final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     // @unchecked: every field is read and written with `condition`'s mutex held.
     typealias Callback = @Sendable (Event) -> Void
+    typealias Merge = @Sendable (Event, Event) -> Event
 
     private let condition = MonotonicCondition()
+    private let dispatcher: CallbackDispatcher?
+    private let merge: Merge?
+    /// Dispatch mode: a delivery job is queued on the dispatcher.
+    private var scheduled = false
     private var listeners: [(token: Int64, callback: Callback)] = []
     private var nextToken: Int64 = 1
     private var queue: [Event] = []
@@ -32,6 +45,13 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     private var closed = false
 
     private static var currentThread: UInt { UInt(pthread_self()) }
+
+    /// `dispatcher` nil: delivered on the posting thread. `merge` folds an
+    /// event into the one queued before it (dispatch mode only).
+    init(dispatcher: CallbackDispatcher? = nil, merge: Merge? = nil) {
+        self.dispatcher = dispatcher
+        self.merge = merge
+    }
 
     private func locked<T>(_ body: () -> T) -> T { condition.locked(body) }
 
@@ -63,14 +83,42 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
 
     /// Queues an event for delivery.
     func post(_ event: Event) {
-        locked { if !closed { queue.append(event) } }
+        locked {
+            guard !closed else { return }
+            if dispatcher != nil, let merge, let last = queue.last {
+                queue[queue.count - 1] = merge(last, event)
+            } else {
+                queue.append(event)
+            }
+        }
     }
 
     /// Delivers queued events on this thread, unless another thread (or
     /// this one, further up the stack) is already delivering: that one
-    /// delivers them.
+    /// delivers them. In dispatch mode: queues a delivery job instead.
     func deliverPending() {
+        guard let dispatcher else {
+            _ = deliverNow()
+            return
+        }
+        let schedule = locked { () -> Bool in
+            guard !closed, !queue.isEmpty, !scheduled else { return false }
+            scheduled = true
+            return true
+        }
+        guard schedule else { return }
+        let posted = dispatcher.postCounted { [self] in
+            locked { scheduled = false }
+            return deliverNow()
+        }
+        if !posted { locked { scheduled = false } }
+    }
+
+    /// Delivers queued events on this thread (see `deliverPending`);
+    /// returns how many callbacks ran.
+    private func deliverNow() -> Int {
         let me = Self.currentThread
+        var calls = 0
         locked {
             guard deliverer == 0 else { return }
             deliverer = me
@@ -83,6 +131,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
                     guard let listener = listeners.first(where: { $0.token == token }) else { continue }
                     inFlight = token
                     condition.unlocked { listener.callback(event) }
+                    calls += 1
                     inFlight = 0
                     condition.broadcast()
                 }
@@ -90,6 +139,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
             deliverer = 0
             condition.broadcast()
         }
+        return calls
     }
 
     /// Stops all deliveries: drops queued events and listeners, and waits

@@ -217,7 +217,7 @@ final class ConfigEngine: Sendable {
     let claimKey: String?
     /// Why the bundled file was skipped at open, if it was.
     let bundledError: AppNorthError?
-    let listeners = ListenerRegistry<ConfigChange>()
+    let listeners: ListenerRegistry<ConfigChange>
     /// Waits between attempts use real time, whatever the TTL clock.
     let timer = SystemClock()
     let closed = Atomic<Bool>(false)
@@ -264,7 +264,14 @@ final class ConfigEngine: Sendable {
             throw .invalidArgument("config stream idle timeout must be at least 1000 ms")
         }
         clock = options.clock
-        logger = options.logger ?? client.configuration.logger
+        // Dispatch mode: this config's own logger and its listener calls
+        // go through the client's dispatcher as well.
+        if let own = options.logger {
+            logger = client.dispatcher.map { own.routed(through: $0) } ?? own
+        } else {
+            logger = client.configuration.logger
+        }
+        listeners = ListenerRegistry(dispatcher: client.dispatcher, merge: ConfigChange.merged)
         endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
         backoff = options.reconnectBackoff

@@ -29,11 +29,17 @@ public struct Logger: Sendable {
     public typealias Sink = @Sendable (LogLevel, String) -> Void
 
     let sink: Sink?
-    private let level: LevelBox
+    let level: LevelBox
 
     public init(minimum: LogLevel = .info, sink: Sink? = nil) {
         self.sink = sink ?? (Self.debugFromEnvironment ? Self.stderrSink : nil)
         self.level = LevelBox(minimum)
+    }
+
+    /// A logger with this sink that shares `level` with another's copies.
+    init(level: LevelBox, sink: @escaping Sink) {
+        self.sink = sink
+        self.level = level
     }
 
     public static let silent = Logger()

@@ -118,6 +118,8 @@ MAX_TEXT_CHARS = 10000
 MAX_FEEDBACK_TEXT_CHARS = 20000
 MAX_DIAGNOSTICS_BYTES = 256 * 1024
 MAX_URL_BYTES = 2048
+#: Log lines that may wait for Client.dispatch(); later ones are dropped and counted.
+DISPATCH_LOG_LIMIT = 1000
 MAX_SCREENSHOTS = 5
 MAX_SCREENSHOT_BYTES = 2 * 1024 * 1024
 #: Largest in-memory CA bundle for Client(ca_pem=...), in bytes.
@@ -372,6 +374,10 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_client_options_set_proxy",
                 [ClientOptionsPtr, c_char_p, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_compression", [ClientOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    # Dispatch mode
+    Declaration("appnorth_client_options_set_dispatch_mode", [ClientOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_dispatch", [ClientPtr, c_int32, POINTER(c_int32), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_dispatch_fd", [ClientPtr, POINTER(c_int32), ErrorPtr], c_int32, _S),
     # Client: reads
     Declaration("appnorth_client_new", [ClientOptionsPtr, POINTER(ClientPtr), ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_free", [ClientPtr], None, None),

@@ -17,6 +17,7 @@ normally.
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 from . import _lib, errors
@@ -273,6 +274,12 @@ class Client(Handle):
             bodies from 1 KiB up, gzip-compressed; a server that answers 415
             to gzip gets them uncompressed from then on. ``False`` never
             compresses.
+        dispatch_mode: ``True`` runs every callback of this client and of
+            the handles made with it (log lines, config listeners) only
+            inside :meth:`dispatch`, on the thread that calls it, never on
+            a library thread; :meth:`dispatch_fd` says when something
+            waits. ``False`` (default): library threads call back directly.
+            See docs/threading.md.
 
     A TLS failure (untrusted, expired or wrong-host certificate, or a pin
     that does not match) raises :class:`NetworkError` with curl's reason.
@@ -304,6 +311,7 @@ class Client(Handle):
         proxy: TextArg = None,
         proxy_from_environment: bool = True,
         compress_uploads: bool = True,
+        dispatch_mode: bool = False,
     ) -> None:
         self._init_state()
         self._description = f"api_url={api_url!r}, app_id={app_id!r}"
@@ -333,6 +341,8 @@ class Client(Handle):
             raise TypeError("proxy_from_environment must be a bool")
         if not isinstance(compress_uploads, bool):
             raise TypeError("compress_uploads must be a bool")
+        if not isinstance(dispatch_mode, bool):
+            raise TypeError("dispatch_mode must be a bool")
 
         err = appnorth_error()
         callback = None
@@ -358,6 +368,8 @@ class Client(Handle):
                 C.appnorth_client_options_set_proxy(options, c_proxy, 0 if proxy_from_environment else 1, err)
             if not compress_uploads:
                 C.appnorth_client_options_set_compression(options, 0, err)
+            if dispatch_mode:
+                C.appnorth_client_options_set_dispatch_mode(options, 1, err)
             handle = _lib.ClientPtr()
             C.appnorth_client_new(options, handle, err)
         finally:
@@ -369,7 +381,52 @@ class Client(Handle):
         cache = getattr(py_logger, "_cache", None)
         self._level_cache = cache if isinstance(cache, dict) else None
         self._level_key = ("appnorth level", id(self))
+        self._dispatch_mode = dispatch_mode
         self._attach(handle, keep=[callback] if callback is not None else [])
+
+    _dispatch_mode = False
+
+    # -- dispatch mode -------------------------------------------------------
+
+    @property
+    def dispatch_mode(self) -> bool:
+        """Whether this client was made with ``dispatch_mode=True``."""
+        return self._dispatch_mode
+
+    def dispatch(self, max_callbacks: int = 0) -> int:
+        """Run this dispatch-mode client's queued callbacks on the calling
+        thread (``appnorth_dispatch``): log lines reaching ``logging``,
+        config listeners of configs made with it. ``max_callbacks`` 0 runs
+        every callback queued when the call began; a positive number, at
+        most that many. Returns how many ran. With nothing pending it costs
+        one atomic load in C. A call from inside a callback, or while
+        another thread dispatches this client, runs nothing and returns 0.
+
+        Raises:
+            WrongStateError: the client is not in dispatch mode, or closed.
+            InvalidArgumentError: a negative ``max_callbacks``.
+        """
+        limit = _lib.to_int32(max_callbacks, "max_callbacks")
+        ran = ctypes.c_int32(0)
+        with self._use() as handle:
+            with _lib.callback_errors():
+                C.appnorth_dispatch(handle, limit, ctypes.byref(ran), appnorth_error())
+        return ran.value
+
+    def dispatch_fd(self) -> int:
+        """The descriptor (an eventfd) that is readable while a callback is
+        queued (``appnorth_dispatch_fd``): wait on it with ``select``,
+        ``selectors`` or ``loop.add_reader``, then call :meth:`dispatch`.
+        The library owns it: never read or close it; it is closed by
+        :meth:`close`, so remove it from your loop before.
+
+        Raises:
+            WrongStateError: the client is not in dispatch mode, or closed.
+        """
+        fd = ctypes.c_int32(-1)
+        with self._use(sync=False) as handle:
+            C.appnorth_dispatch_fd(handle, ctypes.byref(fd), appnorth_error())
+        return fd.value
 
     _py_logger: Optional[logging.Logger] = None
     _library_level = -1

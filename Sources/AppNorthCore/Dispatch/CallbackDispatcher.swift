@@ -1,0 +1,220 @@
+import CSystem
+import Glibc
+import Synchronization
+
+/// The queue of host callbacks of a dispatch-mode client (the C header's
+/// "Dispatch mode"): library threads post what they would have called, and
+/// the host runs it with `dispatch(max:)` on a thread of its own choosing.
+///
+/// - `hasPending` and a `dispatch` with nothing queued are one atomic load:
+///   no lock, no system call (a game calls it every frame).
+/// - `descriptor` is an eventfd that is readable while something is queued
+///   (written when the queue stops being empty, drained when it empties),
+///   for poll/epoll/asyncio's add_reader.
+/// - Bounded where it may be: log lines past `logLimit` are dropped and
+///   counted, and the next dispatch runs one line saying how many. Jobs
+///   (`post`: completions, listener deliveries) are never dropped while the
+///   dispatcher is open; a config's listener delivery is one job at most
+///   (ListenerRegistry coalesces its changes), so the queue stays bounded
+///   by what the host has asked for.
+/// - One thread dispatches at a time; a dispatch from inside a callback, or
+///   while another thread dispatches, runs nothing and returns 0.
+/// - `close` (the client's free) drops what is queued and closes the
+///   descriptor; nothing queued runs after it, and `post` returns false.
+///
+/// No lock is held while a job runs.
+public final class CallbackDispatcher: Sendable {
+    public static let defaultLogLimit = 1000
+
+    enum Job: Sendable {
+        case log(LogLevel, String, Logger.Sink)
+        /// A host callback (a completion): counts one.
+        case run(@Sendable () -> Void)
+        /// Runs as many host callbacks as it returns (a listener delivery).
+        case counted(@Sendable () -> Int)
+    }
+
+    struct State: Sendable {
+        var jobs: [Job] = []
+        var head = 0
+        var logsQueued = 0
+        var dropped = 0
+        var droppedSink: Logger.Sink?
+        /// The eventfd holds a nonzero count.
+        var signalled = false
+        var closed = false
+        /// The thread running a dispatch (0: none).
+        var dispatcher: UInt = 0
+
+        var queued: Int { jobs.count - head + (dropped > 0 ? 1 : 0) }
+    }
+
+    public let logLimit: Int
+    private let fd: Int32
+    private let state = Lock(State())
+    /// `State.queued`, stored under the lock, read without it.
+    private let pending = Atomic<Int>(0)
+    private let closedFlag = Atomic<Bool>(false)
+
+    public init(logLimit: Int = CallbackDispatcher.defaultLogLimit) throws(AppNorthError) {
+        guard logLimit >= 1 else { throw .invalidArgument("the dispatch log limit must be at least 1") }
+        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard fd >= 0 else {
+            throw .internal("eventfd failed: \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+        self.logLimit = logLimit
+    }
+
+    deinit { close() }
+
+    /// The eventfd: readable while something is queued. Valid until
+    /// `close()`; the host must not read, write or close it.
+    public var descriptor: Int32 { fd }
+
+    /// Something is queued (one atomic load).
+    public var hasPending: Bool { pending.load(ordering: .acquiring) > 0 }
+
+    /// How many jobs are queued (the summary of dropped log lines counts one).
+    public var queuedCount: Int { pending.load(ordering: .acquiring) }
+
+    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    /// Queues a job that the next dispatch runs. Never dropped while the
+    /// dispatcher is open; returns false (and drops it) after `close()`.
+    @discardableResult
+    public func post(_ job: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(.run(job))
+    }
+
+    /// Queues a job that runs `n` host callbacks (the `n` it returns).
+    @discardableResult
+    func postCounted(_ job: @escaping @Sendable () -> Int) -> Bool {
+        enqueue(.counted(job))
+    }
+
+    /// Queues a log line for `sink`; past `logLimit` queued lines it is
+    /// dropped and counted.
+    func postLog(_ level: LogLevel, _ message: String, to sink: @escaping Logger.Sink) {
+        state.withLock { s in
+            guard !s.closed else { return }
+            if s.logsQueued >= logLimit {
+                s.dropped += 1
+                if s.droppedSink == nil { s.droppedSink = sink }
+            } else {
+                s.jobs.append(.log(level, message, sink))
+                s.logsQueued += 1
+            }
+            published(&s)
+        }
+    }
+
+    private func enqueue(_ job: Job) -> Bool {
+        state.withLock { s in
+            guard !s.closed else { return false }
+            s.jobs.append(job)
+            published(&s)
+            return true
+        }
+    }
+
+    /// With the lock held: publishes the count and keeps the descriptor
+    /// readable exactly while something is queued.
+    private func published(_ s: inout State) {
+        let queued = s.queued
+        pending.store(queued, ordering: .releasing)
+        if queued > 0 && !s.signalled {
+            s.signalled = true
+            _ = eventfd_write(fd, 1)
+        } else if queued == 0 && s.signalled {
+            s.signalled = false
+            var value: eventfd_t = 0
+            _ = eventfd_read(fd, &value)
+        }
+    }
+
+    /// Runs queued jobs on this thread, in order: `max` 0 runs those queued
+    /// when the call began (not those the jobs queue), `max` > 0 at most
+    /// that many. Returns how many host callbacks ran.
+    public func dispatch(max: Int = 0) -> Int {
+        guard pending.load(ordering: .acquiring) > 0 else { return 0 }
+        let me = UInt(pthread_self())
+        let batch = state.withLock { s -> [Job] in
+            guard !s.closed, s.dispatcher == 0 else { return [] }
+            s.dispatcher = me
+            return take(&s, max: max)
+        }
+        guard !batch.isEmpty else { return 0 }
+        defer { state.withLock { $0.dispatcher = 0 } }
+        var ran = 0
+        for job in batch {
+            // A callback may have freed the client: nothing more runs.
+            if isClosed { break }
+            switch job {
+            case .log(let level, let message, let sink):
+                sink(level, message)
+                ran += 1
+            case .run(let body):
+                body()
+                ran += 1
+            case .counted(let body):
+                ran += body()
+            }
+        }
+        return ran
+    }
+
+    /// With the lock held: removes up to `max` jobs (0: all), plus the line
+    /// saying how many log lines were dropped.
+    private func take(_ s: inout State, max: Int) -> [Job] {
+        let available = s.jobs.count - s.head
+        let count = max <= 0 ? available : Swift.min(max, available)
+        var batch = Array(s.jobs[s.head..<(s.head + count)])
+        s.head += count
+        if s.head == s.jobs.count {
+            s.jobs.removeAll(keepingCapacity: s.jobs.count <= 4096)
+            s.head = 0
+        } else if s.head >= 1024 && s.head * 2 >= s.jobs.count {
+            s.jobs.removeFirst(s.head)
+            s.head = 0
+        }
+        for job in batch { if case .log = job { s.logsQueued -= 1 } }
+        if s.dropped > 0, max <= 0 || batch.count < max, let sink = s.droppedSink {
+            let line = "dispatch: \(s.dropped) log line(s) dropped: more than \(logLimit) were waiting for appnorth_dispatch()"
+            batch.append(.log(.warning, line, sink))
+            s.dropped = 0
+            s.droppedSink = nil
+        }
+        published(&s)
+        return batch
+    }
+
+    /// Drops what is queued and closes the descriptor; later posts return
+    /// false. A dispatch running on another thread runs nothing more after
+    /// the job in progress. Idempotent.
+    public func close() {
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.closed = true
+            closedFlag.store(true, ordering: .releasing)
+            s.jobs.removeAll()
+            s.head = 0
+            s.logsQueued = 0
+            s.dropped = 0
+            s.droppedSink = nil
+            pending.store(0, ordering: .releasing)
+            Glibc.close(fd)
+        }
+    }
+}
+
+extension Logger {
+    /// This logger with its lines queued on `dispatcher` instead of passed
+    /// to the sink on the logging thread; shares this logger's level.
+    public func routed(through dispatcher: CallbackDispatcher) -> Logger {
+        guard let sink else { return self }
+        return Logger(level: level, sink: { level, message in
+            dispatcher.postLog(level, message, to: sink)
+        })
+    }
+}

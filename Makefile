@@ -29,7 +29,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-swift test-c test-fleet test-valgrind \
-        test-python test-hosts test-wheel test-swift-example wheel check-dist bench sanitize fuzz clean
+        test-python test-hosts test-wheel test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean
 
 all: dist
 
@@ -51,7 +51,8 @@ SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)
 $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	@scripts/ensure-deps.sh
 	$(SWIFT) build -c release --product appnorth -Xswiftc -static-stdlib \
-	    -Xlinker -soname=$(SONAME) -Xlinker --version-script=$(abspath scripts/exports.map)
+	    -Xlinker -soname=$(SONAME) -Xlinker --version-script=$(abspath scripts/exports.map) \
+	    -Xlinker -z -Xlinker nodelete
 	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/lib/cmake/appnorth $(DIST)/include $(DIST)/share/appnorth
 	strip --strip-unneeded -o $@ .build/release/$(LIBNAME)
 	ln -sf $(REALNAME) $(DIST)/lib/$(SONAME)
@@ -106,6 +107,14 @@ $(BUILD)/tests/%: Tests/c/%.c $(wildcard Tests/c/*.h) $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl sqlite3) -lpthread
 
+# The dlclose test is built without -lappnorth: its only reference to the
+# library is its own dlopen(), so a dlclose() would unload it (-z nodelete
+# is what keeps it mapped).
+$(BUILD)/tests/test_dlclose: Tests/c/test_dlclose.c $(wildcard Tests/c/*.h) $(DIST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DIST_CFLAGS) -DAPPNORTH_TEST_LIBRARY='"$(abspath $(DIST_LIB))"' -o $@ $< \
+	    $$(pkg-config --libs jansson libcurl) -ldl -lpthread
+
 $(PYTEST): bindings/python/requirements-test.txt
 	@scripts/ensure-deps.sh --python
 	@touch $@
@@ -115,6 +124,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-swift-example
 	$(MAKE) --no-print-directory check-dist
 	$(MAKE) --no-print-directory test-c
+	$(MAKE) --no-print-directory test-frame-loop
 	$(MAKE) --no-print-directory test-fleet
 	$(MAKE) --no-print-directory test-valgrind
 	$(MAKE) --no-print-directory test-python
@@ -145,6 +155,13 @@ test-swift-example:
 # the README's Python quickstart against the seeded server.
 test-wheel: wheel
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-wheel.sh
+
+# The single-threaded frame-loop example (dispatch mode): every callback on
+# the main thread, live config received (examples/c/frame_loop.c).
+test-frame-loop: $(BUILD)/examples/frame_loop
+	@scripts/with-devserver.sh sh -c '$(BUILD)/examples/frame_loop "$$APPNORTH_TEST_SERVER" frame-loop' \
+	    > $(BUILD)/frame-loop.log 2>&1 || { cat $(BUILD)/frame-loop.log; exit 1; }
+	@echo "frame loop example: $$(tail -n 1 $(BUILD)/frame-loop.log)"
 
 # Runs every C test program through the real .so; one summary line.
 # TEST='name,prefix*' runs only those tests (the RUN() lines of each main()),

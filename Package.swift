@@ -39,7 +39,7 @@ let package = Package(
 
         .target(name: "AppNorthCore", dependencies: ["CJansson", "CSQLite", "CCurl", "CZlib", "CSystem"],
                 swiftSettings: swift6),
-        .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI"],
+        .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI", "CSystem"],
                 swiftSettings: swift6),
         .target(name: "AppNorth", dependencies: ["AppNorthCore"],
                 swiftSettings: swift6Strict),

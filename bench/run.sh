@@ -47,6 +47,7 @@ if [ $have_config = 1 ]; then
     $cc "${cflags[@]}" -DBENCH_CONFIG_MAIN -o $build/bench_config bench/c/bench_config.c "${libs[@]}"
     $cc "${cflags[@]}" -DBENCH_HAVE_CONFIG -o $build/bench_coldstart bench/c/bench_coldstart.c bench/c/bench_config.c "${libs[@]}"
     $cc "${cflags[@]}" -o $build/bench_http2 bench/c/bench_http2.c "${libs[@]}"
+    $cc "${cflags[@]}" -o $build/bench_dispatch bench/c/bench_dispatch.c "${libs[@]}"
 else
     echo "remote config is not in this build (no appnorth_config_new in the header): its rows are skipped" >&2
     $cc "${cflags[@]}" -o $build/bench_coldstart bench/c/bench_coldstart.c "${libs[@]}"
@@ -66,7 +67,7 @@ export PYTHONPATH="$root/bindings/python"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     export BENCH_TRACK_EVENTS=4000 BENCH_TRACK_ROUNDS=4 BENCH_FLUSH_EVENTS=1000 BENCH_FLUSH_ROUNDS=1 \
            BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1 \
-           BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1
+           BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1 BENCH_IDLE_SECONDS=5
     py_rounds=1 py_runs=3
 else
     py_rounds=5 py_runs=20
@@ -81,6 +82,7 @@ scripts/with-devserver.sh bash -c '
     if [ "$have_config" = 1 ]; then
         run config $build/bench_config "$APPNORTH_TEST_SERVER"
         run http2 bench/http2.sh $build
+        run dispatch $build/bench_dispatch "$APPNORTH_TEST_SERVER"
     fi
     run coldstart $build/bench_coldstart "$APPNORTH_TEST_SERVER"
     run memory $build/bench_memory

@@ -78,6 +78,15 @@
  *    wait for library calls in progress (microseconds; at most 10 s, after
  *    which it goes ahead). Call fork() from any thread, but not from inside
  *    a library callback.
+ *  - Unloading. The library is never unmapped once loaded: it is linked
+ *    with -z nodelete and pins itself when the first handle is made, so a
+ *    host's dlclose() (Ruby's and LuaJIT's teardown do it on their own)
+ *    leaves its threads running safely. Exiting with live handles is safe
+ *    too; in the default mode a host runtime whose teardown waits for the
+ *    threads that called it back (Mono), or whose callbacks need a lock the
+ *    exiting thread holds (Ruby, Python), must free its handles first,
+ *    without holding that lock (docs/threading.md). Dispatch mode (below)
+ *    never runs host code on a library thread, so it needs none of this.
  *  - Several processes and handles on one data directory (worker pools,
  *    a CLI beside a daemon). Opening a fresh directory from several
  *    processes at once is race-free. Queues and caches on SQLite storage

@@ -14,3 +14,4 @@ run boards
 run offline_comment "$data/offline_comment"
 run track_events "$data/track_events"
 if [ -x "$bin/remote_config" ]; then run remote_config "$data/remote_config"; fi
+run frame_loop

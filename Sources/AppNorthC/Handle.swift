@@ -39,7 +39,8 @@ enum Handle {
     private static let callsMask: UInt = releaseOnLeave - 1
 
     static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
-        OpaquePointer(Unmanaged.passRetained(Box(object)).toOpaque())
+        _ = LibraryPin.pinned
+        return OpaquePointer(Unmanaged.passRetained(Box(object)).toOpaque())
     }
 
     /// The object behind a handle argument, counted as in flight on it until

@@ -1,5 +1,6 @@
 import AppNorthCore
 import CAppNorthAPI
+import CSystem
 import Glibc
 
 // Version, status names and string ownership.
@@ -49,4 +50,16 @@ public func appnorth_status_str(_ code: Int32) -> UnsafePointer<CChar>? {
 @c @implementation
 public func appnorth_string_free(_ str: UnsafeMutablePointer<CChar>?) {
     free(str)
+}
+
+/// Keeps libappnorth.so mapped until the process exits, whatever the host's
+/// dlclose() calls: library threads (the events uploader, the config
+/// stream) may be running its code at any moment, and an unmapped library
+/// under them is a SIGSEGV (Ruby's and LuaJIT's teardown dlclose on their
+/// own). The release build is linked with `-z nodelete` (Makefile); this
+/// also pins any other build (the dev library under .build) when the first
+/// handle is made: dlopen(RTLD_NOLOAD | RTLD_NODELETE) of the library's own
+/// file marks the loaded copy as never to be unloaded.
+enum LibraryPin {
+    static let pinned: Bool = appnorth_pin_library(#dsohandle) == 1
 }

@@ -1,4 +1,9 @@
-/* Linux system interfaces that Glibc's Swift module does not expose. */
+/* Linux system interfaces that Glibc's Swift module does not expose.
+ * _GNU_SOURCE: dladdr and Dl_info (appnorth_pin_library) are GNU
+ * extensions; it must come before the first system header. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <sys/random.h>
 #include <time.h>
 
@@ -35,3 +40,20 @@ static inline uint64_t appnorth_shared_increment(uint64_t *word) {
 
 /* eventfd: the dispatch mode's descriptor (CallbackDispatcher). */
 #include <sys/eventfd.h>
+
+/* Names the calling thread (at most 15 bytes are kept), as /proc/<pid>/task/
+ * <tid>/comm, top and gdb show it. prctl is variadic: Swift cannot call it. */
+#include <sys/prctl.h>
+static inline void appnorth_set_thread_name(const char *name) {
+    (void)prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+/* Marks the shared object that holds `address` as never to be unloaded
+ * (dlopen RTLD_NOLOAD | RTLD_NODELETE of its own file): a host's dlclose()
+ * then leaves it mapped while its threads run. Returns 1 when done. */
+#include <dlfcn.h>
+static inline int appnorth_pin_library(const void *address) {
+    Dl_info info;
+    if (dladdr(address, &info) == 0 || info.dli_fname == NULL) return 0;
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != NULL;
+}

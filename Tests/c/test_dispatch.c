@@ -3,8 +3,9 @@
  * the thread that calls it (checked by thread id), the descriptor is
  * readable exactly while something waits, config changes coalesce, log
  * lines past the bound are dropped and counted, removal and free with
- * callbacks queued, and the synchronous callbacks (secure store, storage)
- * run on the calling thread. */
+ * callbacks queued, the synchronous callbacks (secure store) run on the
+ * calling thread, and a process exits with live handles in both modes,
+ * in the default mode with a library thread blocked in a host callback. */
 #define _GNU_SOURCE
 #include <appnorth.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -451,12 +453,96 @@ static void test_publish_to_dispatched_listener_latency(void) {
     appnorth_client_free(client);
 }
 
-int main(void) {
+/* ---- exit with live handles ----------------------------------------------------- */
+
+/* A logger that, called on a library thread, blocks for ever (as a runtime's
+ * callback does that waits for an interpreter lock the exiting thread holds). */
+static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static int blocked;
+
+static void on_log_blocking(int32_t level, const char *message, void *user_data) {
+    (void)level, (void)message, (void)user_data;
+    if (pthread_equal(pthread_self(), main_thread)) return;
+    pthread_mutex_lock(&block_mu);
+    blocked++;
+    pthread_cond_broadcast(&block_cv);
+    for (;;) pthread_cond_wait(&block_cv, &block_mu);
+}
+
+/* The child: live handles with running threads, then exit() from main
+ * without freeing them. Default mode: a library thread is blocked inside
+ * the host's log callback at the moment of exit. */
+static int exit_with_live_handles(int dispatch_mode) {
+    char app[64], *dir = make_temp_dir("dispatch-exit");
+    appnorth_error err;
+    appnorth_client_options *o = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(o, server, &err);
+    appnorth_client_options_set_app_id(o, new_app(app, sizeof app), &err);
+    appnorth_client_options_set_dispatch_mode(o, dispatch_mode, &err);
+    appnorth_client_options_set_logger(o, on_log_blocking, APPNORTH_LOG_DEBUG, NULL, &err);
+    appnorth_client *client = NULL;
+    if (appnorth_client_new(o, &client, &err) != APPNORTH_OK) return 3;
+    appnorth_client_options_free(o);
+    appnorth_events_options *eo = appnorth_events_options_new();
+    appnorth_events_options_set_client(eo, client, &err);
+    appnorth_events_options_set_data_dir(eo, dir, &err);
+    appnorth_events_options_set_flush_policy(eo, 20, 1, &err);
+    appnorth_events *events = NULL;
+    if (appnorth_events_new(eo, &events, &err) != APPNORTH_OK) return 3;
+    appnorth_events_options_free(eo);
+    appnorth_config *config = live_config(client);
+    (void)config;
+    appnorth_events_track(events, "exit", NULL, NULL, &err);
+    if (!dispatch_mode) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 15;
+        pthread_mutex_lock(&block_mu);
+        while (blocked == 0 && pthread_cond_timedwait(&block_cv, &block_mu, &deadline) == 0) {}
+        int ok = blocked > 0;
+        pthread_mutex_unlock(&block_mu);
+        if (!ok) return 4; /* no library thread ever logged */
+    } else {
+        int32_t fd = -1;
+        appnorth_dispatch_fd(client, &fd, NULL);
+        if (!fd_readable(fd, 15000)) return 4; /* nothing was queued */
+        if (blocked != 0) return 5;            /* a library thread called the host */
+    }
+    exit(0); /* handles live, threads running (one blocked in the host) */
+}
+
+static void test_exit_with_live_handles(const char *self, const char *mode) {
+    double start = now_ms();
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, "--exit-with-live-handles", mode, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() - start < 30000) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "%s mode: exit with live handles (a thread blocked in a callback) ended %s, status %d",
+          mode, done == 0 ? "hung (killed after 30 s)" : "", status);
+    printf("dispatch: %s-mode exit with live handles took %.0f ms\n", mode, now_ms() - start);
+}
+
+int main(int argc, char **argv) {
     server = test_start("test_dispatch", 180);
     if (!server) return 2;
     main_thread = pthread_self();
     (void)admin_board, (void)admin_idea;
     curl_global_init(CURL_GLOBAL_ALL);
+    if (argc == 3 && strcmp(argv[1], "--exit-with-live-handles") == 0)
+        return exit_with_live_handles(strcmp(argv[2], "dispatch") == 0);
     test_bad_arguments_and_default_mode();
     test_every_callback_runs_on_the_dispatching_thread();
     test_config_changes_coalesce();
@@ -465,6 +551,8 @@ int main(void) {
     test_nested_dispatch_runs_nothing();
     test_secure_store_runs_on_the_calling_thread();
     test_publish_to_dispatched_listener_latency();
+    test_exit_with_live_handles(argv[0], "default");
+    test_exit_with_live_handles(argv[0], "dispatch");
     curl_global_cleanup();
     return check_summary();
 }

@@ -16,6 +16,7 @@
 static const char *server;
 static char *dir;
 static appnorth_client *client;
+static appnorth_client *dispatch_client; /* in dispatch mode */
 static appnorth_client_options *client_options;
 static appnorth_storage *memory;
 static appnorth_clock *clock_;
@@ -65,6 +66,12 @@ static int32_t proxy_ignore_environment(int64_t v, appnorth_error *err) {
 }
 static int32_t compression_enabled(int64_t v, appnorth_error *err) {
     return appnorth_client_options_set_compression(client_options, (int32_t)v, err);
+}
+static int32_t dispatch_mode_enabled(int64_t v, appnorth_error *err) {
+    return appnorth_client_options_set_dispatch_mode(client_options, (int32_t)v, err);
+}
+static int32_t dispatch_max_callbacks(int64_t v, appnorth_error *err) {
+    return appnorth_dispatch(dispatch_client, (int32_t)v, NULL, err);
 }
 static int32_t screenshot_length(int64_t v, appnorth_error *err) {
     appnorth_feedback *f = appnorth_feedback_new();
@@ -239,6 +246,8 @@ static const range_row rows[] = {
     {"appnorth_client_options_set_ca_pem", "length", T_SIZE, ca_pem_length, 27, APPNORTH_MAX_CA_PEM_BYTES, OK, 0, INV, BIG, 0, 0},
     {"appnorth_client_options_set_proxy", "ignore_environment", T_INT32, proxy_ignore_environment, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_client_options_set_compression", "enabled", T_INT32, compression_enabled, 0, 1, OK, 0, INV, INV, 0, 0},
+    {"appnorth_client_options_set_dispatch_mode", "enabled", T_INT32, dispatch_mode_enabled, 0, 1, OK, 0, INV, INV, 0, 0},
+    {"appnorth_dispatch", "max_callbacks", T_INT32, dispatch_max_callbacks, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_feedback_add_screenshot", "length", T_SIZE, screenshot_length, 1, APPNORTH_MAX_SCREENSHOT_BYTES, OK, 0, INV, BIG, 0, 0},
     /* In-range lengths above 64 KiB would copy up to 1 GiB: not called. */
     {"appnorth_buffer_set", "length", T_SIZE, buffer_set_length, 0, APPNORTH_MAX_BUFFER_BYTES, OK, 0, INV, BIG, 65536, 0},
@@ -341,6 +350,14 @@ int main(void) {
     dir = make_temp_dir("ranges");
     client = make_client(server, "ranges-app", NULL, NULL);
     client_options = appnorth_client_options_new();
+    {
+        appnorth_client_options *o = appnorth_client_options_new();
+        CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_client_options_set_app_id(o, "ranges-app", &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_client_options_set_dispatch_mode(o, 1, &err), APPNORTH_OK, err);
+        CHECK_STATUS(appnorth_client_new(o, &dispatch_client, &err), APPNORTH_OK, err);
+        appnorth_client_options_free(o);
+    }
     screenshot = calloc(APPNORTH_MAX_SCREENSHOT_BYTES + 1, 1);
     ca_pem = calloc(APPNORTH_MAX_CA_PEM_BYTES + 1, 1);
     memcpy(ca_pem, "-----BEGIN CERTIFICATE-----", 27);
@@ -369,6 +386,7 @@ int main(void) {
     appnorth_storage_free(memory);
     appnorth_client_options_free(client_options);
     appnorth_client_free(client);
+    appnorth_client_free(dispatch_client);
     free(screenshot);
     free(ca_pem);
     remove_tree(dir);

@@ -1,4 +1,5 @@
 import Glibc
+import CSystem
 import Synchronization
 
 /// A pthread mutex and a condition variable whose timeouts run on the
@@ -123,6 +124,8 @@ final class BackgroundThread: @unchecked Sendable {
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { raw in
             let me = Unmanaged<BackgroundThread>.fromOpaque(raw!).takeRetainedValue()
+            // Visible in /proc/<pid>/task/*/comm, top and gdb (15 bytes at most).
+            appnorth_set_thread_name(me.name)
             me.body(me)
             return nil
         }, context)

@@ -157,11 +157,11 @@ public final class HTTPTransport: Sendable {
                 applyTrust(h)
                 cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
                 cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
-                if idleTimeoutMs > 0 {
-                    // Abort a stream that has been silent for the idle time.
-                    cshim_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1)
-                    cshim_setopt_long(h, CURLOPT_LOW_SPEED_TIME, max(1, idleTimeoutMs / 1000))
-                }
+                // A stream's idle time is measured in `perform`, exactly; no
+                // CURLOPT_LOW_SPEED_*: curl's speed check re-arms a 1 s timer
+                // while a transfer is below the limit, which woke an idle
+                // stream's thread every second (68 wakeups a minute against a
+                // 15 s keepalive).
                 cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
                 cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
                 cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
@@ -281,7 +281,10 @@ public final class HTTPTransport: Sendable {
                     context.idledOut = true
                     return CURLE_OPERATION_TIMEDOUT
                 }
-                waitMs = Int32(min(1000, (idleNs - silent) / 1_000_000 + 1))
+                // A stream sleeps until data, its idle deadline, or a wake-up
+                // (a cancel or stop calls curl_multi_wakeup): an idle stream
+                // wakes once per server keepalive, not once a second.
+                waitMs = Int32(clamping: (idleNs - silent) / 1_000_000 + 1)
             }
             if let waiting = context.whileWaiting, requestSent(h, context) {
                 context.whileWaiting = nil

@@ -122,6 +122,13 @@ class Fixtures:
         self.client = c_void_p()
         assert r.appnorth_client_new(o, ctypes.byref(self.client), e) == OK
         self.client_options = o
+        d = r.appnorth_client_options_new()
+        assert r.appnorth_client_options_set_api_url(d, server_url.encode(), e) == OK
+        assert r.appnorth_client_options_set_app_id(d, b"pyranges-app", e) == OK
+        assert r.appnorth_client_options_set_dispatch_mode(d, 1, e) == OK
+        self.dispatch_client = c_void_p()
+        assert r.appnorth_client_new(d, ctypes.byref(self.dispatch_client), e) == OK
+        r.appnorth_client_options_free(d)
         self.memory = c_void_p()
         assert r.appnorth_storage_new_memory(ctypes.byref(self.memory), e) == OK
         self.clock = c_void_p()
@@ -150,6 +157,7 @@ class Fixtures:
         r.appnorth_storage_free(self.memory)
         r.appnorth_client_options_free(self.client_options)
         r.appnorth_client_free(self.client)
+        r.appnorth_client_free(self.dispatch_client)
 
 
 def _status_str(f: Fixtures, v: int) -> int:
@@ -236,6 +244,10 @@ TABLE: Dict[Tuple[str, str], Row] = {
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_proxy(f.client_options, None, v, f.e)),
     ("appnorth_client_options_set_compression", "enabled"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_compression(f.client_options, v, f.e)),
+    ("appnorth_client_options_set_dispatch_mode", "enabled"): Row(
+        "int32_t", 0, 1, lambda f, v: f.raw.appnorth_client_options_set_dispatch_mode(f.client_options, v, f.e)),
+    ("appnorth_dispatch", "max_callbacks"): Row(
+        "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_dispatch(f.dispatch_client, v, None, f.e)),
     ("appnorth_feedback_add_screenshot", "length"): Row("size_t", 1, MAX_SCREENSHOT, _screenshot, above=BIG),
     # In-range lengths above 64 KiB would copy up to 1 GiB: not called.
     ("appnorth_buffer_set", "length"): Row("size_t", 0, MAX_BUFFER, _buffer_set, above=BIG, probe_max=65536),

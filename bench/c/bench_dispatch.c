@@ -45,7 +45,7 @@ static void publish(const char *server, const char *app, int value) {
     char path[256], body[128], *reply = NULL;
     snprintf(path, sizeof path, "/admin/apps/%s/config", app);
     snprintf(body, sizeof body, "{\"config\":{\"rollout\":%d,\"theme\":\"dark\"}}", value);
-    long status = admin_request(server, "POST", path, body, &reply);
+    long status = admin_request_text(server, "POST", path, body, &reply);
     if (status != 201) die("publishing config: HTTP %ld %s", status, reply ? reply : "");
     free(reply);
 }
@@ -73,7 +73,7 @@ static uint64_t dispatch_until(appnorth_client *client, int fd, int64_t value, i
 
 static int streams(const char *server) {
     char *health = NULL;
-    admin_request(server, "GET", "/admin/health", NULL, &health);
+    admin_request_text(server, "GET", "/admin/health", NULL, &health);
     const char *p = health ? strstr(health, "\"sse_streams\"") : NULL;
     int n = p ? atoi(strchr(p, ':') + 1) : 0;
     free(health);
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
     /* idle */
     int idle_s = env_int("BENCH_IDLE_SECONDS", 30);
     char *settings = NULL;
-    admin_request(server, "POST", "/admin/settings", "{\"sse_keepalive\":15}", &settings);
+    admin_request_text(server, "POST", "/admin/settings", "{\"sse_keepalive\":15}", &settings);
     free(settings);
     appnorth_client *plain = make_client(server, app);
     appnorth_config *idle = live_config(plain);

@@ -264,14 +264,8 @@ final class ConfigEngine: Sendable {
             throw .invalidArgument("config stream idle timeout must be at least 1000 ms")
         }
         clock = options.clock
-        // Dispatch mode: this config's own logger and its listener calls
-        // go through the client's dispatcher as well.
-        if let own = options.logger {
-            logger = client.dispatcher.map { own.routed(through: $0) } ?? own
-        } else {
-            logger = client.configuration.logger
-        }
-        listeners = ListenerRegistry(dispatcher: client.dispatcher, merge: ConfigChange.merged)
+        logger = Self.logger(options.logger, of: client)
+        listeners = Self.listenerRegistry(of: client)
         endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
         backoff = options.reconnectBackoff
@@ -684,17 +678,6 @@ final class ConfigEngine: Sendable {
             if !thread.sleep(milliseconds: ms) { return false }
         }
         return false
-    }
-
-    // MARK: Listeners
-
-    func addListener(_ listener: @escaping @Sendable (ConfigChange) -> Void) throws(AppNorthError) -> Int64 {
-        guard let token = listeners.add(listener) else { throw .wrongState("the config is closed") }
-        return token
-    }
-
-    func removeListener(_ token: Int64) throws(AppNorthError) {
-        guard listeners.remove(token) else { throw .invalidArgument("no listener has token \(token)") }
     }
 }
 

@@ -598,13 +598,16 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  *  - appnorth_config_free() drops the config's queued listener calls; its
  *    queued log lines still run (they only use the log callback).
  *  - appnorth_events_free()/_close(): its queued log lines still run.
- *  - appnorth_client_free() closes the dispatcher: every callback still
- *    queued is dropped (never runs), later log lines and listener calls of
- *    handles made with the client are dropped, and the descriptor is
- *    closed. Free the client last, and take the descriptor out of your
- *    poll set before.
- *  - A callback may free any handle, the client included; a dispatch then
- *    runs nothing more after that callback.
+ *  - appnorth_client_free() closes the dispatcher and its descriptor:
+ *    queued log lines and listener calls are dropped (never run), and so
+ *    are later ones of the handles made with the client; queued
+ *    completions are never dropped: they run on the thread calling
+ *    appnorth_client_free(), before it returns. Free the client last, and
+ *    take the descriptor out of your poll set before.
+ *  - A callback may free any handle, the client included; the dispatch
+ *    then runs no log line or listener call after that callback, only the
+ *    completions still queued (free from inside a callback returns at
+ *    once, and the dispatch runs them before it returns).
  * --------------------------------------------------------------------- */
 
 /** Log lines that may wait for appnorth_dispatch(); later ones are dropped

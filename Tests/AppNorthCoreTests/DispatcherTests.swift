@@ -81,25 +81,37 @@ final class DispatcherTests: XCTestCase {
         XCTAssertNil(Logger.silent.routed(through: dispatcher).sink, "no sink: nothing to route")
     }
 
-    func testCloseDropsTheQueueAndRefusesPosts() throws {
+    func testCloseRunsQueuedCompletionsAndDropsTheRest() throws {
         let dispatcher = try CallbackDispatcher()
         let seen = Seen()
-        dispatcher.post { seen.add("queued") }
-        dispatcher.close()
+        let logger = Logger(minimum: .debug) { _, message in seen.add(message) }.routed(through: dispatcher)
+        logger.log(.info, "a line")
+        dispatcher.post { seen.add("completion 1") }
+        dispatcher.postCounted { seen.add("a listener delivery"); return 1 }
+        dispatcher.post { seen.add("completion 2") }
+        XCTAssertEqual(dispatcher.close(), 2, "the completions run at close, on its thread")
+        XCTAssertEqual(seen.all, ["completion 1", "completion 2"], "lines and deliveries are dropped")
         XCTAssertFalse(dispatcher.hasPending)
         XCTAssertEqual(dispatcher.dispatch(), 0)
         XCTAssertFalse(dispatcher.post { seen.add("late") })
-        XCTAssertEqual(seen.all, [])
-        dispatcher.close()
+        XCTAssertEqual(dispatcher.close(), 0, "idempotent")
+        XCTAssertEqual(seen.all, ["completion 1", "completion 2"])
     }
 
-    func testCloseFromInsideAJobStopsTheDispatch() throws {
+    func testCloseFromInsideAJobLeavesOnlyCompletionsToThatDispatch() throws {
         let dispatcher = try CallbackDispatcher()
         let seen = Seen()
-        dispatcher.post { seen.add("one"); dispatcher.close() }
+        let logger = Logger(minimum: .debug) { _, message in seen.add(message) }.routed(through: dispatcher)
+        dispatcher.post {
+            seen.add("one")
+            dispatcher.post { seen.add("queued by one") }
+            XCTAssertEqual(dispatcher.close(), 0, "inside a dispatch: left to it")
+            seen.add("closed")
+        }
+        logger.log(.info, "a line after one")
         dispatcher.post { seen.add("two") }
-        XCTAssertEqual(dispatcher.dispatch(), 1)
-        XCTAssertEqual(seen.all, ["one"])
+        XCTAssertEqual(dispatcher.dispatch(), 3)
+        XCTAssertEqual(seen.all, ["one", "closed", "two", "queued by one"])
     }
 
     func testClientDeliverCallbackFollowsTheMode() throws {

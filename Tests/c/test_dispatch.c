@@ -543,16 +543,16 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_ALL);
     if (argc == 3 && strcmp(argv[1], "--exit-with-live-handles") == 0)
         return exit_with_live_handles(strcmp(argv[2], "dispatch") == 0);
-    test_bad_arguments_and_default_mode();
-    test_every_callback_runs_on_the_dispatching_thread();
-    test_config_changes_coalesce();
-    test_log_lines_past_the_bound_are_counted();
-    test_client_free_with_callbacks_queued();
-    test_nested_dispatch_runs_nothing();
-    test_secure_store_runs_on_the_calling_thread();
-    test_publish_to_dispatched_listener_latency();
-    test_exit_with_live_handles(argv[0], "default");
-    test_exit_with_live_handles(argv[0], "dispatch");
+    RUN(test_bad_arguments_and_default_mode);
+    RUN(test_every_callback_runs_on_the_dispatching_thread);
+    RUN(test_config_changes_coalesce);
+    RUN(test_log_lines_past_the_bound_are_counted);
+    RUN(test_client_free_with_callbacks_queued);
+    RUN(test_nested_dispatch_runs_nothing);
+    RUN(test_secure_store_runs_on_the_calling_thread);
+    RUN(test_publish_to_dispatched_listener_latency);
+    RUN_WITH(test_exit_with_live_handles, argv[0], "default");
+    RUN_WITH(test_exit_with_live_handles, argv[0], "dispatch");
     curl_global_cleanup();
     return check_summary();
 }

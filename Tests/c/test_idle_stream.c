@@ -67,11 +67,7 @@ static int stream_count(void) {
     return n;
 }
 
-int main(void) {
-    server = test_start("test_idle_stream", 60);
-    if (!server) return 2;
-    (void)admin_board, (void)admin_idea;
-    curl_global_init(CURL_GLOBAL_ALL);
+static void test_an_idle_stream_wakes_once_per_keepalive(void) {
     CHECK(admin_request(server, "POST", "/admin/settings", "{\"sse_keepalive\":15}", NULL) == 200, "keepalive 15 s");
     char app[64];
     snprintf(app, sizeof app, "idle-%d", (int)getpid());
@@ -100,6 +96,14 @@ int main(void) {
 
     appnorth_config_free(config);
     appnorth_client_free(client);
+}
+
+int main(void) {
+    server = test_start("test_idle_stream", 60);
+    if (!server) return 2;
+    (void)admin_board, (void)admin_idea;
+    curl_global_init(CURL_GLOBAL_ALL);
+    RUN(test_an_idle_stream_wakes_once_per_keepalive);
     curl_global_cleanup();
     return check_summary();
 }

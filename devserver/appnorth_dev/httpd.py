@@ -105,7 +105,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if fault is not None:
                     log["fault"] = fault.kind
                     if fault.delay_ms:  # a slow server, then its answer (or none)
+                        resets = dev.resets
                         dev.stopped.wait(fault.delay_ms / 1000)
+                        if dev.resets != resets:
+                            # Reset while held: it belongs to a test that has
+                            # ended; storing it would leak into the next one.
+                            self.close_connection = True
+                            return None
                     if fault.kind in ("drop", "endless_line", "raw_response"):
                         # Log before the connection closes: a client that saw
                         # the drop must find its request in the log.

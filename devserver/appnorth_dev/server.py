@@ -58,6 +58,9 @@ class DevServer:
             raise ApiError(400, "invalid_argument", "the request log limit must be 1-10000000")
         self.request_log = RequestLog(request_log_limit)
         self.stopped = threading.Event()
+        #: Bumped by every reset: a request that a delay fault held across a
+        #: reset is dropped instead of applied to the next test's state.
+        self.resets = 0
         self.router = build_router(ApiEndpoints(self), AdminEndpoints(self))
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -109,6 +112,7 @@ class DevServer:
     # -- admin operations -------------------------------------------------
 
     def reset(self, seed_demo: bool = False) -> None:
+        self.resets += 1
         self.store.reset()
         self.faults.clear()
         self.request_log.clear()

@@ -19,8 +19,13 @@ import Synchronization
 ///   by what the host has asked for.
 /// - One thread dispatches at a time; a dispatch from inside a callback, or
 ///   while another thread dispatches, runs nothing and returns 0.
-/// - `close` (the client's free) drops what is queued and closes the
-///   descriptor; nothing queued runs after it, and `post` returns false.
+/// - `close` (the client's free) closes the descriptor and drops the queued
+///   log lines and listener deliveries, but runs the queued completions
+///   (`post`) on the calling thread before it returns: completions are
+///   never dropped (docs/threading.md). Called while a dispatch runs (from
+///   inside one of its callbacks, or on another thread), it leaves them to
+///   that dispatch, which runs them, and only them, after its current job.
+///   Later posts return false.
 ///
 /// No lock is held while a job runs.
 public final class CallbackDispatcher: Sendable {
@@ -45,6 +50,9 @@ public final class CallbackDispatcher: Sendable {
         var closed = false
         /// The thread running a dispatch (0: none).
         var dispatcher: UInt = 0
+        /// Completions queued when `close` ran during a dispatch: that
+        /// dispatch runs them.
+        var orphans: [@Sendable () -> Void] = []
 
         var queued: Int { jobs.count - head + (dropped > 0 ? 1 : 0) }
     }
@@ -66,7 +74,9 @@ public final class CallbackDispatcher: Sendable {
         self.logLimit = logLimit
     }
 
-    deinit { close() }
+    /// Without a close (a Swift host that never closed it): whatever is
+    /// left is dropped, since the last reference may go on any thread.
+    deinit { _ = shutDown() }
 
     /// The eventfd: readable while something is queued. Valid until
     /// `close()`; the host must not read, write or close it.
@@ -139,17 +149,25 @@ public final class CallbackDispatcher: Sendable {
     public func dispatch(max: Int = 0) -> Int {
         guard pending.load(ordering: .acquiring) > 0 else { return 0 }
         let me = UInt(pthread_self())
-        let batch = state.withLock { s -> [Job] in
-            guard !s.closed, s.dispatcher == 0 else { return [] }
-            s.dispatcher = me
-            return take(&s, max: max)
+        let batch = state.withLock { s -> [Job]? in
+            // Closed, nested in a callback, or another thread dispatching.
+            guard !s.closed, s.dispatcher == 0 else { return nil }
+            let taken = take(&s, max: max)
+            if !taken.isEmpty { s.dispatcher = me }
+            return taken
         }
-        guard !batch.isEmpty else { return 0 }
-        defer { state.withLock { $0.dispatcher = 0 } }
+        guard let batch, !batch.isEmpty else { return 0 }
         var ran = 0
         for job in batch {
-            // A callback may have freed the client: nothing more runs.
-            if isClosed { break }
+            // A callback (or another thread) may have freed the client: then
+            // only the completions run, nothing else.
+            if isClosed {
+                if case .run(let body) = job {
+                    body()
+                    ran += 1
+                }
+                continue
+            }
             switch job {
             case .log(let level, let message, let sink):
                 sink(level, message)
@@ -160,6 +178,18 @@ public final class CallbackDispatcher: Sendable {
             case .counted(let body):
                 ran += body()
             }
+        }
+        // Completions that a close during this dispatch left to it.
+        while let orphans = state.withLock({ s -> [@Sendable () -> Void]? in
+            guard !s.orphans.isEmpty else {
+                s.dispatcher = 0
+                return nil
+            }
+            defer { s.orphans.removeAll() }
+            return s.orphans
+        }) {
+            for body in orphans { body() }
+            ran += orphans.count
         }
         return ran
     }
@@ -189,14 +219,27 @@ public final class CallbackDispatcher: Sendable {
         return batch
     }
 
-    /// Drops what is queued and closes the descriptor; later posts return
-    /// false. A dispatch running on another thread runs nothing more after
-    /// the job in progress. Idempotent.
-    public func close() {
+    /// Closes the dispatcher (the client's free): later posts return false,
+    /// the descriptor is closed, queued log lines and listener deliveries
+    /// are dropped, and the queued completions run, on this thread before it
+    /// returns, or, while a dispatch runs, in that dispatch after its current
+    /// job. Returns how many completions ran here. Idempotent.
+    @discardableResult
+    public func close() -> Int {
+        let completions = shutDown()
+        for body in completions { body() }
+        return completions.count
+    }
+
+    /// Marks the dispatcher closed and empties it; returns the completions
+    /// the caller must run (none while a dispatch runs: it gets them).
+    private func shutDown() -> [@Sendable () -> Void] {
         state.withLock { s in
-            guard !s.closed else { return }
+            guard !s.closed else { return [] }
             s.closed = true
             closedFlag.store(true, ordering: .releasing)
+            var completions: [@Sendable () -> Void] = []
+            for job in s.jobs[s.head...] { if case .run(let body) = job { completions.append(body) } }
             s.jobs.removeAll()
             s.head = 0
             s.logsQueued = 0
@@ -204,6 +247,11 @@ public final class CallbackDispatcher: Sendable {
             s.droppedSink = nil
             pending.store(0, ordering: .releasing)
             Glibc.close(fd)
+            guard s.dispatcher == 0 else {
+                s.orphans += completions
+                return []
+            }
+            return completions
         }
     }
 }

@@ -731,6 +731,128 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
                                                    char **out_json, appnorth_error *err);
 
 /* ------------------------------------------------------------------------
+ * Non-blocking operations
+ *
+ * Every network call has a form ending in _async that returns at once. It
+ * takes the blocking call's arguments (checked the same way, before
+ * anything is sent), then `on_done`, `user_data`, `out_op` and `err`:
+ *
+ *  - It returns APPNORTH_OK when the operation started; *out_op (optional)
+ *    receives its id. on_done is then called exactly once, with the status,
+ *    error and result the blocking call would have given. Any other status
+ *    means nothing started (bad input, a handle being freed, no thread to
+ *    run it) and on_done is never called; *out_op is set to 0.
+ *  - on_done: required (APPNORTH_E_INVALID_ARGUMENT when NULL).
+ *    user_data: anything; the host keeps it valid until on_done has run.
+ *  - Thread. on_done runs on a library thread, possibly before the start
+ *    call returns: client reads and writes complete on the process's one
+ *    transfer thread, which serves every such operation of every client
+ *    (keep on_done short; it may call any appnorth_ function, start more
+ *    operations, cancel others, or free the handle). Queue submits and
+ *    flushes, config refreshes and events flushes complete on one of at
+ *    most 2 worker threads. No library lock is held while it runs.
+ *  - Cost. No thread per operation: client reads and writes all run on the
+ *    transfer thread through libcurl's multi interface, with at most 16
+ *    connections per host (further requests wait their turn, their timeout
+ *    running); the calls of several steps share the 2 workers (an events
+ *    flush holds one while it waits, up to its timeout). At most 4096
+ *    operations may be in flight per handle: one more is
+ *    APPNORTH_E_WRONG_STATE. In all, non-blocking calls add at most 3
+ *    library threads to the process, however many are in flight.
+ *  - Cancel. appnorth_op_cancel() ends one operation (on_done gets
+ *    APPNORTH_E_CANCELLED); the others go on. appnorth_client_cancel() also
+ *    ends the client's operations in flight.
+ *  - Free. appnorth_X_free() of a handle an operation uses (the client, and
+ *    the queue, config or events handle) cancels the handle's operations in
+ *    flight and waits until each one's on_done has run (with
+ *    APPNORTH_E_CANCELLED, or its real outcome if it was already finishing)
+ *    before it returns; nothing of them runs afterwards. Called from inside
+ *    a library callback (on_done, a logger, a listener), it does not wait:
+ *    their on_done calls follow, on a library thread, after it returned
+ *    (the library keeps what they need alive).
+ * --------------------------------------------------------------------- */
+
+/**
+ * The completion of one operation started by an _async function.
+ * op: its id (as written to *out_op). status: APPNORTH_OK or the error.
+ * err: never NULL; borrowed for the duration of the call (err->code ==
+ * status, err->http_status and err->message as the blocking call's).
+ * result_json: borrowed, valid only until the callback returns (copy it to
+ * keep it); the blocking call's result on success (what it would have
+ * returned in *out_json), NULL on failure unless the function says
+ * otherwise. user_data: the start call's.
+ * Thread: see "Non-blocking operations" above.
+ */
+typedef void (*appnorth_completion_fn)(uint64_t op, int32_t status, const appnorth_error *err,
+                                       const char *result_json, void *user_data);
+
+/**
+ * Cancel one operation in flight: its transfer or wait ends at once and its
+ * on_done is called with APPNORTH_E_CANCELLED (or with its real outcome if
+ * it was already completing). Other operations, on the same client too, go
+ * on. A cancelled queue submit is queued, as after a network failure (its
+ * result is {"submitted":false}); a cancelled queue flush keeps the entry
+ * in flight and the rest. op: an id from *out_op.
+ * Returns APPNORTH_OK when the operation was in flight, APPNORTH_E_NOT_FOUND
+ * when none with that id is (it finished, or never existed: harmless).
+ * Thread-safe, from any thread (on_done included); never blocks. Not
+ * async-signal-safe.
+ */
+APPNORTH_API int32_t appnorth_op_cancel(uint64_t op, appnorth_error *err);
+
+/** appnorth_client_list_boards() without blocking; the result as its *out_json. */
+APPNORTH_API int32_t appnorth_client_list_boards_async(appnorth_client *client, appnorth_completion_fn on_done,
+                                                       void *user_data, uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_list_ideas() without blocking. query_json is checked
+ *  before the start returns (nothing starts if it is refused). */
+APPNORTH_API int32_t appnorth_client_list_ideas_async(appnorth_client *client, const char *query_json,
+                                                      appnorth_completion_fn on_done, void *user_data,
+                                                      uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_list_comments() without blocking. idea_id: required. */
+APPNORTH_API int32_t appnorth_client_list_comments_async(appnorth_client *client, const char *idea_id,
+                                                         appnorth_completion_fn on_done, void *user_data,
+                                                         uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_list_chat_messages() without blocking. */
+APPNORTH_API int32_t appnorth_client_list_chat_messages_async(appnorth_client *client,
+                                                              appnorth_completion_fn on_done, void *user_data,
+                                                              uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_submit_idea() without blocking; content and key are
+ *  checked before the start returns. Result: the server's answer. */
+APPNORTH_API int32_t appnorth_client_submit_idea_async(appnorth_client *client, const char *board_id,
+                                                       const char *title, const char *body,
+                                                       const char *idempotency_key, appnorth_completion_fn on_done,
+                                                       void *user_data, uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_submit_comment() without blocking. */
+APPNORTH_API int32_t appnorth_client_submit_comment_async(appnorth_client *client, const char *idea_id,
+                                                          const char *body, const char *idempotency_key,
+                                                          appnorth_completion_fn on_done, void *user_data,
+                                                          uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_submit_feedback() without blocking. The feedback is
+ *  copied before the start returns: free it whenever you like. */
+APPNORTH_API int32_t appnorth_client_submit_feedback_async(appnorth_client *client,
+                                                           const appnorth_feedback *feedback,
+                                                           const char *idempotency_key,
+                                                           appnorth_completion_fn on_done, void *user_data,
+                                                           uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_vote() without blocking. */
+APPNORTH_API int32_t appnorth_client_vote_async(appnorth_client *client, const char *idea_id,
+                                                const char *idempotency_key, appnorth_completion_fn on_done,
+                                                void *user_data, uint64_t *out_op, appnorth_error *err);
+
+/** appnorth_client_send_chat_message() without blocking. */
+APPNORTH_API int32_t appnorth_client_send_chat_message_async(appnorth_client *client, const char *body,
+                                                             const char *idempotency_key,
+                                                             appnorth_completion_fn on_done, void *user_data,
+                                                             uint64_t *out_op, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
  * Feedback builder
  * --------------------------------------------------------------------- */
 
@@ -978,6 +1100,38 @@ APPNORTH_API int32_t appnorth_queue_flush(appnorth_queue *queue, appnorth_client
 APPNORTH_API int32_t appnorth_queue_flush_v2(appnorth_queue *queue, appnorth_client *client,
                                              int32_t *out_sent, char **out_failed_entry_id,
                                              appnorth_error *err);
+
+/**
+ * Non-blocking queue submits (see "Non-blocking operations"): the blocking
+ * call's checks before the start returns, then the send, and the queueing
+ * on a network failure or a cancel, on a library worker thread. Result:
+ * {"submitted":true} when sent now, {"submitted":false} when queued. A
+ * full queue completes with APPNORTH_E_QUEUE_FULL. The feedback is copied
+ * before the start returns. With host callback storage, its save callback
+ * runs on that worker thread.
+ */
+APPNORTH_API int32_t appnorth_queue_submit_idea_async(appnorth_queue *queue, appnorth_client *client,
+                                                      const char *board_id, const char *title, const char *body,
+                                                      const char *idempotency_key, appnorth_completion_fn on_done,
+                                                      void *user_data, uint64_t *out_op, appnorth_error *err);
+APPNORTH_API int32_t appnorth_queue_submit_comment_async(appnorth_queue *queue, appnorth_client *client,
+                                                         const char *idea_id, const char *body,
+                                                         const char *idempotency_key, appnorth_completion_fn on_done,
+                                                         void *user_data, uint64_t *out_op, appnorth_error *err);
+APPNORTH_API int32_t appnorth_queue_submit_feedback_async(appnorth_queue *queue, appnorth_client *client,
+                                                          const appnorth_feedback *feedback,
+                                                          const char *idempotency_key, appnorth_completion_fn on_done,
+                                                          void *user_data, uint64_t *out_op, appnorth_error *err);
+
+/**
+ * appnorth_queue_flush_v2() without blocking, on a library worker thread.
+ * Result, on success and on failure alike:
+ * {"sent":N,"failed_entry_id":"..." or null}. A cancel stops the flush
+ * with APPNORTH_E_CANCELLED; the entry in flight stays queued.
+ */
+APPNORTH_API int32_t appnorth_queue_flush_async(appnorth_queue *queue, appnorth_client *client,
+                                                appnorth_completion_fn on_done, void *user_data,
+                                                uint64_t *out_op, appnorth_error *err);
 
 /** How many entries are pending, over all scopes. */
 APPNORTH_API int32_t appnorth_queue_pending_count(appnorth_queue *queue, int32_t *out_count,
@@ -1355,6 +1509,18 @@ APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t time
 APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t timeout_ms,
                                                 int64_t *out_sent, appnorth_error *err);
 
+/**
+ * appnorth_events_flush() without blocking (see "Non-blocking
+ * operations"): a library worker thread waits up to timeout_ms (0 to
+ * INT32_MAX) for the upload, with the same statuses. Result, on success and
+ * on failure alike: {"sent":N}, the events the server accepted meanwhile.
+ * A cancel ends the wait with APPNORTH_E_CANCELLED (the events stay
+ * queued; the upload thread goes on). The wait holds one of the 2 workers.
+ */
+APPNORTH_API int32_t appnorth_events_flush_async(appnorth_events *events, int32_t timeout_ms,
+                                                 appnorth_completion_fn on_done, void *user_data,
+                                                 uint64_t *out_op, appnorth_error *err);
+
 /** Set the network type (APPNORTH_NETWORK_UNKNOWN to
  *  APPNORTH_NETWORK_EXPENSIVE_CELLULAR), which sets the batch size. */
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
@@ -1727,6 +1893,16 @@ APPNORTH_API int32_t appnorth_config_source(appnorth_config *config, int32_t *ou
  * Blocks for at most the client's resource download timeout.
  */
 APPNORTH_API int32_t appnorth_config_refresh(appnorth_config *config, appnorth_error *err);
+
+/**
+ * appnorth_config_refresh() without blocking: the fetch and its apply run
+ * on a library worker thread, and a change fires the listeners there
+ * (before on_done). Result: {} (read the values with the getters). A
+ * cancel ends the fetch with APPNORTH_E_CANCELLED and leaves the effective
+ * config unchanged.
+ */
+APPNORTH_API int32_t appnorth_config_refresh_async(appnorth_config *config, appnorth_completion_fn on_done,
+                                                   void *user_data, uint64_t *out_op, appnorth_error *err);
 
 /**
  * Start live updates: the stream, its reconnects and the polling fallback

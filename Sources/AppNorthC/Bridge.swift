@@ -61,17 +61,22 @@ func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws -> 
         try ThreadCalls.scope(body)
         report(err, code: 0, httpStatus: 0, message: "")
         return 0
-    } catch let error as AppNorthError {
-        report(err, code: error.status, httpStatus: error.httpStatus, message: error.message)
-        return error.status
-    } catch AppNorthOfflineQueueError.full {
-        let code = Int32(APPNORTH_E_QUEUE_FULL)
-        report(err, code: code, httpStatus: 0, message: "the offline queue is full; nothing was added")
-        return code
     } catch {
-        let code = Int32(APPNORTH_E_INTERNAL)
-        report(err, code: code, httpStatus: 0, message: "unexpected error: \(error)")
+        let (code, httpStatus, message) = statusReport(error)
+        report(err, code: code, httpStatus: httpStatus, message: message)
         return code
+    }
+}
+
+/// The status, HTTP status and message the host gets for an error.
+func statusReport(_ error: any Error) -> (code: Int32, httpStatus: Int, message: String) {
+    switch error {
+    case let error as AppNorthError:
+        return (error.status, error.httpStatus, error.message)
+    case AppNorthOfflineQueueError.full:
+        return (Int32(APPNORTH_E_QUEUE_FULL), 0, "the offline queue is full; nothing was added")
+    default:
+        return (Int32(APPNORTH_E_INTERNAL), 0, "unexpected error: \(error)")
     }
 }
 

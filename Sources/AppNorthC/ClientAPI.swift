@@ -201,9 +201,14 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
 
 @c @implementation
 public func appnorth_client_free(_ client: OpaquePointer?) {
-    // Dispatch mode: queued callbacks are dropped, nothing more is queued,
-    // and a dispatch in progress runs nothing more (it is then waited for).
-    Handle.release(client, as: AppNorthClient.self) { $0.dispatcher?.close() }
+    // Its non-blocking operations end first (cancelled; in dispatch mode
+    // their completions queued), then dispatch mode closes: the queued
+    // completions run here, log lines and listener calls are dropped, and a
+    // dispatch in progress runs nothing more (it is then waited for).
+    Handle.release(client, as: AppNorthClient.self) {
+        cancelOperations(of: $0)
+        $0.dispatcher?.close()
+    }
 }
 
 @c @implementation

@@ -141,7 +141,10 @@ public func appnorth_config_new(_ options: OpaquePointer?, _ outConfig: UnsafeMu
 public func appnorth_config_free(_ config: OpaquePointer?) {
     // Stop the thread and the listeners first: the handle's reference may
     // not be the last one while a callback is on the stack.
-    Handle.release(config, as: AppNorthRemoteConfig.self) { $0.close() }
+    Handle.release(config, as: AppNorthRemoteConfig.self) {
+        cancelOperations(of: $0)
+        $0.close()
+    }
 }
 
 @c @implementation

@@ -165,7 +165,10 @@ public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMu
 public func appnorth_events_free(_ events: OpaquePointer?) {
     // Stop the upload thread now, whatever other references exist; calls
     // waiting on it (a flush) then return.
-    Handle.release(events, as: AppNorthEvents.self) { $0.close(timeoutMilliseconds: 0) }
+    Handle.release(events, as: AppNorthEvents.self) {
+        cancelOperations(of: $0)
+        $0.close(timeoutMilliseconds: 0)
+    }
 }
 
 private func withEvents(_ events: OpaquePointer?, _ err: ErrorOut?, _ body: (AppNorthEvents) throws -> Void) -> Int32 {

@@ -18,7 +18,8 @@ public func appnorth_queue_new(_ storage: OpaquePointer?, _ maxEntries: Int32,
 
 @c @implementation
 public func appnorth_queue_free(_ queue: OpaquePointer?) {
-    Handle.release(queue, as: AppNorthOfflineQueue.self)
+    // Its non-blocking submits and flushes end first (cancelled, completions run).
+    Handle.release(queue, as: AppNorthOfflineQueue.self) { cancelOperations(of: $0) }
 }
 
 /// Shared shape of the submit calls.

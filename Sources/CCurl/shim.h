@@ -32,3 +32,6 @@ static inline CURLcode cshim_setopt_blob_copy(CURL *h, CURLoption opt, const voi
     blob.flags = CURL_BLOB_COPY;
     return curl_easy_setopt(h, opt, &blob);
 }
+static inline CURLMcode cshim_multi_setopt_long(CURLM *m, CURLMoption opt, long value) {
+    return curl_multi_setopt(m, opt, value);
+}

@@ -5,8 +5,7 @@ extension AppNorthClient {
     /// Submits an idea, comment or feedback; returns the server's answer.
     @discardableResult
     public func submit(_ write: CommunityWrite, idempotencyKey key: String? = nil) throws(AppNorthError) -> String {
-        try write.validate()
-        return try post(write.path, body: write.requestBody(), key: idempotencyKey(key))
+        try perform(.submit(write, idempotencyKey: key))
     }
 
     @discardableResult
@@ -29,26 +28,21 @@ extension AppNorthClient {
     /// Votes for an idea. Never queued.
     @discardableResult
     public func vote(ideaID: String, idempotencyKey key: String? = nil) throws(AppNorthError) -> String {
-        try requireID(ideaID, "idea_id")
-        return try post("/ideas/\(Text.percentEncoded(ideaID))/votes", body: Array("{}".utf8), key: idempotencyKey(key))
+        try perform(.vote(ideaID: ideaID, idempotencyKey: key))
     }
 
     /// Sends a chat message. Never queued, never cached.
     @discardableResult
     public func sendChatMessage(_ body: String, idempotencyKey key: String? = nil) throws(AppNorthError) -> String {
-        try requireText(body, "chat message", max: 4000)
-        let object = JSON.object()
-        object.set("body", .string(body))
-        return try post("/chat/messages", body: Array(object.serialized().utf8), key: idempotencyKey(key))
+        try perform(.sendChatMessage(body, idempotencyKey: key))
     }
 
     public func listChatMessages() throws(AppNorthError) -> String {
-        try getObject("/chat/messages")
+        try perform(.listChatMessages)
     }
 
     public func listComments(ideaID: String) throws(AppNorthError) -> String {
-        try requireID(ideaID, "idea_id")
-        return try getObject("/ideas/\(Text.percentEncoded(ideaID))/comments")
+        try perform(.listComments(ideaID: ideaID))
     }
 
     /// POSTs a write body with its idempotency key; returns the 2xx body.

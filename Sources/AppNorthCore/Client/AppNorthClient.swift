@@ -58,13 +58,19 @@ public final class AppNorthClient: Sendable {
 
     /// The app's boards: the server's `{"boards":[...]}` object as text.
     public func listBoards() throws(AppNorthError) -> String {
-        try getObject("/boards")
+        try perform(.listBoards)
     }
 
     /// One page of ideas: `{"ideas":[...],"next_cursor":...}` as text.
     public func listIdeas(_ query: IdeaQuery = IdeaQuery()) throws(AppNorthError) -> String {
-        try query.validate()
-        return try getObject("/ideas" + query.queryString)
+        try perform(.listIdeas(query))
+    }
+
+    /// Runs `call` on this thread: what `start` does without blocking.
+    public func perform(_ call: ClientCall) throws(AppNorthError) -> String {
+        let prepared = try prepare(call)
+        return try Self.objectText(send(prepared.method, prepared.path, body: prepared.body,
+                                        extraHeaders: prepared.extraHeaders))
     }
 
     // MARK: Requests
@@ -124,12 +130,6 @@ public final class AppNorthClient: Sendable {
                                      + "this client sends uncompressed bodies from now on")
         }
         return try transport.perform(request, cancel: cancel)
-    }
-
-    /// GETs a path whose 2xx body must be a JSON object; returns its text.
-    func getObject(_ path: String) throws(AppNorthError) -> String {
-        let response = try send(.get, path)
-        return try Self.objectText(response)
     }
 
     /// The body of a 2xx response, checked to be a JSON object, as text.

@@ -160,3 +160,14 @@ func idempotencyKey(_ key: String?) throws(AppNorthError) -> String {
     }
     return key
 }
+
+extension CommunityWrite {
+    /// The checks a submit makes before anything is sent or queued (the
+    /// content, the caller's key); returns the key to use (the caller's,
+    /// or a new one). For the non-blocking queue submit, which fails its
+    /// start on bad input.
+    public func checkedForSubmit(idempotencyKey key: String?) throws(AppNorthError) -> String {
+        try validate()
+        return try idempotencyKey(key)
+    }
+}

@@ -297,10 +297,14 @@ public final class AppNorthEvents: Sendable {
         }
         guard let start else { throw .wrongState("the event queue is closed") }
         let generation = client.transport.cancelGeneration
+        let operation = OperationScope.current
         wakeUploader()
-        let finished = waitForFlush(start.target, timeoutMilliseconds, cancelledAfter: generation)
+        let finished = waitForFlush(start.target, timeoutMilliseconds, cancelledAfter: generation, or: operation)
         let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
         guard finished else {
+            if operation?.isCancelled == true {
+                throw .cancelled("flush cancelled (its operation was cancelled); events stay queued")
+            }
             if client.transport.cancelGeneration != generation {
                 throw .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
             }
@@ -312,15 +316,18 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// Waits for the flush cycle `target` in short slices of real time, so
-    /// that a client cancel ends the wait at once. False on timeout or
+    /// that a client cancel, or the cancel of the calling thread's
+    /// operation (`OperationScope`), ends the wait at once. False on timeout or
     /// cancel.
-    private func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, cancelledAfter generation: UInt64) -> Bool {
+    private func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, cancelledAfter generation: UInt64,
+                              or operation: StreamCancellation?) -> Bool {
         var remaining = max(0, timeoutMilliseconds)
         while true {
             let slice = min(20, remaining)
             if flushDone.wait(for: target, milliseconds: slice) { return true }
             remaining -= slice
             if remaining <= 0 || client.transport.cancelGeneration != generation { return false }
+            if operation?.isCancelled == true { return false }
         }
     }
 

@@ -26,13 +26,13 @@ public final class HTTPTransport: Sendable {
     /// memory without bound.
     public let maxResponseBytes: Int
     private let pool = Lock<[TransferSlot]>([])
-    private let userAgent: String
+    let userAgent: String
     /// CA, pins and proxy for every transfer.
     public let trust: HTTPTrust
     /// DEBUG traces each request: method, path, status, duration, bytes.
-    private let logger: Logger
+    let logger: Logger
     /// Ends the transfers in flight on `cancelInFlight()`.
-    private let inFlight = InFlightTransfers()
+    let inFlight = InFlightTransfers()
 
     public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
                 userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
@@ -60,6 +60,7 @@ public final class HTTPTransport: Sendable {
                         logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
+        context.operation = OperationScope.current
         context.whileWaiting = whileWaiting
         context.requestBodyBytes = request.body?.count ?? 0
         context.generation = inFlight.generation
@@ -119,112 +120,15 @@ public final class HTTPTransport: Sendable {
         let slot = try borrow()
         defer { giveBack(slot) }
         context.inFlight = inFlight
-        guard let h = curl_easy_init() else { throw .internal("curl_easy_init failed") }
-        defer { curl_easy_cleanup(h) }
-
-        var headerList: UnsafeMutablePointer<curl_slist>? = nil
-        defer { curl_slist_free_all(headerList) }
-        for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
-        }
-        // No "Expect: 100-continue" round trip before a body.
-        headerList = curl_slist_append(headerList, "Expect:")
-
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let unmanaged = Unmanaged.passRetained(context)
-        defer { unmanaged.release() }
-        let contextPointer = unmanaged.toOpaque()
-
-        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errbuf in
-            request.url.withCString { url in
-                cshim_setopt_pointer(h, CURLOPT_URL, url)
-                cshim_setopt_pointer(h, CURLOPT_USERAGENT, userAgent)
-                cshim_setopt_pointer(h, CURLOPT_HTTPHEADER, headerList)
-                cshim_setopt_pointer(h, CURLOPT_ERRORBUFFER, errbuf.baseAddress)
-                cshim_setopt_long(h, CURLOPT_NOSIGNAL, 1)          // threads: no SIGALRM
-                cshim_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1)
-                cshim_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2)
-                cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
-                cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
-                cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-                // Sends "Accept-Encoding: gzip" and inflates a gzip answer
-                // (the response size limit counts the inflated bytes).
-                cshim_setopt_pointer(h, CURLOPT_ACCEPT_ENCODING, "gzip")
-                // ALPN offers h2 then http/1.1 over TLS; plain http stays HTTP/1.1
-                // (no cleartext h2 upgrade, which proxies and old servers mishandle).
-                // A libcurl without nghttp2 refuses the option and stays on HTTP/1.1.
-                cshim_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-                applyTrust(h)
-                cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, timeouts.connectMilliseconds)
-                cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
-                // A stream's idle time is measured in `perform`, exactly; no
-                // CURLOPT_LOW_SPEED_*: curl's speed check re-arms a 1 s timer
-                // while a transfer is below the limit, which woke an idle
-                // stream's thread every second (68 wakeups a minute against a
-                // 15 s keepalive).
-                cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
-                cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
-                cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
-                cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
-                if context.cancel != nil {
-                    cshim_setopt_long(h, CURLOPT_NOPROGRESS, 0)
-                    cshim_setopt_xferinfo_function(h, transferProgress)
-                    cshim_setopt_pointer(h, CURLOPT_XFERINFODATA, contextPointer)
-                }
-                switch request.method {
-                case .get:
-                    cshim_setopt_long(h, CURLOPT_HTTPGET, 1)
-                case .post, .put, .delete:
-                    if request.method != .post {
-                        cshim_setopt_pointer(h, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
-                    }
-                }
-                let body = request.body ?? []
-                if request.method != .get {
-                    return body.withUnsafeBytes { bytes in
-                        cshim_setopt_long(h, CURLOPT_POST, 1)
-                        cshim_setopt_offset(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
-                        // curl reads the body in place during perform, which
-                        // runs inside this closure.
-                        cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                        return Self.perform(h, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
-                    }
-                }
-                return Self.perform(h, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
-            }
-        }
-
-        if code != CURLE_OK {
-            if context.cancelledByClient {
-                throw .cancelled("request cancelled by appnorth_client_cancel")
-            }
-            if context.overflowed {
-                throw .tooLarge("response larger than \(maxResponseBytes) bytes")
-            }
-            if context.cancel?.isCancelled == true || context.stoppedByReceiver {
-                throw .network("stream closed")
-            }
-            if context.idledOut {
-                throw .network("stream idle for more than \(idleTimeoutMs) ms")
-            }
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let summary = String(cString: curl_easy_strerror(code))
-            throw .network(detail.isEmpty ? summary : "\(summary): \(detail)")
-        }
-        var status = 0
-        cshim_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
-        var connects = 0
-        cshim_getinfo_long(h, CURLINFO_NUM_CONNECTS, &connects)
-        context.connectionsOpened = connects
-        var version = 0
-        cshim_getinfo_long(h, CURLINFO_HTTP_VERSION, &version)
-        context.protocolName = HTTPResponse.protocolName(curlVersion: version)
-        return status
+        let easy = try EasyTransfer(request, context: context, transport: self,
+                                    totalTimeoutMs: totalTimeoutMs, idleTimeoutMs: idleTimeoutMs)
+        let code = Self.perform(easy.handle, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
+        return try easy.finish(code)
     }
 
     /// CA, pins and proxy, set on every transfer's fresh easy handle; curl
     /// copies the strings and the blob.
-    private func applyTrust(_ h: UnsafeMutableRawPointer) {
+    func applyTrust(_ h: UnsafeMutableRawPointer) {
         if let pem = trust.caPEM {
             pem.withUnsafeBytes { _ = cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
         } else if let file = trust.caFile {
@@ -265,7 +169,9 @@ public final class HTTPTransport: Sendable {
         if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
         cancel?.attach(multi)
+        context.operation?.attach(multi)
         defer {
+            context.operation?.detach()
             cancel?.detach()
             curl_multi_remove_handle(multi, h)
         }
@@ -350,11 +256,11 @@ public final class StreamCancellation: Sendable {
 
     public var isCancelled: Bool { flag.load(ordering: .acquiring) }
 
-    fileprivate func attach(_ multi: UnsafeMutableRawPointer) {
+    func attach(_ multi: UnsafeMutableRawPointer) {
         running.withLock { $0 = MultiHandle(raw: multi) }
     }
 
-    fileprivate func detach() {
+    func detach() {
         running.withLock { $0 = nil }
     }
 }
@@ -363,7 +269,7 @@ public final class StreamCancellation: Sendable {
 /// generation that each transfer compares with the one it started under,
 /// and their multi handles, woken so that a transfer waiting in
 /// curl_multi_poll notices at once.
-private final class InFlightTransfers: Sendable {
+final class InFlightTransfers: Sendable {
     private let counter = Atomic<UInt64>(0)
     private let running = Lock<[ObjectIdentifier: MultiHandle]>([:])
 
@@ -379,111 +285,33 @@ private final class InFlightTransfers: Sendable {
     }
 
     func register(_ slot: TransferSlot) {
-        running.withLock { $0[ObjectIdentifier(slot)] = MultiHandle(raw: slot.multi) }
+        register(ObjectIdentifier(slot), multi: slot.multi)
     }
 
     func unregister(_ slot: TransferSlot) {
-        _ = running.withLock { $0.removeValue(forKey: ObjectIdentifier(slot)) }
+        unregister(ObjectIdentifier(slot))
+    }
+
+    /// A transfer on a shared multi handle (TransferEngine's), by its own key.
+    func register(_ key: ObjectIdentifier, multi: UnsafeMutableRawPointer) {
+        running.withLock { $0[key] = MultiHandle(raw: multi) }
+    }
+
+    func unregister(_ key: ObjectIdentifier) {
+        _ = running.withLock { $0.removeValue(forKey: key) }
     }
 }
 
 /// A curl multi handle; curl_multi_wakeup may be called from any thread.
-private struct MultiHandle: @unchecked Sendable {
+struct MultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 }
 
 /// An owned curl multi handle and its connection cache. Only one transfer
 /// uses it at a time.
-private final class TransferSlot: @unchecked Sendable {
+final class TransferSlot: @unchecked Sendable {
     let multi: UnsafeMutableRawPointer
     init(_ multi: UnsafeMutableRawPointer) { self.multi = multi }
     func close() { curl_multi_cleanup(multi) }
 }
 
-/// State shared with curl's C callbacks for one transfer.
-private final class TransferContext {
-    var body: [UInt8] = []
-    var headers: [(name: String, value: String)] = []
-    var status = 0
-    let limit: Int
-    let onData: (([UInt8]) -> Bool)?
-    var cancel: StreamCancellation?
-    /// The transport's in-flight set and its generation when this transfer
-    /// began: a later generation means the client cancelled it.
-    var inFlight: InFlightTransfers?
-    var generation: UInt64 = 0
-    var overflowed = false
-    var connectionsOpened = 0
-    var protocolName = ""
-    var stoppedByReceiver = false
-    /// When bytes last arrived (monotonic ns), for the stream idle timeout.
-    var lastActivityNs: UInt64 = 0
-    var idledOut = false
-    /// `perform`'s work to overlap the server's, until it has run.
-    var whileWaiting: (() -> Void)?
-    var requestBodyBytes = 0
-
-    init(limit: Int, onData: (([UInt8]) -> Bool)?) {
-        self.limit = limit
-        self.onData = onData
-    }
-
-    var cancelledByClient: Bool { inFlight.map { $0.generation != generation } ?? false }
-
-    /// The host's stream cancellation or a client cancel ended it.
-    var isCancelled: Bool { cancel?.isCancelled == true || cancelledByClient }
-
-    var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
-}
-
-private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                               _ user: UnsafeMutableRawPointer?) -> Int {
-    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
-    let length = size * count
-    guard let data, length > 0 else { return length }
-    context.lastActivityNs = monotonicNow()
-    let chunk = UnsafeRawBufferPointer(start: data, count: length)
-    if context.isStreamingSuccess, let onData = context.onData {
-        if !onData(Array(chunk)) {
-            context.stoppedByReceiver = true
-            return 0
-        }
-        return length
-    }
-    if context.body.count + length > context.limit {
-        context.overflowed = true
-        return 0
-    }
-    context.body.append(contentsOf: chunk)
-    return length
-}
-
-private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                                 _ user: UnsafeMutableRawPointer?) -> Int {
-    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
-    let length = size * count
-    guard let data, length > 0 else { return length }
-    context.lastActivityNs = monotonicNow()
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    if line.hasPrefix("HTTP/") {
-        // A new status line (after 100 Continue or a redirect) starts over.
-        context.headers.removeAll()
-        let parts = line.split(separator: " ")
-        if parts.count >= 2, let status = Int(parts[1]) { context.status = status }
-        return length
-    }
-    if let colon = line.firstIndex(of: ":") {
-        let name = String(line[..<colon])
-        let value = String(Text.trimmed(String(line[line.index(after: colon)...])))
-        context.headers.append((name, value))
-    }
-    return length
-}
-
-private func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_off_t, _ dlNow: curl_off_t,
-                              _ ulTotal: curl_off_t, _ ulNow: curl_off_t) -> Int32 {
-    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
-    return context.isCancelled ? 1 : 0
-}
-
-private func monotonicNow() -> UInt64 { SystemClock().monotonicNanoseconds() }

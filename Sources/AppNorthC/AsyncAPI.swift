@@ -1,0 +1,134 @@
+import AppNorthCore
+import CAppNorthAPI
+
+// The non-blocking calls' shared machinery (appnorth_*_async, appnorth_op_cancel):
+// one generic start, one outcome type, one way to deliver a completion.
+// The exported functions (AsyncCallsAPI.swift) only convert their arguments
+// and name the work.
+
+/// What a finished operation hands its host: the result JSON (on success;
+/// the counts of a queue or events flush also on failure) and the error.
+struct OperationOutcome: Sendable {
+    var json: String?
+    var error: (any Error)?
+
+    init(json: String?, error: (any Error)? = nil) {
+        self.json = json
+        self.error = error
+    }
+
+    init(_ result: Result<String, AppNorthError>) {
+        switch result {
+        case .success(let json): self.init(json: json)
+        case .failure(let error): self.init(json: nil, error: error)
+        }
+    }
+}
+
+/// The host's completion callback and its user data.
+private struct HostCompletion: @unchecked Sendable {
+    // @unchecked: the host promises user_data stays valid until the call.
+    let fn: appnorth_completion_fn
+    let userData: HostPointer
+
+    func call(_ id: UInt64, _ outcome: OperationOutcome) {
+        var err = appnorth_error()
+        let (code, httpStatus, message) = outcome.error.map(statusReport) ?? (0, 0, "")
+        report(&err, code: code, httpStatus: httpStatus, message: message)
+        ThreadCalls.callback {
+            if let json = outcome.json, !json.utf8.contains(0) {
+                json.withCString { fn(id, code, &err, $0, userData.raw) }
+            } else {
+                fn(id, code, &err, nil, userData.raw)
+            }
+        }
+    }
+}
+
+/// Where a completion runs: the seam between the operations and the host's
+/// threads. Until dispatch mode (issue 21 part A) is on main, at once, on
+/// the library thread that finished the operation (the transfer thread or
+/// a worker). Returns once the completion has run.
+enum CompletionDelivery {
+    static func deliver(for client: AppNorthClient?, _ run: @escaping @Sendable () -> Void) {
+        run()
+    }
+}
+
+/// How one operation starts: the handles it belongs to (freeing one cancels
+/// it and waits for its completion), its client (whose dispatch mode
+/// decides where the completion runs), and what it does.
+struct OperationPlan {
+    let owners: [AnyObject]
+    let client: AppNorthClient?
+    let launch: (AsyncOperation, @escaping @Sendable (OperationOutcome) -> Void) throws -> Void
+
+    /// A client read or write: one request on the transfer thread.
+    static func call(_ client: AppNorthClient, _ call: ClientCall) -> OperationPlan {
+        OperationPlan(owners: [client], client: client) { operation, finish in
+            try client.start(call, operation: operation.cancellation) { finish(OperationOutcome($0)) }
+        }
+    }
+
+    /// A call of several steps: its blocking form on a worker, inside the
+    /// operation's scope (so its cancel ends that call and no other).
+    static func work(owners: [AnyObject], client: AppNorthClient?,
+                     _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
+        OperationPlan(owners: owners, client: client) { operation, finish in
+            try operation.runOnWorker(work) { result in
+                switch result {
+                case .success(let outcome): finish(outcome)
+                case .failure(let error): finish(OperationOutcome(json: nil, error: error))
+                }
+            }
+        }
+    }
+}
+
+/// The body of every appnorth_*_async function: checks the callback, lets
+/// `plan` check the arguments and handles (any failure is returned and
+/// nothing starts), registers the operation and starts it. Its completion
+/// runs exactly once, possibly before this returns.
+func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutableRawPointer?,
+                    _ outOp: UnsafeMutablePointer<UInt64>?, _ err: ErrorOut?,
+                    _ plan: () throws -> OperationPlan) -> Int32 {
+    outOp?.pointee = 0
+    return guarded(err) {
+        let host = HostCompletion(fn: try required(onDone, "on_done"), userData: HostPointer(raw: userData))
+        let plan = try plan()
+        let operation = try OperationTable.shared.begin(owners: plan.owners)
+        let client = plan.client
+        let finish: @Sendable (OperationOutcome) -> Void = { outcome in
+            CompletionDelivery.deliver(for: client) { host.call(operation.id, outcome) }
+            OperationTable.shared.end(operation)
+        }
+        do {
+            try plan.launch(operation, finish)
+        } catch {
+            OperationTable.shared.end(operation)
+            throw error
+        }
+        outOp?.pointee = operation.id
+    }
+}
+
+/// A handle's teardown: cancels its operations in flight and waits until
+/// each one's completion has run (APPNORTH_E_CANCELLED, or its real outcome
+/// if it was finishing). From inside a host callback it does not wait: this
+/// thread may be the one those completions need.
+func cancelOperations(of owner: AnyObject) {
+    OperationTable.shared.cancelAll(of: owner)
+    if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 { return }
+    OperationTable.shared.waitForAll(of: owner)
+}
+
+@c @implementation
+public func appnorth_op_cancel(_ op: UInt64, _ err: ErrorOut?) -> Int32 {
+    if OperationTable.shared.cancel(id: op) {
+        report(err, code: 0, httpStatus: 0, message: "")
+        return 0
+    }
+    let code = Int32(APPNORTH_E_NOT_FOUND)
+    report(err, code: code, httpStatus: 0, message: "no operation \(op) is in flight (finished, or never started)")
+    return code
+}

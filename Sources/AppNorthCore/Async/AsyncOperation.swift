@@ -1,0 +1,102 @@
+import Synchronization
+
+/// One non-blocking call in flight: the id the host cancels it by, its
+/// cancellation, and the handles it belongs to (freeing one of them
+/// cancels it and waits for its completion).
+///
+/// Life: `OperationTable.begin` makes it; the call's work runs (on the
+/// transfer thread or a worker) and ends it with `OperationTable.end`,
+/// exactly once, after its completion has been delivered.
+public final class AsyncOperation: Sendable {
+    /// Process-wide, never 0, never reused.
+    public let id: UInt64
+    /// Given to the transfers and waits the operation makes.
+    public let cancellation = StreamCancellation()
+    let owners: [ObjectIdentifier]
+
+    init(id: UInt64, owners: [ObjectIdentifier]) {
+        self.id = id
+        self.owners = owners
+    }
+
+    public var isCancelled: Bool { cancellation.isCancelled }
+}
+
+/// The operations in flight in this process, by id (for `cancel(id:)`) and
+/// by owner (for a handle's free). Thread-safe; never calls host code.
+public final class OperationTable: Sendable {
+    public static let shared = OperationTable()
+
+    /// Operations one owner may have in flight; beyond it a start is
+    /// refused with `.wrongState` (a host bug, or a loop without back-pressure).
+    public static let maxPerOwner = 4096
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var byID: [UInt64: AsyncOperation] = [:]
+        var perOwner: [ObjectIdentifier: Int] = [:]
+    }
+
+    private let condition = MonotonicCondition()
+    // Only touched with `condition` locked.
+    nonisolated(unsafe) private var state = State()
+
+    /// Registers a new operation of `owners` (the handle objects it uses).
+    public func begin(owners: [AnyObject]) throws(AppNorthError) -> AsyncOperation {
+        let keys = owners.map { ObjectIdentifier($0) }
+        let made: AsyncOperation? = condition.locked {
+            for key in keys where state.perOwner[key, default: 0] >= Self.maxPerOwner { return nil }
+            let operation = AsyncOperation(id: state.nextID, owners: keys)
+            state.nextID += 1
+            state.byID[operation.id] = operation
+            for key in keys { state.perOwner[key, default: 0] += 1 }
+            return operation
+        }
+        guard let made else {
+            throw .wrongState("\(Self.maxPerOwner) operations are already in flight on this handle")
+        }
+        return made
+    }
+
+    /// Ends an operation: its completion has been delivered.
+    public func end(_ operation: AsyncOperation) {
+        condition.locked {
+            guard state.byID.removeValue(forKey: operation.id) != nil else { return }
+            for key in operation.owners {
+                let left = state.perOwner[key, default: 1] - 1
+                state.perOwner[key] = left > 0 ? left : nil
+            }
+            condition.broadcast()
+        }
+    }
+
+    /// Cancels the operation with this id. False when none is in flight.
+    public func cancel(id: UInt64) -> Bool {
+        guard let operation = condition.locked({ state.byID[id] }) else { return false }
+        operation.cancel()
+        return true
+    }
+
+    /// Cancels every operation of `owner` in flight now.
+    public func cancelAll(of owner: AnyObject) {
+        let key = ObjectIdentifier(owner)
+        let operations = condition.locked { state.byID.values.filter { $0.owners.contains(key) } }
+        for operation in operations { operation.cancel() }
+    }
+
+    /// Waits until `owner` has no operation in flight.
+    public func waitForAll(of owner: AnyObject) {
+        let key = ObjectIdentifier(owner)
+        condition.locked { condition.wait(until: { state.perOwner[key] == nil }, deadline: nil) }
+    }
+
+    /// Operations of `owner` in flight now.
+    public func count(of owner: AnyObject) -> Int {
+        let key = ObjectIdentifier(owner)
+        return condition.locked { state.perOwner[key] ?? 0 }
+    }
+}
+
+extension AsyncOperation {
+    public func cancel() { cancellation.cancel() }
+}

@@ -1,0 +1,231 @@
+import CCurl
+import Glibc
+
+/// One transfer's curl easy handle and everything it points at (URL,
+/// header list, error buffer, request body, the callbacks' context), set up
+/// the same way for a blocking transfer (`HTTPTransport.perform`) and a
+/// non-blocking one (`TransferEngine`). Whoever runs it adds `handle` to a
+/// multi handle, removes it when done, then calls `finish`. Freed (easy
+/// handle included) when the last reference goes.
+final class EasyTransfer: @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the one running the transfer).
+    let handle: UnsafeMutableRawPointer
+    let context: TransferContext
+    let idleTimeoutMs: Int
+    private let maxResponseBytes: Int
+    private var headerList: UnsafeMutablePointer<curl_slist>? = nil
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private let url: UnsafeMutablePointer<CChar>
+    private let body: UnsafeMutableRawBufferPointer
+    private let unmanagedContext: Unmanaged<TransferContext>
+
+    init(_ request: HTTPRequest, context: TransferContext, transport: HTTPTransport,
+         totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) {
+        guard let h = curl_easy_init() else { throw .internal("curl_easy_init failed") }
+        handle = h
+        self.context = context
+        self.idleTimeoutMs = idleTimeoutMs
+        maxResponseBytes = transport.maxResponseBytes
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        url = strdup(request.url)
+        let bytes = request.body ?? []
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
+        bytes.withUnsafeBytes { copy.copyMemory(from: $0) }
+        body = copy
+        unmanagedContext = Unmanaged.passRetained(context)
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // No "Expect: 100-continue" round trip before a body.
+        headerList = curl_slist_append(headerList, "Expect:")
+        configure(request, transport, totalTimeoutMs: totalTimeoutMs, bodyBytes: bytes.count)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+        free(url)
+        body.deallocate()
+        unmanagedContext.release()
+    }
+
+    private func configure(_ request: HTTPRequest, _ transport: HTTPTransport, totalTimeoutMs: Int, bodyBytes: Int) {
+        let h = handle
+        let contextPointer = unmanagedContext.toOpaque()
+        cshim_setopt_pointer(h, CURLOPT_URL, url)
+        cshim_setopt_pointer(h, CURLOPT_USERAGENT, transport.userAgent)
+        cshim_setopt_pointer(h, CURLOPT_HTTPHEADER, headerList)
+        cshim_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer)
+        cshim_setopt_long(h, CURLOPT_NOSIGNAL, 1)          // threads: no SIGALRM
+        cshim_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1)
+        cshim_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2)
+        cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)
+        cshim_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
+        cshim_setopt_long(h, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        // Sends "Accept-Encoding: gzip" and inflates a gzip answer
+        // (the response size limit counts the inflated bytes).
+        cshim_setopt_pointer(h, CURLOPT_ACCEPT_ENCODING, "gzip")
+        // ALPN offers h2 then http/1.1 over TLS; plain http stays HTTP/1.1
+        // (no cleartext h2 upgrade, which proxies and old servers mishandle).
+        // A libcurl without nghttp2 refuses the option and stays on HTTP/1.1.
+        cshim_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        transport.applyTrust(h)
+        cshim_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, transport.timeouts.connectMilliseconds)
+        cshim_setopt_long(h, CURLOPT_TIMEOUT_MS, totalTimeoutMs)
+        // A stream's idle time is measured in `HTTPTransport.perform`,
+        // exactly; no CURLOPT_LOW_SPEED_*: curl's speed check re-arms a 1 s
+        // timer while a transfer is below the limit, which woke an idle
+        // stream's thread every second (68 wakeups a minute against a 15 s
+        // keepalive).
+        cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
+        cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
+        cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
+        cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
+        if context.cancel != nil || context.operation != nil {
+            cshim_setopt_long(h, CURLOPT_NOPROGRESS, 0)
+            cshim_setopt_xferinfo_function(h, transferProgress)
+            cshim_setopt_pointer(h, CURLOPT_XFERINFODATA, contextPointer)
+        }
+        switch request.method {
+        case .get:
+            cshim_setopt_long(h, CURLOPT_HTTPGET, 1)
+        case .post, .put, .delete:
+            if request.method != .post {
+                cshim_setopt_pointer(h, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+            }
+            cshim_setopt_long(h, CURLOPT_POST, 1)
+            cshim_setopt_offset(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyBytes))
+            // curl reads the body in place; this object owns it until the easy handle goes.
+            cshim_setopt_pointer(h, CURLOPT_POSTFIELDS, body.baseAddress)
+        }
+    }
+
+    /// The HTTP status of a transfer that ended with `code`, or the error
+    /// that ended it.
+    func finish(_ code: CURLcode) throws(AppNorthError) -> Int {
+        if code != CURLE_OK {
+            if context.operation?.isCancelled == true {
+                throw .cancelled("operation cancelled")
+            }
+            if context.cancelledByClient {
+                throw .cancelled("request cancelled by appnorth_client_cancel")
+            }
+            if context.overflowed {
+                throw .tooLarge("response larger than \(maxResponseBytes) bytes")
+            }
+            if context.cancel?.isCancelled == true || context.stoppedByReceiver {
+                throw .network("stream closed")
+            }
+            if context.idledOut {
+                throw .network("stream idle for more than \(idleTimeoutMs) ms")
+            }
+            let length = strnlen(errorBuffer, Int(CURL_ERROR_SIZE))
+            let detail = String(decoding: UnsafeRawBufferPointer(start: errorBuffer, count: length), as: UTF8.self)
+            let summary = String(cString: curl_easy_strerror(code))
+            throw .network(detail.isEmpty ? summary : "\(summary): \(detail)")
+        }
+        var status = 0
+        cshim_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var connects = 0
+        cshim_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        context.connectionsOpened = connects
+        var version = 0
+        cshim_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        context.protocolName = HTTPResponse.protocolName(curlVersion: version)
+        return status
+    }
+}
+
+/// State shared with curl's C callbacks for one transfer.
+final class TransferContext {
+    var body: [UInt8] = []
+    var headers: [(name: String, value: String)] = []
+    var status = 0
+    let limit: Int
+    let onData: (([UInt8]) -> Bool)?
+    var cancel: StreamCancellation?
+    /// The operation this transfer serves (a non-blocking call's, or the
+    /// calling thread's `OperationScope`): cancelling it ends the transfer
+    /// with `.cancelled`.
+    var operation: StreamCancellation?
+    /// The transport's in-flight set and its generation when this transfer
+    /// began: a later generation means the client cancelled it.
+    var inFlight: InFlightTransfers?
+    var generation: UInt64 = 0
+    var overflowed = false
+    var connectionsOpened = 0
+    var protocolName = ""
+    var stoppedByReceiver = false
+    /// When bytes last arrived (monotonic ns), for the stream idle timeout.
+    var lastActivityNs: UInt64 = 0
+    var idledOut = false
+    /// `perform`'s work to overlap the server's, until it has run.
+    var whileWaiting: (() -> Void)?
+    var requestBodyBytes = 0
+
+    init(limit: Int, onData: (([UInt8]) -> Bool)?) {
+        self.limit = limit
+        self.onData = onData
+    }
+
+    var cancelledByClient: Bool { inFlight.map { $0.generation != generation } ?? false }
+
+    /// The host's stream cancellation or a client cancel ended it.
+    var isCancelled: Bool { cancel?.isCancelled == true || operation?.isCancelled == true || cancelledByClient }
+
+    var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
+}
+
+func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                               _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
+    let chunk = UnsafeRawBufferPointer(start: data, count: length)
+    if context.isStreamingSuccess, let onData = context.onData {
+        if !onData(Array(chunk)) {
+            context.stoppedByReceiver = true
+            return 0
+        }
+        return length
+    }
+    if context.body.count + length > context.limit {
+        context.overflowed = true
+        return 0
+    }
+    context.body.append(contentsOf: chunk)
+    return length
+}
+
+func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                 _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        // A new status line (after 100 Continue or a redirect) starts over.
+        context.headers.removeAll()
+        let parts = line.split(separator: " ")
+        if parts.count >= 2, let status = Int(parts[1]) { context.status = status }
+        return length
+    }
+    if let colon = line.firstIndex(of: ":") {
+        let name = String(line[..<colon])
+        let value = String(Text.trimmed(String(line[line.index(after: colon)...])))
+        context.headers.append((name, value))
+    }
+    return length
+}
+
+func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_off_t, _ dlNow: curl_off_t,
+                              _ ulTotal: curl_off_t, _ ulNow: curl_off_t) -> Int32 {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    return context.isCancelled ? 1 : 0
+}
+
+func monotonicNow() -> UInt64 { SystemClock().monotonicNanoseconds() }

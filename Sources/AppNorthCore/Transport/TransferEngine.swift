@@ -1,0 +1,182 @@
+import CCurl
+import Glibc
+
+/// Runs the non-blocking transfers of the whole process on one library
+/// thread, with one curl multi handle: any number of transfers in flight,
+/// one thread (curl's multi interface), no thread per operation.
+///
+/// Each transfer is an `EasyTransfer` set up by its client's transport
+/// (timeouts, trust, proxy, limits are the client's); the multi handle's
+/// connection cache keeps connections alive between transfers and is
+/// limited to `maxHostConnections` connections per host, beyond which
+/// transfers wait their turn in curl's queue (their timeout runs meanwhile).
+///
+/// A transfer ends when curl finishes it, when its operation's cancellation
+/// is cancelled, or when its client's `cancelInFlight()` runs; its `done`
+/// closure then runs on the engine thread with curl's code, with no lock
+/// held (it may start more transfers). The thread starts with the first
+/// transfer and lives as long as the process (like curl's global state: a
+/// host that exits with transfers in flight must not crash). A fork()
+/// child gets an engine of its own on first use.
+final class TransferEngine: @unchecked Sendable {
+    // @unchecked: `running` is touched only by the engine thread; `incoming`
+    // is behind its lock; `multi` is used by the engine thread, except
+    // curl_multi_wakeup, which any thread may call.
+    struct Job: Sendable {
+        let transfer: EasyTransfer
+        let done: @Sendable (CURLcode) -> Void
+    }
+
+    static let maxHostConnections = 16
+
+    private static let current = Lock<(generation: UInt64, engine: TransferEngine?)>((0, nil))
+
+    /// The process's engine (a new one in a fork() child).
+    static func shared() throws(AppNorthError) -> TransferEngine {
+        let generation = ForkGuard.generation
+        if let engine = current.withLock({ $0.generation == generation ? $0.engine : nil }) { return engine }
+        let made = try TransferEngine()
+        return current.withLock { state in
+            if state.generation == generation, let engine = state.engine { return engine }
+            state = (generation, made)
+            made.startThread()
+            return made
+        }
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let incoming = Lock<[Job]>([])
+    private var running: [UnsafeMutableRawPointer: Job] = [:]
+
+    private init() throws(AppNorthError) {
+        guard let multi = curl_multi_init() else { throw .internal("curl_multi_init failed") }
+        self.multi = multi
+        cshim_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Self.maxHostConnections)
+        cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxHostConnections * 2)
+    }
+
+    private func startThread() {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        defer { pthread_attr_destroy(&attributes) }
+        let rc = pthread_create(&thread, &attributes, { raw in
+            let engine = Unmanaged<TransferEngine>.fromOpaque(raw!).takeRetainedValue()
+            engine.loop()
+            return nil
+        }, context)
+        if rc != 0 {
+            // No thread: every transfer handed in fails at once instead of waiting.
+            Unmanaged<TransferEngine>.fromOpaque(context).release()
+            startFailed.withLock { $0 = true }
+        }
+    }
+
+    private let startFailed = Lock<Bool>(false)
+
+    /// Hands a transfer to the engine thread; returns at once.
+    func add(_ job: Job) throws(AppNorthError) {
+        if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
+        incoming.withLock { $0.append(job) }
+        curl_multi_wakeup(multi)
+    }
+
+    // MARK: The engine thread
+
+    private func loop() {
+        var active: Int32 = 0
+        while true {
+            admit()
+            curl_multi_perform(multi, &active)
+            collect()
+            sweepCancelled()
+            // curl_multi_poll waits no longer than curl's own next timeout;
+            // with nothing in flight only a wakeup (a new transfer) ends it.
+            let waitMs: Int32 = running.isEmpty ? 3_600_000 : 1000
+            curl_multi_poll(multi, nil, 0, waitMs, nil)
+        }
+    }
+
+    private func admit() {
+        let jobs = incoming.withLock { jobs -> [Job] in
+            defer { jobs.removeAll(keepingCapacity: true) }
+            return jobs
+        }
+        for job in jobs {
+            let context = job.transfer.context
+            // Cancelled before it started: send nothing.
+            if context.isCancelled {
+                job.done(CURLE_ABORTED_BY_CALLBACK)
+                continue
+            }
+            guard curl_multi_add_handle(multi, job.transfer.handle) == CURLM_OK else {
+                job.done(CURLE_FAILED_INIT)
+                continue
+            }
+            running[job.transfer.handle] = job
+            context.operation?.attach(multi)
+            context.inFlight?.register(ObjectIdentifier(job.transfer), multi: multi)
+            // A cancel between the check above and the attach woke nobody.
+            if context.isCancelled { curl_multi_wakeup(multi) }
+        }
+    }
+
+    private func collect() {
+        var finished: [(UnsafeMutableRawPointer, CURLcode)] = []
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let h = message.pointee.easy_handle else { continue }
+            finished.append((h, message.pointee.data.result))
+        }
+        for (h, code) in finished { complete(h, code) }
+    }
+
+    private func sweepCancelled() {
+        let cancelled = running.compactMap { $0.value.transfer.context.isCancelled ? $0.key : nil }
+        for h in cancelled { complete(h, CURLE_ABORTED_BY_CALLBACK) }
+    }
+
+    private func complete(_ h: UnsafeMutableRawPointer, _ code: CURLcode) {
+        guard let job = running.removeValue(forKey: h) else { return }
+        curl_multi_remove_handle(multi, h)
+        let context = job.transfer.context
+        context.operation?.detach()
+        context.inFlight?.unregister(ObjectIdentifier(job.transfer))
+        job.done(code)
+    }
+}
+
+extension HTTPTransport {
+    /// Starts `request` on the process's transfer thread (TransferEngine)
+    /// and returns at once. `completion` runs exactly once, on that thread,
+    /// with what `perform` would have returned or thrown: `.cancelled` once
+    /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
+    /// calls `completion`) only when the transfer cannot be set up.
+    public func start(_ request: HTTPRequest, operation: StreamCancellation, logger: Logger? = nil,
+                      completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
+        let context = TransferContext(limit: maxResponseBytes, onData: nil)
+        context.operation = operation
+        context.inFlight = inFlight
+        context.generation = inFlight.generation
+        let transfer = try EasyTransfer(request, context: context, transport: self,
+                                        totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
+        let trace = RequestTrace(request, logger ?? self.logger)
+        try TransferEngine.shared().add(TransferEngine.Job(transfer: transfer) { code in
+            let status: Int
+            do throws(AppNorthError) {
+                status = try transfer.finish(code)
+            } catch {
+                trace.failed(error)
+                completion(.failure(error))
+                return
+            }
+            let context = transfer.context
+            trace.finished(status: status, received: context.body.count, over: context.protocolName)
+            completion(.success(HTTPResponse(status: status, headers: context.headers, body: context.body,
+                                             connectionsOpened: context.connectionsOpened,
+                                             protocolName: context.protocolName)))
+        })
+    }
+}

@@ -1,0 +1,463 @@
+/* The non-blocking calls (appnorth_*_async, appnorth_op_cancel) through the
+ * real libappnorth.so against the dev server: results equal the blocking
+ * calls', one operation cancelled among many while the others complete,
+ * bad input refused at the start with no callback, freeing a client with
+ * operations in flight (each completes with APPNORTH_E_CANCELLED before the
+ * free returns), 256 reads in flight on one client with the library's
+ * thread count bounded, and the queue, config and events forms. Every wait
+ * is on a condition variable, never a sleep for a result. */
+#define _XOPEN_SOURCE 700
+#include <appnorth.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "check.h"
+#include "support.h"
+
+#define APP "tasync"
+#define HOLD_MS 20000
+
+static const char *server;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- Completions ----------------------------------------------------------- */
+
+#define MAX_OPS 300
+
+/* The completions of a batch of operations, one slot per operation. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int calls[MAX_OPS];
+    int32_t status[MAX_OPS];
+    uint64_t op[MAX_OPS];
+    char *json[MAX_OPS];
+    int err_matches[MAX_OPS];
+    pthread_t thread[MAX_OPS];
+} batch;
+
+typedef struct {
+    batch *b;
+    int index;
+} slot;
+
+static slot slots[MAX_OPS];
+
+static void batch_init(batch *b) {
+    memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    for (int i = 0; i < MAX_OPS; i++) slots[i] = (slot){b, i};
+}
+
+static void batch_free(batch *b) {
+    for (int i = 0; i < MAX_OPS; i++) free(b->json[i]);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+}
+
+static void on_done(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
+    slot *s = user;
+    batch *b = s->b;
+    pthread_mutex_lock(&b->mu);
+    b->calls[s->index]++;
+    b->status[s->index] = status;
+    b->op[s->index] = op;
+    b->err_matches[s->index] = err != NULL && err->code == status;
+    b->json[s->index] = json ? strdup(json) : NULL;
+    b->thread[s->index] = pthread_self();
+    b->done++;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Waits until `count` completions arrived (or 15 s pass); returns how many did. */
+static int wait_done(batch *b, int count) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 15;
+    pthread_mutex_lock(&b->mu);
+    while (b->done < count) {
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &deadline) != 0) break;
+    }
+    int done = b->done;
+    pthread_mutex_unlock(&b->mu);
+    return done;
+}
+
+static int done_count(batch *b) {
+    pthread_mutex_lock(&b->mu);
+    int done = b->done;
+    pthread_mutex_unlock(&b->mu);
+    return done;
+}
+
+/* ---- Server helpers -------------------------------------------------------- */
+
+static void add_fault(const char *spec) {
+    long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
+    CHECK(status == 201, "fault %s: HTTP %ld", spec, status);
+}
+
+static void clear_faults(void) { admin_request(server, "DELETE", "/admin/faults", NULL, NULL); }
+
+/* Waits (up to 15 s) until no fault on `prefix` is left waiting for its request. */
+static void wait_fault_taken(const char *prefix) {
+    int64_t deadline = mono_ms() + 15000;
+    while (mono_ms() < deadline) {
+        json_t *reply = NULL;
+        admin_request(server, "GET", "/admin/faults", NULL, &reply);
+        int found = 0;
+        size_t i;
+        json_t *fault;
+        json_array_foreach(json_object_get(reply, "faults"), i, fault) {
+            const char *p = json_string_value(json_object_get(fault, "path_prefix"));
+            if (p && strcmp(p, prefix) == 0) found = 1;
+        }
+        json_decref(reply);
+        if (!found) return;
+        sleep_ms(20);
+    }
+}
+
+static appnorth_client *patient_client(void) {
+    appnorth_error err;
+    appnorth_client_options *o = appnorth_client_options_new();
+    CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 60000, 60000, &err), APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    return c;
+}
+
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
+    }
+    if (f) fclose(f);
+    return n;
+}
+
+/* ---- Tests ----------------------------------------------------------------- */
+
+static void test_results_equal_the_blocking_calls(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    char *board = admin_board(server, APP, "async-board");
+    CHECK(board != NULL, "board");
+    admin_idea(server, APP, board, "async idea", "open");
+    batch b;
+    batch_init(&b);
+    appnorth_error err;
+    uint64_t ops[3] = {0, 0, 0};
+    CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[0], &ops[0], &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_list_ideas_async(c, "{\"limit\":5}", on_done, &slots[1], &ops[1], &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_list_chat_messages_async(c, on_done, &slots[2], &ops[2], &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 3) == 3, "three completions");
+    CHECK(ops[0] != 0 && ops[1] != 0 && ops[0] != ops[1], "distinct non-zero ids");
+    char *boards = NULL, *ideas = NULL;
+    CHECK_STATUS(appnorth_client_list_boards(c, &boards, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_list_ideas(c, "{\"limit\":5}", &ideas, &err), APPNORTH_OK, err);
+    for (int i = 0; i < 3; i++) {
+        CHECK(b.calls[i] == 1 && b.status[i] == APPNORTH_OK && b.err_matches[i], "op %d: calls %d status %d", i,
+              b.calls[i], b.status[i]);
+        CHECK(b.op[i] == ops[i], "op %d completes with its id", i);
+        CHECK(!pthread_equal(b.thread[i], pthread_self()), "op %d completes on a library thread", i);
+    }
+    CHECK(b.json[0] && boards && strcmp(b.json[0], boards) == 0, "boards as the blocking call's");
+    CHECK(b.json[1] && ideas && strcmp(b.json[1], ideas) == 0, "ideas as the blocking call's");
+    CHECK(b.json[2] && strstr(b.json[2], "\"messages\""), "chat messages");
+    appnorth_string_free(boards);
+    appnorth_string_free(ideas);
+
+    /* Writes: the server's answers; a second vote is a conflict, as blocking. */
+    batch w;
+    batch_init(&w);
+    for (int i = 0; i < 3; i++) w.status[i] = -1;
+    CHECK_STATUS(appnorth_client_submit_idea_async(c, board, "async title", "body", NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_OK, err);
+    CHECK(wait_done(&w, 1) == 1 && w.status[0] == APPNORTH_OK, "idea submitted: %d", w.status[0]);
+    json_t *answer = w.json[0] ? json_loads(w.json[0], 0, NULL) : NULL;
+    const char *idea_id = json_string_value(json_object_get(json_object_get(answer, "idea"), "id"));
+    CHECK(idea_id != NULL, "answer names the idea: %s", w.json[0] ? w.json[0] : "(null)");
+    CHECK_STATUS(appnorth_client_submit_comment_async(c, idea_id, "async comment", NULL, on_done, &slots[1], NULL, &err),
+                 APPNORTH_OK, err);
+    CHECK(wait_done(&w, 2) == 2 && w.status[1] == APPNORTH_OK, "comment: %d", w.status[1]);
+    CHECK_STATUS(appnorth_client_list_comments_async(c, idea_id, on_done, &slots[2], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&w, 3) == 3 && w.json[2] && strstr(w.json[2], "async comment"), "the comment is listed");
+    batch v;
+    batch_init(&v);
+    CHECK_STATUS(appnorth_client_vote_async(c, idea_id, NULL, on_done, &slots[0], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&v, 1) == 1, "vote completes");
+    CHECK_STATUS(appnorth_client_vote_async(c, idea_id, NULL, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&v, 2) == 2 && v.status[1] == APPNORTH_E_CONFLICT && v.json[1] == NULL,
+          "second vote: %d (a conflict, no result)", v.status[1]);
+    json_decref(answer);
+    batch_free(&v);
+    batch_free(&w);
+    batch_free(&b);
+    free(board);
+    appnorth_client_free(c);
+}
+
+/* One held read among twenty: cancelling it ends it at once with
+ * APPNORTH_E_CANCELLED; the other nineteen complete normally. */
+static void test_cancel_one_among_many(void) {
+    appnorth_client *c = patient_client();
+    char prefix[128], spec[256];
+    snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held/comments", APP);
+    snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
+    add_fault(spec);
+    batch b;
+    batch_init(&b);
+    appnorth_error err;
+    uint64_t held = 0;
+    CHECK_STATUS(appnorth_client_list_comments_async(c, "held", on_done, &slots[0], &held, &err), APPNORTH_OK, err);
+    for (int i = 1; i < 20; i++) {
+        CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[i], NULL, &err), APPNORTH_OK, err);
+    }
+    CHECK(wait_done(&b, 19) >= 19, "the nineteen others complete while one is held");
+    CHECK(b.calls[0] == 0, "the held one is still in flight");
+    wait_fault_taken(prefix);
+    int64_t cancelled_at = mono_ms();
+    CHECK_STATUS(appnorth_op_cancel(held, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 20) == 20, "the held one completes after its cancel");
+    int64_t after = mono_ms() - cancelled_at;
+    printf("held op completed %lld ms after its cancel (hold %d ms)\n", (long long)after, HOLD_MS);
+    CHECK(after < 5000, "completed %lld ms after the cancel", (long long)after);
+    CHECK(b.status[0] == APPNORTH_E_CANCELLED && b.json[0] == NULL, "held: cancelled, got %d", b.status[0]);
+    for (int i = 1; i < 20; i++) {
+        CHECK(b.calls[i] == 1 && b.status[i] == APPNORTH_OK, "op %d: %d calls, status %d", i, b.calls[i], b.status[i]);
+    }
+    /* Cancelling a finished op, or one never started, is harmless. */
+    CHECK_STATUS(appnorth_op_cancel(held, &err), APPNORTH_E_NOT_FOUND, err);
+    CHECK(err.http_status == 0, "no HTTP status for an unknown op");
+    CHECK_STATUS(appnorth_op_cancel(0, NULL), APPNORTH_E_NOT_FOUND, err);
+    CHECK_STATUS(appnorth_op_cancel(UINT64_MAX, &err), APPNORTH_E_NOT_FOUND, err);
+    batch_free(&b);
+    clear_faults();
+    appnorth_client_free(c);
+}
+
+static void test_bad_input_starts_nothing(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    batch b;
+    batch_init(&b);
+    appnorth_error err;
+    uint64_t op = 77;
+    CHECK_STATUS(appnorth_client_list_boards_async(c, NULL, NULL, &op, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK(op == 0, "out_op is 0 on failure");
+    CHECK(strstr(err.message, "on_done") != NULL, "message names on_done: %s", err.message);
+    op = 77;
+    CHECK_STATUS(appnorth_client_list_boards_async(NULL, on_done, &slots[0], &op, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK(op == 0, "out_op is 0 for a NULL client");
+    CHECK_STATUS(appnorth_client_list_ideas_async(c, "{not json", on_done, &slots[0], &op, &err), APPNORTH_E_INVALID_JSON, err);
+    CHECK_STATUS(appnorth_client_list_ideas_async(c, "{\"limit\":500}", on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_list_comments_async(c, NULL, on_done, &slots[0], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_submit_idea_async(c, "b", "   ", NULL, NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_VALIDATION, err);
+    CHECK_STATUS(appnorth_client_submit_comment_async(c, "i", "\xff\xfe", NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_INVALID_UTF8, err);
+    CHECK_STATUS(appnorth_client_vote_async(c, "i", " bad key ", on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_submit_feedback_async(c, NULL, NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_send_chat_message_async(c, "", NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_VALIDATION, err);
+    CHECK_STATUS(appnorth_queue_flush_async(NULL, c, on_done, &slots[0], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_config_refresh_async(NULL, on_done, &slots[0], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_events_flush_async(NULL, 10, on_done, &slots[0], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    /* A good call after them completes; none of the refused ones called back. */
+    CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 1) == 1, "the good call completes");
+    CHECK(b.calls[0] == 0 && b.calls[1] == 1, "refused starts never call back (%d)", b.calls[0]);
+    batch_free(&b);
+    appnorth_client_free(c);
+}
+
+/* Freeing a client with held operations: each completes with
+ * APPNORTH_E_CANCELLED before the free returns. */
+static void test_free_with_operations_in_flight(void) {
+    appnorth_client *c = patient_client();
+    char prefix[128], spec[256];
+    snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held-free/comments", APP);
+    snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":3,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
+    add_fault(spec);
+    batch b;
+    batch_init(&b);
+    appnorth_error err;
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(appnorth_client_list_comments_async(c, "held-free", on_done, &slots[i], NULL, &err), APPNORTH_OK, err);
+    }
+    wait_fault_taken(prefix);
+    int64_t start = mono_ms();
+    appnorth_client_free(c);
+    int64_t took = mono_ms() - start;
+    int done = done_count(&b);
+    printf("free with 3 held operations returned in %lld ms\n", (long long)took);
+    CHECK(done == 3, "all three completed before free returned: %d", done);
+    for (int i = 0; i < 3; i++) {
+        CHECK(b.calls[i] == 1 && b.status[i] == APPNORTH_E_CANCELLED, "op %d: calls %d, status %d", i, b.calls[i],
+              b.status[i]);
+    }
+    CHECK(took < 5000, "free took %lld ms", (long long)took);
+    batch_free(&b);
+    clear_faults();
+}
+
+/* A completion that frees its own client: the free does not wait (it runs
+ * on the thread the others need) and nothing hangs. */
+static appnorth_client *freed_in_callback;
+static batch *callback_batch;
+
+static void free_in_completion(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
+    appnorth_client_free(freed_in_callback);
+    on_done(op, status, err, json, user);
+}
+
+static void test_free_inside_a_completion(void) {
+    batch b;
+    batch_init(&b);
+    callback_batch = &b;
+    freed_in_callback = make_client(server, APP, NULL, NULL);
+    appnorth_error err;
+    CHECK_STATUS(appnorth_client_list_boards_async(freed_in_callback, free_in_completion, &slots[0], NULL, &err),
+                 APPNORTH_OK, err);
+    CHECK(wait_done(&b, 1) == 1, "the completion ran and freed its client");
+    /* Another client still works afterwards: the transfer thread is not stuck. */
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 2) == 2 && b.status[1] == APPNORTH_OK, "later op: %d", b.status[1]);
+    appnorth_client_free(c);
+    batch_free(&b);
+}
+
+/* 256 reads in flight on one client: every one completes, and the library
+ * adds at most 3 threads (the transfer thread and 2 workers) for them. */
+static void test_many_in_flight(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    static batch b;
+    batch_init(&b);
+    appnorth_error err;
+    int before = thread_count();
+    for (int i = 0; i < 256; i++) {
+        CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[i], NULL, &err), APPNORTH_OK, err);
+    }
+    int during = thread_count();
+    CHECK(wait_done(&b, 256) == 256, "all 256 complete: %d", done_count(&b));
+    int after = thread_count();
+    int ok = 0;
+    for (int i = 0; i < 256; i++) ok += b.calls[i] == 1 && b.status[i] == APPNORTH_OK;
+    printf("256 reads in flight: %d ok; threads %d before, %d while starting, %d after\n", ok, before, during, after);
+    CHECK(ok == 256, "%d of 256 ok", ok);
+    CHECK(during <= before + 3 && after <= before + 3, "threads %d -> %d/%d", before, during, after);
+    batch_free(&b);
+    appnorth_client_free(c);
+}
+
+static void test_queue_config_and_events(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    char *board = admin_board(server, APP, "async-queue");
+    appnorth_error err;
+    appnorth_storage *storage = NULL;
+    CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
+    appnorth_queue *q = NULL;
+    CHECK_STATUS(appnorth_queue_new(storage, 10, &q, &err), APPNORTH_OK, err);
+    appnorth_storage_free(storage);
+    batch b;
+    batch_init(&b);
+
+    /* Offline: the submit is queued; then a flush sends it. */
+    char spec[256];
+    snprintf(spec, sizeof spec, "{\"drop\":true,\"count\":1,\"path_prefix\":\"/v1/apps/%s/ideas\"}", APP);
+    add_fault(spec);
+    CHECK_STATUS(appnorth_queue_submit_idea_async(q, c, board, "queued async", NULL, NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_OK, err);
+    CHECK(wait_done(&b, 1) == 1 && b.status[0] == APPNORTH_OK, "submit: %d", b.status[0]);
+    CHECK(b.json[0] && strcmp(b.json[0], "{\"submitted\":false}") == 0, "queued: %s", b.json[0] ? b.json[0] : "(null)");
+    CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 2) == 2 && b.status[1] == APPNORTH_OK, "flush: %d", b.status[1]);
+    CHECK(b.json[1] && strstr(b.json[1], "\"sent\":1") && strstr(b.json[1], "\"failed_entry_id\":null"), "flush result %s",
+          b.json[1] ? b.json[1] : "(null)");
+    CHECK_STATUS(appnorth_queue_submit_comment_async(q, c, "no-such-idea", "c", NULL, on_done, &slots[2], NULL, &err),
+                 APPNORTH_OK, err);
+    CHECK(wait_done(&b, 3) == 3 && b.status[2] == APPNORTH_E_NOT_FOUND, "comment on a missing idea: %d", b.status[2]);
+    CHECK_STATUS(appnorth_queue_submit_idea_async(q, c, board, "", NULL, NULL, on_done, &slots[3], NULL, &err),
+                 APPNORTH_E_VALIDATION, err);
+    appnorth_queue_free(q);
+
+    /* Config: a published config is fetched and applied. */
+    char path[128];
+    snprintf(path, sizeof path, "/admin/apps/%s/config", APP);
+    CHECK(admin_request(server, "POST", path, "{\"config\":{\"greeting\":\"hi\"}}", NULL) == 201, "publish");
+    char *dir = make_temp_dir("async-config");
+    appnorth_config_options *co = appnorth_config_options_new();
+    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
+    appnorth_config *config = NULL;
+    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
+    appnorth_config_options_free(co);
+    CHECK_STATUS(appnorth_config_refresh_async(config, on_done, &slots[4], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 4) == 4 && b.status[4] == APPNORTH_OK, "refresh: %d", b.status[4]);
+    char *value = NULL;
+    CHECK_STATUS(appnorth_config_get_string(config, "greeting", "none", &value, &err), APPNORTH_OK, err);
+    CHECK(value && strcmp(value, "hi") == 0, "refreshed value: %s", value ? value : "(null)");
+    appnorth_string_free(value);
+    appnorth_config_free(config);
+
+    /* Events: a flush reports what went out. */
+    appnorth_events_options *eo = appnorth_events_options_new();
+    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
+    appnorth_events *events = NULL;
+    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(eo);
+    int32_t queued = 0;
+    CHECK_STATUS(appnorth_events_track(events, "async_event", NULL, &queued, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_flush_async(events, -1, on_done, &slots[5], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_events_flush_async(events, 10000, on_done, &slots[5], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 5) == 5 && b.status[5] == APPNORTH_OK, "events flush: %d", b.status[5]);
+    CHECK(b.json[5] && strcmp(b.json[5], "{\"sent\":1}") == 0, "events result %s", b.json[5] ? b.json[5] : "(null)");
+    appnorth_events_free(events);
+    remove_tree(dir);
+    batch_free(&b);
+    free(board);
+    clear_faults();
+    appnorth_client_free(c);
+}
+
+int main(void) {
+    server = test_start("test_async", 120);
+    if (!server) return 2;
+    test_results_equal_the_blocking_calls();
+    test_bad_input_starts_nothing();
+    test_cancel_one_among_many();
+    test_free_with_operations_in_flight();
+    test_free_inside_a_completion();
+    test_many_in_flight();
+    test_queue_config_and_events();
+    return check_summary();
+}

@@ -38,6 +38,7 @@ from ctypes import (
     c_int32,
     c_int64,
     c_size_t,
+    c_uint64,
     c_void_p,
 )
 
@@ -243,6 +244,7 @@ DoubleOut = POINTER(c_double)
 #: ``char **`` out-parameters are read as ``void *`` so that ctypes never
 #: converts (and loses) the library-owned pointer before it is freed.
 StringOut = POINTER(c_void_p)
+OpOut = POINTER(c_uint64)
 
 # Callback types. Keep every instance referenced for as long as the library
 # may call it. ``const char *`` arguments are borrowed for the duration of
@@ -266,6 +268,9 @@ SECURE_SET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p)
 #: ``void (*appnorth_config_listener_fn)(const char *config_json,
 #: const char *changed_keys_json, int32_t tier, void *user_data)``
 CONFIG_LISTENER_FN = CFUNCTYPE(None, c_char_p, c_char_p, c_int32, c_void_p)
+#: ``void (*appnorth_completion_fn)(uint64_t op, int32_t status,
+#: const appnorth_error *err, const char *result_json, void *user_data)``
+COMPLETION_FN = CFUNCTYPE(None, c_uint64, c_int32, c_void_p, c_char_p, c_void_p)
 
 #: A NULL ``appnorth_log_fn`` (ctypes refuses None for a function pointer
 #: argument): turns a handle's logging off.
@@ -348,6 +353,8 @@ class Declaration:
 #: header has one this lacks, or when an entry's argument count differs from
 #: the header's.
 _S = check_status
+#: The tail of every appnorth_*_async function: on_done, user_data, out_op, err.
+_ASYNC = (COMPLETION_FN, c_void_p, OpOut, ErrorPtr)
 DECLARATIONS: Tuple[Declaration, ...] = (
     # Version
     Declaration("appnorth_version", [], c_void_p, static_string),
@@ -398,6 +405,19 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [ClientPtr, c_char_p, c_char_p, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_list_chat_messages", [ClientPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_list_comments", [ClientPtr, c_char_p, StringOut, ErrorPtr], c_int32, _S),
+    # Non-blocking operations (appnorth._ops, appnorth.aio)
+    Declaration("appnorth_op_cancel", [c_uint64, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_list_boards_async", [ClientPtr, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_list_ideas_async", [ClientPtr, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_list_comments_async", [ClientPtr, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_list_chat_messages_async", [ClientPtr, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_submit_idea_async",
+                [ClientPtr, c_char_p, c_char_p, c_char_p, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_submit_comment_async", [ClientPtr, c_char_p, c_char_p, c_char_p, *_ASYNC],
+                c_int32, _S),
+    Declaration("appnorth_client_submit_feedback_async", [ClientPtr, FeedbackPtr, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_vote_async", [ClientPtr, c_char_p, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_client_send_chat_message_async", [ClientPtr, c_char_p, c_char_p, *_ASYNC], c_int32, _S),
     # Feedback builder
     Declaration("appnorth_feedback_new", [], FeedbackPtr, non_null),
     Declaration("appnorth_feedback_free", [FeedbackPtr], None, None),
@@ -428,6 +448,13 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [QueuePtr, ClientPtr, FeedbackPtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_flush", [QueuePtr, ClientPtr, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_flush_v2", [QueuePtr, ClientPtr, Int32Out, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_queue_submit_idea_async",
+                [QueuePtr, ClientPtr, c_char_p, c_char_p, c_char_p, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_queue_submit_comment_async",
+                [QueuePtr, ClientPtr, c_char_p, c_char_p, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_queue_submit_feedback_async",
+                [QueuePtr, ClientPtr, FeedbackPtr, c_char_p, *_ASYNC], c_int32, _S),
+    Declaration("appnorth_queue_flush_async", [QueuePtr, ClientPtr, *_ASYNC], c_int32, _S),
     Declaration("appnorth_queue_pending_count", [QueuePtr, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_entries", [QueuePtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_queue_discard", [QueuePtr, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
@@ -475,6 +502,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_track", [EventsPtr, c_char_p, c_char_p, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_flush", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_flush_sent", [EventsPtr, c_int32, Int64Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_flush_async", [EventsPtr, c_int32, *_ASYNC], c_int32, _S),
     Declaration("appnorth_events_set_network_type", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_start_session", [EventsPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_foreground", [EventsPtr, ErrorPtr], c_int32, _S),
@@ -515,6 +543,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_config_snapshot", [ConfigPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_source", [ConfigPtr, Int32Out, Int64Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_refresh", [ConfigPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_refresh_async", [ConfigPtr, *_ASYNC], c_int32, _S),
     Declaration("appnorth_config_start_live", [ConfigPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_stop_live", [ConfigPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_add_listener",

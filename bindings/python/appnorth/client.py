@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # annotations only: logging and json are imported where first
     import threading
     from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
-    from ._lib import TextArg
+    from ._lib import PathArg, TextArg
 
     LoggerArg = Union[bool, logging.Logger, None]
     #: JSON given as a Python value (serialised here) or as text (sent unchanged).
@@ -305,7 +305,7 @@ class Client(Handle):
         api_timeout_ms: Optional[int] = None,
         resource_timeout_ms: Optional[int] = None,
         logger: LoggerArg = None,
-        ca_file: Union[TextArg, "os.PathLike[str]"] = None,
+        ca_file: PathArg = None,
         ca_pem: Union[bytes, str, None] = None,
         pinned_public_keys: Union[TextArg, Sequence[str]] = None,
         proxy: TextArg = None,
@@ -329,11 +329,11 @@ class Client(Handle):
                               else resource_timeout_ms, "resource_timeout_ms"),
             )
         py_logger = self._resolve_logger(logger)
-        c_ca_file = _lib.to_c_string(os.fspath(ca_file) if ca_file is not None else None, "ca_file")
+        c_ca_file = _lib.to_c_path(ca_file, "ca_file")
         pem = ca_pem.encode("utf-8") if isinstance(ca_pem, str) else ca_pem
         if pem is not None and not isinstance(pem, bytes):
             raise TypeError(f"ca_pem must be bytes or str, not {type(ca_pem).__name__}")
-        if pinned_public_keys is not None and not isinstance(pinned_public_keys, (str, bytes)):
+        if pinned_public_keys is not None and not isinstance(pinned_public_keys, (str, bytes, bytearray)):
             pinned_public_keys = ";".join(pinned_public_keys)
         c_pins = _lib.to_c_string(pinned_public_keys, "pinned_public_keys")
         c_proxy = _lib.to_c_string(proxy, "proxy")

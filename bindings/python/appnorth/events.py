@@ -283,7 +283,7 @@ class Events(Handle):
             with self._use() as events:
                 self._wait(C.appnorth_events_flush_sent, events, c_timeout, sent)
         except appnorth_errors.AppNorthError as error:
-            error.sent = sent.value  # type: ignore[attr-defined]
+            error.sent = sent.value
             raise
         return sent.value
 

@@ -7,19 +7,16 @@ import Synchronization
 /// a library thread (`BlockingWorkers`) while the calling task is
 /// suspended, and resumes it with the result.
 ///
-/// Cancellation. When the task is cancelled before the call starts, the
-/// call never runs and `CancellationError` is thrown. When it is cancelled
-/// while the call runs, `client.cancelInFlight()` (the core's client cancel,
-/// the one `appnorth_client_cancel` uses) ends the request in flight at
-/// once; the core's answer to that (`AppNorthError.cancelled`) is thrown as
-/// `CancellationError`, while a queue submit, which the core queues on a
-/// cancel, returns its `false`. The client cancel ends every request in
-/// flight on that client at that moment, including other tasks' ones
-/// (they get `AppNorthError.cancelled`): give independently cancelled work
-/// its own client when that matters.
+/// Cancellation is per call. When the task is cancelled before the call
+/// starts, the call never runs and `CancellationError` is thrown. When it is
+/// cancelled while the call runs, the call's own operation is cancelled
+/// (`OperationScope`: every request the call makes, a config fetch's, a
+/// flush's wait, ends at once); the core's answer to that
+/// (`AppNorthError.cancelled`) is thrown as `CancellationError`, while a
+/// queue submit, which the core queues on a cancel, returns its `false`.
+/// Other tasks' requests on the same client go on.
 enum BlockingCall {
-    static func run<T: Sendable>(cancelling client: AppNorthClient? = nil,
-                                 _ work: @escaping @Sendable () throws -> T) async throws -> T {
+    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         let call = CallState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -28,49 +25,35 @@ enum BlockingCall {
                 }
             }
         } onCancel: {
-            call.cancel(client)
+            call.cancel()
         }
+    }
+
+    /// Kept for the call sites that name the client: the cancel no longer
+    /// goes through it (it would end every request on the client).
+    static func run<T: Sendable>(cancelling client: AppNorthClient?,
+                                 _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await run(work)
     }
 }
 
 /// One call's progress, shared by the worker thread and the cancel handler.
 private final class CallState: Sendable {
-    private enum Phase { case waiting, running, finished }
-    private let state = Mutex<(phase: Phase, cancelled: Bool)>((.waiting, false))
+    private let operation = StreamCancellation()
 
     func run<T>(_ work: () throws -> T) throws -> T {
-        let cancelledEarly = state.withLock { s -> Bool in
-            if !s.cancelled { s.phase = .running }
-            return s.cancelled
-        }
-        if cancelledEarly { throw CancellationError() }
-        defer { state.withLock { $0.phase = .finished } }
+        if operation.isCancelled { throw CancellationError() }
         do {
-            return try work()
+            return try OperationScope.with(operation) { try work() }
         } catch AppNorthError.cancelled(let message) {
-            if state.withLock({ $0.cancelled }) { throw CancellationError() }
+            if operation.isCancelled { throw CancellationError() }
             throw AppNorthError.cancelled(message)
         }
     }
 
-    func cancel(_ client: AppNorthClient?) {
-        let running = state.withLock { s -> Bool in
-            s.cancelled = true
-            return s.phase == .running
-        }
-        guard running, let client else { return }
-        cancelWhileRunning(client)
-    }
-
-    /// Cancels now, and again every 100 ms while the call still runs: a
-    /// request that started just after a client cancel (between the check
-    /// above and the transfer's start) is not touched by it.
-    private func cancelWhileRunning(_ client: AppNorthClient) {
-        guard state.withLock({ $0.phase == .running }) else { return }
-        client.cancelInFlight()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
-            cancelWhileRunning(client)
-        }
+    /// From any thread; the call's requests end at once, later ones at start.
+    func cancel() {
+        operation.cancel()
     }
 }
 

@@ -31,6 +31,27 @@ final class CancellationTests: ServerTestCase {
         XCTAssertEqual(boards.count, 1, "later calls on the client run normally")
     }
 
+    /// Per-operation cancel: cancelling one task ends its request alone.
+    /// The other task's request is held by the server too (1.5 s) when the
+    /// cancel happens, and still succeeds (a client-wide cancel ended both).
+    func testCancellingOneTaskLeavesTheOthersOnTheClient() async throws {
+        let client = try heldClient()
+        try TestServer.hold("/v1/apps/swiftapi/boards")
+        _ = try TestServer.post("/admin/faults",
+                            #"{"delay_ms":1500,"count":1,"path_prefix":"/v1/apps/swiftapi/ideas/\#(ideaID)/comments"}"#)
+        let ideaID = self.ideaID
+        let cancelled = Task { try await client.fetchBoards() }
+        let other = Task { try await client.fetchComments(ideaID: ideaID) }
+        try await TestServer.waitUntilFaultsTaken()
+        cancelled.cancel()
+        do {
+            _ = try await cancelled.value
+            XCTFail("the held read was not cancelled")
+        } catch is CancellationError {}
+        let comments = try await other.value
+        XCTAssertEqual(comments.comments.count, 0, "the other task's read completed normally")
+    }
+
     func testCancelledSubmitStaysQueued() async throws {
         let client = try heldClient()
         let queue = AppNorthOfflineQueue(storage: MemorySDKStorage())

@@ -392,11 +392,13 @@ static void test_queue_config_and_events(void) {
 
     /* Offline: the submit is queued; then a flush sends it. */
     char spec[256];
-    snprintf(spec, sizeof spec, "{\"drop\":true,\"count\":1,\"path_prefix\":\"/v1/apps/%s/ideas\"}", APP);
+    /* Two drops: libcurl retries once on a reused connection that turns out closed. */
+    snprintf(spec, sizeof spec, "{\"drop\":true,\"count\":2,\"path_prefix\":\"/v1/apps/%s/ideas\"}", APP);
     add_fault(spec);
     CHECK_STATUS(appnorth_queue_submit_idea_async(q, c, board, "queued async", NULL, NULL, on_done, &slots[0], NULL, &err),
                  APPNORTH_OK, err);
     CHECK(wait_done(&b, 1) == 1 && b.status[0] == APPNORTH_OK, "submit: %d", b.status[0]);
+    clear_faults();
     CHECK(b.json[0] && strcmp(b.json[0], "{\"submitted\":false}") == 0, "queued: %s", b.json[0] ? b.json[0] : "(null)");
     CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
     CHECK(wait_done(&b, 2) == 2 && b.status[1] == APPNORTH_OK, "flush: %d", b.status[1]);

@@ -157,8 +157,9 @@ def test_queue_config_and_events(server_url: str, admin: Admin, tmp_path: Path) 
             appnorth.Config(client, tmp_path / "config") as config, \
             appnorth.Events(client, tmp_path / "events", flush_interval_ms=600_000) as events:
         async def main() -> None:
-            admin.add_fault(drop=True, count=1, path_prefix=f"/v1/apps/{APP}/ideas")
+            admin.outage()
             assert await aio.queue_submit_idea(queue, client, board["id"], "kept") is False
+            admin.clear_faults()
             assert await aio.queue_flush(queue, client) == 1
             with pytest.raises(appnorth.NotFoundError):
                 await aio.queue_submit_comment(queue, client, "missing", "x")

@@ -19,18 +19,13 @@
 
 #include "admin.h"
 #include "check.h"
+#include "fixtures.h"
 #include "support.h"
 
 #define APP "tasync"
 #define HOLD_MS 20000
 
 static const char *server;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -331,7 +326,6 @@ static void test_free_with_operations_in_flight(void) {
 /* A completion that frees its own client: the free does not wait (it runs
  * on the thread the others need) and nothing hangs. */
 static appnorth_client *freed_in_callback;
-static batch *callback_batch;
 
 static void free_in_completion(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
     appnorth_client_free(freed_in_callback);
@@ -341,7 +335,6 @@ static void free_in_completion(uint64_t op, int32_t status, const appnorth_error
 static void test_free_inside_a_completion(void) {
     batch b;
     batch_init(&b);
-    callback_batch = &b;
     freed_in_callback = make_client(server, APP, NULL, NULL);
     appnorth_error err;
     CHECK_STATUS(appnorth_client_list_boards_async(freed_in_callback, free_in_completion, &slots[0], NULL, &err),
@@ -454,12 +447,12 @@ static void test_queue_config_and_events(void) {
 int main(void) {
     server = test_start("test_async", 120);
     if (!server) return 2;
-    test_results_equal_the_blocking_calls();
-    test_bad_input_starts_nothing();
-    test_cancel_one_among_many();
-    test_free_with_operations_in_flight();
-    test_free_inside_a_completion();
-    test_many_in_flight();
-    test_queue_config_and_events();
+    RUN(test_results_equal_the_blocking_calls);
+    RUN(test_bad_input_starts_nothing);
+    RUN(test_cancel_one_among_many);
+    RUN(test_free_with_operations_in_flight);
+    RUN(test_free_inside_a_completion);
+    RUN(test_many_in_flight);
+    RUN(test_queue_config_and_events);
     return check_summary();
 }

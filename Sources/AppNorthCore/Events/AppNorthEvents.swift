@@ -296,18 +296,12 @@ public final class AppNorthEvents: Sendable {
             return (s.flushRequested, s.delivered)
         }
         guard let start else { throw .wrongState("the event queue is closed") }
-        let generation = client.transport.cancelGeneration
-        let operation = OperationScope.current
+        let cancel = WaitCancellation(client.transport)
         wakeUploader()
-        let finished = waitForFlush(start.target, timeoutMilliseconds, cancelledAfter: generation, or: operation)
+        let finished = waitForFlush(start.target, timeoutMilliseconds, cancel)
         let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
         guard finished else {
-            if operation?.isCancelled == true {
-                throw .cancelled("flush cancelled (its operation was cancelled); events stay queued")
-            }
-            if client.transport.cancelGeneration != generation {
-                throw .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
-            }
+            if let error = cancel.error { throw error }
             throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
         }
         if outcome.0 { throw Self.pausedError }
@@ -316,18 +310,15 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// Waits for the flush cycle `target` in short slices of real time, so
-    /// that a client cancel, or the cancel of the calling thread's
-    /// operation (`OperationScope`), ends the wait at once. False on timeout or
-    /// cancel.
-    private func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, cancelledAfter generation: UInt64,
-                              or operation: StreamCancellation?) -> Bool {
+    /// that a cancel (`WaitCancellation`) ends the wait at once. False on
+    /// timeout or cancel.
+    private func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, _ cancel: WaitCancellation) -> Bool {
         var remaining = max(0, timeoutMilliseconds)
         while true {
             let slice = min(20, remaining)
             if flushDone.wait(for: target, milliseconds: slice) { return true }
             remaining -= slice
-            if remaining <= 0 || client.transport.cancelGeneration != generation { return false }
-            if operation?.isCancelled == true { return false }
+            if remaining <= 0 || cancel.isCancelled { return false }
         }
     }
 

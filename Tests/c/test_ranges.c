@@ -186,7 +186,7 @@ static void ignore_completion(uint64_t op, int32_t status, const appnorth_error 
 static int32_t events_flush_async(int64_t v, appnorth_error *err) {
     return appnorth_events_flush_async(events, (int32_t)v, ignore_completion, NULL, NULL, err);
 }
-/* Every id is valid input: one not in flight is APPNORTH_E_NOT_FOUND. */
+/* Every id is valid input: OK for one in flight (the flushes above), else APPNORTH_E_NOT_FOUND. */
 static int32_t op_cancel(int64_t v, appnorth_error *err) { return appnorth_op_cancel((uint64_t)v, err); }
 static int32_t events_flush_sent(int64_t v, appnorth_error *err) {
     int64_t sent = -1;
@@ -284,7 +284,7 @@ static const range_row rows[] = {
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_flush_async", "timeout_ms", T_INT32, events_flush_async, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
-    {"appnorth_op_cancel", "op", T_INT64, op_cancel, I64, APPNORTH_E_NOT_FOUND, 0, INV, INV, 0, 0},
+    {"appnorth_op_cancel", "op", T_INT64, op_cancel, I64, OK, APPNORTH_E_NOT_FOUND, INV, INV, 0, 0},
     {"appnorth_events_flush_sent", "timeout_ms", T_INT32, events_flush_sent, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_set_network_type", "network_type", T_INT32, network_type, 0, 3, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_set_consent", "granted", T_INT32, consent, 0, 1, OK, 0, INV, INV, 0, 0},

@@ -307,9 +307,9 @@ TABLE: Dict[Tuple[str, str], Row] = {
     ("appnorth_events_flush_async", "timeout_ms"): Row(
         "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_flush_async(
             f.events, v, ctypes.cast(_ops.COMPLETION, c_void_p), None, None, f.e)),
-    # Every id is valid input: one not in flight is NOT_FOUND.
+    # Every id is valid input: OK for one in flight, else NOT_FOUND.
     ("appnorth_op_cancel", "op"): Row(
-        "uint64_t", 0, 2 ** 64 - 1, lambda f, v: f.raw.appnorth_op_cancel(v, f.e), in_range=NOT_FOUND),
+        "uint64_t", 0, 2 ** 64 - 1, lambda f, v: f.raw.appnorth_op_cancel(v, f.e), in_range_alt=NOT_FOUND),
     ("appnorth_events_set_network_type", "network_type"): Row(
         "int32_t", 0, 3, lambda f, v: f.raw.appnorth_events_set_network_type(f.events, v, f.e)),
     ("appnorth_events_set_consent", "granted"): Row(

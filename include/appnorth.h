@@ -794,7 +794,8 @@ typedef void (*appnorth_completion_fn)(uint64_t op, int32_t status, const appnor
  * result is {"submitted":false}); a cancelled queue flush keeps the entry
  * in flight and the rest. op: an id from *out_op.
  * Returns APPNORTH_OK when the operation was in flight, APPNORTH_E_NOT_FOUND
- * when none with that id is (it finished, or never existed: harmless).
+ * when none with that id is (its on_done has begun or run, or it never
+ * existed: harmless).
  * Thread-safe, from any thread (on_done included); never blocks. Not
  * async-signal-safe.
  */

@@ -99,6 +99,7 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
         let operation = try OperationTable.shared.begin(owners: plan.owners)
         let client = plan.client
         let finish: @Sendable (OperationOutcome) -> Void = { outcome in
+            OperationTable.shared.retire(operation)
             CompletionDelivery.deliver(for: client) { host.call(operation.id, outcome) }
             OperationTable.shared.end(operation)
         }

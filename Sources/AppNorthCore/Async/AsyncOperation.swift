@@ -13,6 +13,8 @@ public final class AsyncOperation: Sendable {
     /// Given to the transfers and waits the operation makes.
     public let cancellation = StreamCancellation()
     let owners: [ObjectIdentifier]
+    /// Set by `OperationTable.end`, with the table's lock held.
+    nonisolated(unsafe) var ended = false
 
     init(id: UInt64, owners: [ObjectIdentifier]) {
         self.id = id
@@ -58,10 +60,18 @@ public final class OperationTable: Sendable {
         return made
     }
 
-    /// Ends an operation: its completion has been delivered.
+    /// Its completion is being delivered: from now on `cancel(id:)` does
+    /// not find it (it still counts for its owners until `end`).
+    public func retire(_ operation: AsyncOperation) {
+        _ = condition.locked { state.byID.removeValue(forKey: operation.id) }
+    }
+
+    /// Ends an operation: its completion has been delivered. Once only.
     public func end(_ operation: AsyncOperation) {
         condition.locked {
-            guard state.byID.removeValue(forKey: operation.id) != nil else { return }
+            state.byID.removeValue(forKey: operation.id)
+            guard !operation.ended else { return }
+            operation.ended = true
             for key in operation.owners {
                 let left = state.perOwner[key, default: 1] - 1
                 state.perOwner[key] = left > 0 ? left : nil

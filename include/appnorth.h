@@ -781,7 +781,8 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  * keep it); the blocking call's result on success (what it would have
  * returned in *out_json), NULL on failure unless the function says
  * otherwise. user_data: the start call's.
- * Thread: see "Non-blocking operations" above.
+ * It runs on a library thread (see "Non-blocking operations" above for
+ * which one), possibly before the start call returns.
  */
 typedef void (*appnorth_completion_fn)(uint64_t op, int32_t status, const appnorth_error *err,
                                        const char *result_json, void *user_data);
@@ -801,53 +802,62 @@ typedef void (*appnorth_completion_fn)(uint64_t op, int32_t status, const appnor
  */
 APPNORTH_API int32_t appnorth_op_cancel(uint64_t op, appnorth_error *err);
 
-/** appnorth_client_list_boards() without blocking; the result as its *out_json. */
+/** appnorth_client_list_boards() without blocking; the result as its *out_json.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_list_boards_async(appnorth_client *client, appnorth_completion_fn on_done,
                                                        void *user_data, uint64_t *out_op, appnorth_error *err);
 
 /** appnorth_client_list_ideas() without blocking. query_json is checked
- *  before the start returns (nothing starts if it is refused). */
+ *  before the start returns (nothing starts if it is refused).
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_list_ideas_async(appnorth_client *client, const char *query_json,
                                                       appnorth_completion_fn on_done, void *user_data,
                                                       uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_list_comments() without blocking. idea_id: required. */
+/** appnorth_client_list_comments() without blocking. idea_id: required.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_list_comments_async(appnorth_client *client, const char *idea_id,
                                                          appnorth_completion_fn on_done, void *user_data,
                                                          uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_list_chat_messages() without blocking. */
+/** appnorth_client_list_chat_messages() without blocking.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_list_chat_messages_async(appnorth_client *client,
                                                               appnorth_completion_fn on_done, void *user_data,
                                                               uint64_t *out_op, appnorth_error *err);
 
 /** appnorth_client_submit_idea() without blocking; content and key are
- *  checked before the start returns. Result: the server's answer. */
+ *  checked before the start returns. Result: the server's answer.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_submit_idea_async(appnorth_client *client, const char *board_id,
                                                        const char *title, const char *body,
                                                        const char *idempotency_key, appnorth_completion_fn on_done,
                                                        void *user_data, uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_submit_comment() without blocking. */
+/** appnorth_client_submit_comment() without blocking.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_submit_comment_async(appnorth_client *client, const char *idea_id,
                                                           const char *body, const char *idempotency_key,
                                                           appnorth_completion_fn on_done, void *user_data,
                                                           uint64_t *out_op, appnorth_error *err);
 
 /** appnorth_client_submit_feedback() without blocking. The feedback is
- *  copied before the start returns: free it whenever you like. */
+ *  copied before the start returns: free it whenever you like.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_submit_feedback_async(appnorth_client *client,
                                                            const appnorth_feedback *feedback,
                                                            const char *idempotency_key,
                                                            appnorth_completion_fn on_done, void *user_data,
                                                            uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_vote() without blocking. */
+/** appnorth_client_vote() without blocking.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_vote_async(appnorth_client *client, const char *idea_id,
                                                 const char *idempotency_key, appnorth_completion_fn on_done,
                                                 void *user_data, uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_send_chat_message() without blocking. */
+/** appnorth_client_send_chat_message() without blocking.
+ * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_send_chat_message_async(appnorth_client *client, const char *body,
                                                              const char *idempotency_key,
                                                              appnorth_completion_fn on_done, void *user_data,
@@ -1110,15 +1120,18 @@ APPNORTH_API int32_t appnorth_queue_flush_v2(appnorth_queue *queue, appnorth_cli
  * full queue completes with APPNORTH_E_QUEUE_FULL. The feedback is copied
  * before the start returns. With host callback storage, its save callback
  * runs on that worker thread.
+ * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_queue_submit_idea_async(appnorth_queue *queue, appnorth_client *client,
                                                       const char *board_id, const char *title, const char *body,
                                                       const char *idempotency_key, appnorth_completion_fn on_done,
                                                       void *user_data, uint64_t *out_op, appnorth_error *err);
+/** Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_queue_submit_comment_async(appnorth_queue *queue, appnorth_client *client,
                                                          const char *idea_id, const char *body,
                                                          const char *idempotency_key, appnorth_completion_fn on_done,
                                                          void *user_data, uint64_t *out_op, appnorth_error *err);
+/** Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_queue_submit_feedback_async(appnorth_queue *queue, appnorth_client *client,
                                                           const appnorth_feedback *feedback,
                                                           const char *idempotency_key, appnorth_completion_fn on_done,
@@ -1129,6 +1142,7 @@ APPNORTH_API int32_t appnorth_queue_submit_feedback_async(appnorth_queue *queue,
  * Result, on success and on failure alike:
  * {"sent":N,"failed_entry_id":"..." or null}. A cancel stops the flush
  * with APPNORTH_E_CANCELLED; the entry in flight stays queued.
+ * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_queue_flush_async(appnorth_queue *queue, appnorth_client *client,
                                                 appnorth_completion_fn on_done, void *user_data,
@@ -1517,6 +1531,7 @@ APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t
  * on failure alike: {"sent":N}, the events the server accepted meanwhile.
  * A cancel ends the wait with APPNORTH_E_CANCELLED (the events stay
  * queued; the upload thread goes on). The wait holds one of the 2 workers.
+ * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_events_flush_async(appnorth_events *events, int32_t timeout_ms,
                                                  appnorth_completion_fn on_done, void *user_data,
@@ -1901,6 +1916,7 @@ APPNORTH_API int32_t appnorth_config_refresh(appnorth_config *config, appnorth_e
  * (before on_done). Result: {} (read the values with the getters). A
  * cancel ends the fetch with APPNORTH_E_CANCELLED and leaves the effective
  * config unchanged.
+ * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_config_refresh_async(appnorth_config *config, appnorth_completion_fn on_done,
                                                    void *user_data, uint64_t *out_op, appnorth_error *err);

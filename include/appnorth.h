@@ -744,8 +744,14 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    run it) and on_done is never called; *out_op is set to 0.
  *  - on_done: required (APPNORTH_E_INVALID_ARGUMENT when NULL).
  *    user_data: anything; the host keeps it valid until on_done has run.
- *  - Thread. on_done runs on a library thread, possibly before the start
- *    call returns: client reads and writes complete on the process's one
+ *  - Thread. In dispatch mode (appnorth_client_options_set_dispatch_mode;
+ *    the mode of the operation's client, or of the client the queue
+ *    call, config or events handle uses) on_done runs only inside
+ *    appnorth_dispatch() on that client, on the thread calling it (the
+ *    descriptor of appnorth_dispatch_fd() is readable while one is
+ *    queued); completions are never dropped. Otherwise on_done runs on a
+ *    library thread, possibly before the start call returns: client reads
+ *    and writes complete on the process's one
  *    transfer thread, which serves every such operation of every client
  *    (keep on_done short; it may call any appnorth_ function, start more
  *    operations, cancel others, or free the handle). Queue submits and
@@ -762,11 +768,13 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *  - Cancel. appnorth_op_cancel() ends one operation (on_done gets
  *    APPNORTH_E_CANCELLED); the others go on. appnorth_client_cancel() also
  *    ends the client's operations in flight.
- *  - Free. appnorth_X_free() of a handle an operation uses (the client, and
- *    the queue, config or events handle) cancels the handle's operations in
- *    flight and waits until each one's on_done has run (with
+ *  - Free. appnorth_X_free() of a handle an operation uses (its client,
+ *    and the queue, config or events handle) cancels the handle's
+ *    operations in flight and waits until each one's on_done has run (with
  *    APPNORTH_E_CANCELLED, or its real outcome if it was already finishing)
- *    before it returns; nothing of them runs afterwards. Called from inside
+ *    before it returns; nothing of them runs afterwards. In dispatch mode
+ *    appnorth_client_free() runs the queued completions itself, on the
+ *    thread calling it. Called from inside
  *    a library callback (on_done, a logger, a listener), it does not wait:
  *    their on_done calls follow, on a library thread, after it returned
  *    (the library keeps what they need alive).
@@ -781,8 +789,9 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  * keep it); the blocking call's result on success (what it would have
  * returned in *out_json), NULL on failure unless the function says
  * otherwise. user_data: the start call's.
- * It runs on a library thread (see "Non-blocking operations" above for
- * which one), possibly before the start call returns.
+ * It runs inside appnorth_dispatch() on the dispatching thread in dispatch
+ * mode, on a library thread otherwise (see "Non-blocking operations"
+ * above for which one), possibly before the start call returns.
  */
 typedef void (*appnorth_completion_fn)(uint64_t op, int32_t status, const appnorth_error *err,
                                        const char *result_json, void *user_data);

@@ -46,12 +46,16 @@ private struct HostCompletion: @unchecked Sendable {
 }
 
 /// Where a completion runs: the seam between the operations and the host's
-/// threads. Until dispatch mode (issue 21 part A) is on main, at once, on
-/// the library thread that finished the operation (the transfer thread or
-/// a worker). Returns once the completion has run.
+/// threads. Default mode: at once, on the library thread that finished the
+/// operation (the transfer thread or a worker). Dispatch mode: queued on
+/// the client's dispatcher, run by appnorth_dispatch() (or by the client's
+/// free). Every operation belongs to its client too, so the client's free
+/// ends it before closing the dispatcher; a post refused by a closed
+/// dispatcher cannot happen then, and would run the completion here rather
+/// than lose it.
 enum CompletionDelivery {
-    static func deliver(for client: AppNorthClient?, _ run: @escaping @Sendable () -> Void) {
-        run()
+    static func deliver(for client: AppNorthClient, _ run: @escaping @Sendable () -> Void) {
+        if !client.deliverCallback(run) { run() }
     }
 }
 
@@ -60,7 +64,7 @@ enum CompletionDelivery {
 /// decides where the completion runs), and what it does.
 struct OperationPlan {
     let owners: [AnyObject]
-    let client: AppNorthClient?
+    let client: AppNorthClient
     let launch: (AsyncOperation, @escaping @Sendable (OperationOutcome) -> Void) throws -> Void
 
     /// A client read or write: one request on the transfer thread.
@@ -72,7 +76,7 @@ struct OperationPlan {
 
     /// A call of several steps: its blocking form on a worker, inside the
     /// operation's scope (so its cancel ends that call and no other).
-    static func work(owners: [AnyObject], client: AppNorthClient?,
+    static func work(owners: [AnyObject], client: AppNorthClient,
                      _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
         OperationPlan(owners: owners, client: client) { operation, finish in
             try operation.runOnWorker(work) { result in
@@ -96,7 +100,9 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
     return guarded(err) {
         let host = HostCompletion(fn: try required(onDone, "on_done"), userData: HostPointer(raw: userData))
         let plan = try plan()
-        let operation = try OperationTable.shared.begin(owners: plan.owners)
+        // The client owns every operation that uses it (its free ends them).
+        let owners = plan.owners.contains { $0 === plan.client } ? plan.owners : plan.owners + [plan.client]
+        let operation = try OperationTable.shared.begin(owners: owners)
         let client = plan.client
         let finish: @Sendable (OperationOutcome) -> Void = { outcome in
             OperationTable.shared.retire(operation)

@@ -169,7 +169,7 @@ public func appnorth_config_refresh_async(_ config: OpaquePointer?, _ onDone: Co
                                           _ userData: UnsafeMutableRawPointer?, _ outOp: OpOut?, _ err: ErrorOut?) -> Int32 {
     startOperation(onDone, userData, outOp, err) {
         let config = try Handle.get(config, as: AppNorthRemoteConfig.self, "config")
-        return .work(owners: [config], client: nil) {
+        return .work(owners: [config], client: config.client) {
             do {
                 try config.refresh()
                 return OperationOutcome(json: "{}")
@@ -187,7 +187,7 @@ public func appnorth_events_flush_async(_ events: OpaquePointer?, _ timeoutMs: I
     startOperation(onDone, userData, outOp, err) {
         let events = try Handle.get(events, as: AppNorthEvents.self, "events")
         guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
-        return .work(owners: [events], client: nil) {
+        return .work(owners: [events], client: events.client) {
             let before = events.deliveredCount
             var failure: (any Error)?
             do {

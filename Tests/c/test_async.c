@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700
 #include <appnorth.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -444,6 +445,70 @@ static void test_queue_config_and_events(void) {
     appnorth_client_free(c);
 }
 
+/* Dispatch mode: a completion runs only inside appnorth_dispatch(), on the
+ * thread calling it; the descriptor is readable while one is queued. Freeing
+ * the client with operations in flight cancels them and runs their
+ * completions on the freeing thread before it returns. */
+static appnorth_client *dispatch_client(void) {
+    appnorth_error err;
+    appnorth_client_options *o = appnorth_client_options_new();
+    CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 60000, 60000, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_dispatch_mode(o, 1, &err), APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    return c;
+}
+
+static void test_dispatch_mode_completions_run_on_the_dispatching_thread(void) {
+    appnorth_client *c = dispatch_client();
+    appnorth_error err;
+    int32_t fd = -1;
+    CHECK_STATUS(appnorth_dispatch_fd(c, &fd, &err), APPNORTH_OK, err);
+    batch b;
+    batch_init(&b);
+    for (int i = 0; i < 8; i++) {
+        CHECK_STATUS(appnorth_client_list_boards_async(c, on_done, &slots[i], NULL, &err), APPNORTH_OK, err);
+    }
+    int64_t deadline = mono_ms() + 15000;
+    while (done_count(&b) < 8 && mono_ms() < deadline) {
+        struct pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, 1000);
+        int32_t ran = 0;
+        CHECK_STATUS(appnorth_dispatch(c, 0, &ran, &err), APPNORTH_OK, err);
+    }
+    CHECK(done_count(&b) == 8, "8 completions through dispatch: %d", done_count(&b));
+    for (int i = 0; i < 8; i++) {
+        CHECK(b.status[i] == APPNORTH_OK && pthread_equal(b.thread[i], pthread_self()),
+              "op %d: status %d, on the dispatching thread", i, b.status[i]);
+    }
+    batch_free(&b);
+
+    /* Held operations at free: their completions run here, cancelled. */
+    char prefix[128], spec[256];
+    snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held-dispatch/comments", APP);
+    snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":2,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
+    add_fault(spec);
+    batch h;
+    batch_init(&h);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(appnorth_client_list_comments_async(c, "held-dispatch", on_done, &slots[i], NULL, &err),
+                     APPNORTH_OK, err);
+    }
+    wait_fault_taken(prefix);
+    CHECK(done_count(&h) == 0, "nothing runs outside dispatch");
+    appnorth_client_free(c);
+    CHECK(done_count(&h) == 2, "free ran both completions: %d", done_count(&h));
+    for (int i = 0; i < 2; i++) {
+        CHECK(h.status[i] == APPNORTH_E_CANCELLED && pthread_equal(h.thread[i], pthread_self()),
+              "held %d: status %d, on the freeing thread", i, h.status[i]);
+    }
+    batch_free(&h);
+    clear_faults();
+}
+
 int main(void) {
     server = test_start("test_async", 120);
     if (!server) return 2;
@@ -454,5 +519,6 @@ int main(void) {
     RUN(test_free_inside_a_completion);
     RUN(test_many_in_flight);
     RUN(test_queue_config_and_events);
+    RUN(test_dispatch_mode_completions_run_on_the_dispatching_thread);
     return check_summary();
 }

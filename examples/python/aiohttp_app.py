@@ -1,7 +1,8 @@
 """A small aiohttp web app whose handlers talk to AppNorth without blocking
 the event loop: every AppNorth call is an ``await`` of appnorth.aio (the
-library's non-blocking calls), so one loop thread serves every request and
-no executor thread is spent per call.
+library's non-blocking calls) on a dispatch-mode client, so one loop thread
+serves every request, every AppNorth callback runs on it, and no executor
+thread is spent per call.
 
     pip install aiohttp
     python3 examples/python/aiohttp_app.py API_URL APP_ID DATA_DIR [PORT]
@@ -74,7 +75,10 @@ def make_app(api_url: str, app_id: str, data_dir: Path) -> web.Application:
     app = web.Application()
 
     async def appnorth_handles(app: web.Application) -> AsyncIterator[None]:
-        with appnorth.Client(api_url, app_id, logger=aio.loop_logger()) as client, \
+        # Dispatch mode: completions, log lines and config listeners run on
+        # the loop's thread (appnorth.aio serves the client's descriptor with
+        # loop.add_reader), never on a library thread.
+        with appnorth.Client(api_url, app_id, dispatch_mode=True) as client, \
                 appnorth.OfflineQueue(appnorth.Storage.sqlite(data_dir, "queue")) as queue, \
                 appnorth.Config(client, data_dir / "config") as config:
             app[CLIENT], app[QUEUE], app[CONFIG] = client, queue, config

@@ -90,3 +90,8 @@ struct ConfigEndpoint: Sendable {
         return (document, root["version"]?.intValue)
     }
 }
+
+extension AppNorthRemoteConfig {
+    /// The client the config fetches with (its dispatch mode is the config's).
+    public var client: AppNorthClient { engine.endpoint.client }
+}

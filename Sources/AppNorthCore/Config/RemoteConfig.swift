@@ -75,7 +75,7 @@ public final class AppNorthRemoteConfig: Sendable {
         }
     }
 
-    private let engine: ConfigEngine
+    let engine: ConfigEngine
 
     /// Opens the config: reads the bundled file (if given) and the cached
     /// copy (if a data directory is given), and resolves. No network

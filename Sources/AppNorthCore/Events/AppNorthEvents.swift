@@ -16,7 +16,7 @@ import Synchronization
 /// Thread-safe. `close` (or deinit) stops the upload thread.
 public final class AppNorthEvents: Sendable {
     public let options: AppNorthEventsOptions
-    private let client: AppNorthClient
+    public let client: AppNorthClient
     /// Internal (not private) for tests that read the journal's counters.
     let store: EventStore
     /// `store.journal`, for `track` to use without a retain: every thread's

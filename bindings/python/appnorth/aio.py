@@ -20,11 +20,18 @@ thread) and none of asyncio's executor threads is used::
 - Cancelling the awaiting task (``task.cancel()``, ``asyncio.wait_for``'s
   timeout, Ctrl-C under ``asyncio.run``, which cancels the main task)
   cancels that operation alone (``appnorth_op_cancel``); the others go on.
-- The completion arrives on a library thread and is handed to the loop with
-  ``loop.call_soon_threadsafe``: the awaiting code resumes on the loop's
-  thread. Config changes reach the loop's thread through
-  :func:`add_config_listener` or the :class:`ConfigChanges` async iterator,
-  and log lines through :func:`loop_logger`.
+- Dispatch mode (``Client(..., dispatch_mode=True)``), the recommended way:
+  the first await on such a client attaches it to the running loop
+  (:func:`attach`: ``loop.add_reader`` on its dispatch descriptor, which
+  runs ``client.dispatch()`` when something is queued), so completions,
+  log lines and config listeners all run on the loop's thread, with no
+  polling and no thread of ours. Close the client on the loop's thread; its
+  close detaches it first.
+- Default mode: the completion arrives on a library thread and is handed to
+  the loop with ``loop.call_soon_threadsafe``; the awaiting code resumes on
+  the loop's thread all the same. Config changes reach the loop's thread
+  through :func:`add_config_listener` or the :class:`ConfigChanges` async
+  iterator, and log lines through :func:`loop_logger`.
 """
 
 from __future__ import annotations
@@ -52,8 +59,61 @@ __all__ = [
     "submit_idea", "submit_comment", "submit_feedback", "vote", "send_chat_message",
     "queue_submit_idea", "queue_submit_comment", "queue_submit_feedback", "queue_flush",
     "refresh_config", "flush_events", "add_config_listener", "ConfigChanges", "ConfigChange",
-    "loop_logger", "on_loop",
+    "loop_logger", "on_loop", "attach", "detach",
 ]
+
+
+# ---------------------------------------------------------------------------
+# Dispatch mode on the loop
+# ---------------------------------------------------------------------------
+
+def _serve(client: Client) -> None:
+    try:
+        client.dispatch()
+    except errors.WrongStateError:  # closing: its close hook detaches it
+        pass
+
+
+def attach(client: Client, loop: Optional[asyncio.AbstractEventLoop] = None) -> None:
+    """Run a dispatch-mode client's callbacks on ``loop`` (default: the
+    running loop): ``loop.add_reader`` on :meth:`Client.dispatch_fd`, whose
+    handler calls :meth:`Client.dispatch`. Idempotent for one loop; a
+    client is attached to one loop at a time (WrongStateError otherwise).
+    The awaits of this module call it themselves."""
+    target = loop or asyncio.get_running_loop()
+    attached = getattr(client, "_aio_loop", None)
+    if attached is target and not target.is_closed():
+        return
+    if attached is not None and not attached.is_closed():
+        raise errors.WrongStateError("the client is attached to another event loop")
+    fd = client.dispatch_fd()
+    target.add_reader(fd, _serve, client)
+    client._aio_loop = target  # type: ignore[attr-defined]
+    hooks = client.__dict__.setdefault("_close_hooks", [])
+    hooks.append(lambda: _remove(client, target, fd))
+    # Callbacks queued before the reader was added are served now.
+    target.call_soon(_serve, client)
+
+
+def _remove(client: Client, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    if getattr(client, "_aio_loop", None) is loop:
+        client._aio_loop = None  # type: ignore[attr-defined]
+        if not loop.is_closed():
+            loop.remove_reader(fd)
+
+
+def detach(client: Client) -> None:
+    """Stop serving the client's callbacks on its loop (on that loop's
+    thread). Closing the client does this itself."""
+    loop = getattr(client, "_aio_loop", None)
+    if loop is not None:
+        _remove(client, loop, client.dispatch_fd())
+
+
+def _served(client: Client) -> None:
+    """A dispatch-mode client is attached to the running loop."""
+    if client.dispatch_mode:
+        attach(client)
 
 
 # ---------------------------------------------------------------------------
@@ -70,9 +130,13 @@ async def _run(start: "Callable[[_ops.Done], int]") -> "Tuple[Optional[str], Opt
     """Start one operation and wait for its (result_json, error), on the
     loop's thread. A cancel of the awaiting task cancels the operation."""
     loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
     future: "asyncio.Future[Tuple[Optional[str], Optional[errors.AppNorthError]]]" = loop.create_future()
 
     def done(op: int, result: Optional[str], error: Optional[errors.AppNorthError]) -> None:
+        if threading.get_ident() == loop_thread:  # dispatch mode: inside client.dispatch()
+            _settle(future, result, error)
+            return
         try:
             loop.call_soon_threadsafe(_settle, future, result, error)
         except RuntimeError:  # the loop is closed: nobody awaits any more
@@ -95,6 +159,7 @@ async def _json(start: "Callable[[_ops.Done], int]") -> Any:
 
 def _client_call(client: Client, func: Any, *args: Any) -> "Callable[[_ops.Done], int]":
     def start(done: "_ops.Done") -> int:
+        _served(client)
         with client._use() as handle:
             return _ops.start(func, handle, *args, done=done)
     return start
@@ -162,6 +227,7 @@ async def submit_feedback(client: Client, feedback: Union[Feedback, str, bytes, 
     c_key = _s(idempotency_key, "idempotency_key")
 
     def start(done: "_ops.Done") -> int:
+        _served(client)
         with feedback_for(feedback, diagnostics, screenshots) as built, built._use() as fb, \
                 client._use() as handle:
             return _ops.start(C.appnorth_client_submit_feedback_async, handle, fb, c_key, done=done)
@@ -191,6 +257,7 @@ async def send_chat_message(client: Client, body: "TextArg", *, idempotency_key:
 
 def _queue_call(queue: "OfflineQueue", client: Client, func: Any, *args: Any) -> "Callable[[_ops.Done], int]":
     def start(done: "_ops.Done") -> int:
+        _served(client)
         with queue._use() as q, client._use() as c:
             return _ops.start(func, q, c, *args, done=done)
     return start
@@ -225,6 +292,7 @@ async def queue_submit_feedback(queue: "OfflineQueue", client: Client, feedback:
     c_key = _s(idempotency_key, "idempotency_key")
 
     def start(done: "_ops.Done") -> int:
+        _served(client)
         with feedback_for(feedback, diagnostics, screenshots) as built, built._use() as fb, \
                 queue._use() as q, client._use() as c:
             return _ops.start(C.appnorth_queue_submit_feedback_async, q, c, fb, c_key, done=done)
@@ -249,6 +317,7 @@ async def refresh_config(config: "Config") -> None:
     """:meth:`Config.refresh` without blocking the loop (listeners run as
     for a refresh on a library thread: see :func:`add_config_listener`)."""
     def start(done: "_ops.Done") -> int:
+        _served(config._client)
         with config._use() as handle:
             return _ops.start(C.appnorth_config_refresh_async, handle, done=done)
 
@@ -261,6 +330,7 @@ async def flush_events(events: "Events", timeout_ms: int = 10000) -> int:
     c_timeout = _lib.to_int32(timeout_ms, "timeout_ms")
 
     def start(done: "_ops.Done") -> int:
+        _served(events._client)
         with events._use() as handle:
             return _ops.start(C.appnorth_events_flush_async, handle, c_timeout, done=done)
 

@@ -413,6 +413,12 @@ class Client(Handle):
                 C.appnorth_dispatch(handle, limit, ctypes.byref(ran), appnorth_error())
         return ran.value
 
+    def _on_close(self) -> None:
+        # appnorth.aio's attachments: the loop stops watching the dispatch
+        # descriptor before the free closes it.
+        for hook in getattr(self, "_close_hooks", ()):
+            hook()
+
     def dispatch_fd(self) -> int:
         """The descriptor (an eventfd) that is readable while a callback is
         queued (``appnorth_dispatch_fd``): wait on it with ``select``,

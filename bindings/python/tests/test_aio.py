@@ -262,3 +262,56 @@ def test_ctrl_c_cancels_the_operation(server_url: str, admin: Admin) -> None:
     assert float(interrupted[0].split()[1]) - sent < BOUND_S
     assert "pending 0" in lines, out
     assert "boards 0" in lines, out
+
+
+def test_dispatch_mode_runs_every_callback_on_the_loop_thread(server_url: str, admin: Admin,
+                                                              tmp_path: Path) -> None:
+    """Dispatch mode on the loop (add_reader on the dispatch descriptor):
+    completions, log lines and config listeners all run on the loop's
+    thread, and no other Python thread is started."""
+    admin.publish_config(APP, {"n": 2})
+    admin.add_fault(status=503, count=1, path_prefix=f"/v1/apps/{APP}/ideas")
+    threads: Dict[str, List[int]] = {"completion": [], "log": [], "listener": []}
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            threads["log"].append(threading.get_ident())
+
+    target = logging.getLogger("appnorth.aio-dispatch-test")
+    target.setLevel(logging.WARNING)
+    target.propagate = False
+    target.addHandler(Recorder())
+
+    async def main() -> int:
+        loop_thread = threading.get_ident()
+        python_threads = threading.active_count()
+        with appnorth.Client(server_url, APP, dispatch_mode=True, logger=target) as client, \
+                appnorth.Config(client, tmp_path) as config:
+            config.add_listener(lambda *args: threads["listener"].append(threading.get_ident()))
+            aio.attach(client)
+            seen = asyncio.get_running_loop().create_future()
+
+            def done(op: int, result: Any, error: Any) -> None:
+                threads["completion"].append(threading.get_ident())
+                seen.set_result(result)
+
+            with client._use() as handle:
+                _ops.start(appnorth._lib.C.appnorth_client_list_boards_async, handle, done=done)
+            assert json.loads(await asyncio.wait_for(seen, 10)) == {"boards": []}
+            boards = await asyncio.gather(*(aio.list_boards(client) for _ in range(20)))
+            assert all(b == {"boards": []} for b in boards)
+            with pytest.raises(appnorth.ServerError):  # logs a warning
+                await aio.list_ideas(client)
+            await aio.refresh_config(config)
+            for _ in range(500):
+                if threads["listener"] and threads["log"]:
+                    break
+                await asyncio.sleep(0.01)
+            assert config.get_int("n", 0) == 2
+            assert threading.active_count() == python_threads
+        return loop_thread
+
+    loop_thread = asyncio.run(main())
+    for kind, seen_threads in threads.items():
+        assert seen_threads, f"no {kind} ran"
+        assert all(t == loop_thread for t in seen_threads), kind

@@ -1127,8 +1127,10 @@ APPNORTH_API int32_t appnorth_queue_flush_v2(appnorth_queue *queue, appnorth_cli
  * on a network failure or a cancel, on a library worker thread. Result:
  * {"submitted":true} when sent now, {"submitted":false} when queued. A
  * full queue completes with APPNORTH_E_QUEUE_FULL. The feedback is copied
- * before the start returns. With host callback storage, its save callback
- * runs on that worker thread.
+ * before the start returns. A queue on callback storage
+ * (appnorth_storage_new_callbacks) refuses these and
+ * appnorth_queue_flush_async() with APPNORTH_E_WRONG_STATE: its callbacks
+ * run only on threads that call into the library.
  * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_queue_submit_idea_async(appnorth_queue *queue, appnorth_client *client,

@@ -96,11 +96,22 @@ public func appnorth_client_send_chat_message_async(_ client: OpaquePointer?, _ 
 
 /// A queue submit: checked now, then tried (and queued on a network
 /// failure or a cancel) on a worker. Result: {"submitted":true|false}.
+/// A queue on host callback storage has no non-blocking calls: its load and
+/// save callbacks run only on threads that call into the library (docs/threading.md).
+private func asyncQueue(_ queue: OpaquePointer?) throws -> AppNorthOfflineQueue {
+    let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
+    if queue.storage is HostCallbackStorage {
+        throw AppNorthError.wrongState("a queue on callback storage (appnorth_storage_new_callbacks) has no "
+                                       + "non-blocking calls: its callbacks run only on the host's threads")
+    }
+    return queue
+}
+
 private func queueSubmit(_ queue: OpaquePointer?, _ client: OpaquePointer?, _ key: CString?, _ onDone: Completion?,
                          _ userData: UnsafeMutableRawPointer?, _ outOp: OpOut?, _ err: ErrorOut?,
                          _ write: () throws -> CommunityWrite) -> Int32 {
     startOperation(onDone, userData, outOp, err) {
-        let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
+        let queue = try asyncQueue(queue)
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         let write = try write()
         let key = try write.checkedForSubmit(idempotencyKey: optionalString(key, "idempotency_key"))
@@ -141,7 +152,7 @@ public func appnorth_queue_submit_feedback_async(_ queue: OpaquePointer?, _ clie
 public func appnorth_queue_flush_async(_ queue: OpaquePointer?, _ client: OpaquePointer?, _ onDone: Completion?,
                                        _ userData: UnsafeMutableRawPointer?, _ outOp: OpOut?, _ err: ErrorOut?) -> Int32 {
     startOperation(onDone, userData, outOp, err) {
-        let queue = try Handle.get(queue, as: AppNorthOfflineQueue.self, "queue")
+        let queue = try asyncQueue(queue)
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         return .work(owners: [queue, client], client: client) {
             var sent = 0

@@ -257,6 +257,40 @@ static void test_cancel_one_among_many(void) {
     appnorth_client_free(c);
 }
 
+static int32_t load_empty(void *user_data, appnorth_buffer *out) {
+    (void)user_data;
+    (void)out;
+    return 0;
+}
+
+static int32_t save_nothing(void *user_data, const void *bytes, size_t length) {
+    (void)user_data;
+    (void)bytes;
+    (void)length;
+    return 0;
+}
+
+/* A queue on callback storage refuses the non-blocking calls: its
+ * callbacks run only on the host's threads. */
+static void test_callback_storage_queue_refuses_async(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    appnorth_error err;
+    appnorth_storage *s = NULL;
+    CHECK_STATUS(appnorth_storage_new_callbacks(load_empty, save_nothing, NULL, NULL, &s, &err), APPNORTH_OK, err);
+    appnorth_queue *q = NULL;
+    CHECK_STATUS(appnorth_queue_new(s, 0, &q, &err), APPNORTH_OK, err);
+    appnorth_storage_free(s);
+    batch b;
+    batch_init(&b);
+    CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[0], NULL, &err), APPNORTH_E_WRONG_STATE, err);
+    CHECK_STATUS(appnorth_queue_submit_comment_async(q, c, "i", "body", NULL, on_done, &slots[0], NULL, &err),
+                 APPNORTH_E_WRONG_STATE, err);
+    CHECK(done_count(&b) == 0, "nothing started");
+    batch_free(&b);
+    appnorth_queue_free(q);
+    appnorth_client_free(c);
+}
+
 static void test_bad_input_starts_nothing(void) {
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     batch b;
@@ -514,6 +548,7 @@ int main(void) {
     if (!server) return 2;
     RUN(test_results_equal_the_blocking_calls);
     RUN(test_bad_input_starts_nothing);
+    RUN(test_callback_storage_queue_refuses_async);
     RUN(test_cancel_one_among_many);
     RUN(test_free_with_operations_in_flight);
     RUN(test_free_inside_a_completion);

@@ -26,7 +26,7 @@ public final class AppNorthOfflineQueue: Sendable {
     public static let defaultLimit = 50
 
     public let limit: Int
-    private let storage: any AppNorthOfflineQueueStorage
+    public let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
     /// The loaded entries; always equal to what was last saved or read.
     private let entries: Lock<[QueueEntry]>

@@ -816,8 +816,9 @@ APPNORTH_API int32_t appnorth_op_cancel(uint64_t op, appnorth_error *err);
 APPNORTH_API int32_t appnorth_client_list_boards_async(appnorth_client *client, appnorth_completion_fn on_done,
                                                        void *user_data, uint64_t *out_op, appnorth_error *err);
 
-/** appnorth_client_list_ideas() without blocking. query_json is checked
- *  before the start returns (nothing starts if it is refused).
+/** appnorth_client_list_ideas() without blocking. query_json: NULL for no
+ *  filters, else checked before the start returns (nothing starts if it is
+ *  refused).
  * Returns at once; on_done and user_data are kept until on_done has run. */
 APPNORTH_API int32_t appnorth_client_list_ideas_async(appnorth_client *client, const char *query_json,
                                                       appnorth_completion_fn on_done, void *user_data,

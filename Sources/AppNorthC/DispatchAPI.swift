@@ -25,6 +25,19 @@ private func dispatcher(of client: AppNorthClient) throws(AppNorthError) -> Call
 public func appnorth_dispatch(_ client: OpaquePointer?, _ maxCallbacks: Int32, _ outRan: UnsafeMutablePointer<Int32>?,
                               _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     outRan?.pointee = 0
+    // Nothing pending, the frame loop's common case: the call is counted on
+    // the handle and one atomic load answers; no lock, no system call.
+    let idle = Handle.peek(client, as: AppNorthClient.self) { client in
+        client.dispatcher.map { !$0.hasPending } ?? false
+    }
+    if idle == true, maxCallbacks >= 0 {
+        if let err {
+            err.pointee.code = 0
+            err.pointee.http_status = 0
+            err.pointee.message.0 = 0
+        }
+        return 0
+    }
     return guarded(err) {
         try Handle.borrow(client, as: AppNorthClient.self, "client") { client in
             let dispatcher = try dispatcher(of: client)

@@ -90,6 +90,24 @@ enum Handle {
         }
     }
 
+    /// The hot path of a call that may answer without the error machinery
+    /// (appnorth_dispatch with nothing pending, every frame): counts the
+    /// call in flight for the length of `peek`, as `get` does, and returns
+    /// what `peek` returns; nil when the handle is NULL, being freed or from
+    /// before fork() (the caller then takes its full path, which reports
+    /// why). `peek` must not call host code or free anything.
+    static func peek<T: AnyObject, R>(_ handle: OpaquePointer?, as _: T.Type, _ peek: (T) -> R) -> R? {
+        guard let handle else { return nil }
+        let raw = UnsafeRawPointer(handle)
+        let box = Unmanaged<Box>.fromOpaque(raw)
+        let entered = box._withUnsafeGuaranteedRef { $0.generation == ForkGuard.generation && enter($0) }
+        guard entered else { return nil }
+        defer { leave(raw) }
+        return box._withUnsafeGuaranteedRef { box in
+            box.unretained._withUnsafeGuaranteedRef { peek(unsafeDowncast($0, to: T.self)) }
+        }
+    }
+
     /// Counts one call in flight; false once `release` has begun.
     private static func enter(_ box: Box) -> Bool {
         var state = box.state.load(ordering: .relaxed)

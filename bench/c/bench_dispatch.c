@@ -12,9 +12,9 @@
  *                15 s: the voluntary context switches (each is one wakeup)
  *                of the "appnorth-config" thread
  *                (/proc/self/task/<tid>/status) over BENCH_IDLE_SECONDS (30),
- *                from 3.5 s after the stream connected (curl's timers of a
- *                new transfer wake it twice in its first 3 s), as wakeups a
- *                minute.
+ *                from 10.5 s after the stream connected (curl's connect-
+ *                timeout timer wakes it once, 10 s after the transfer began,
+ *                connected or not), as wakeups a minute.
  *
  * usage: bench_dispatch SERVER_URL
  */
@@ -160,7 +160,9 @@ int main(int argc, char **argv) {
     appnorth_client *plain = make_client(server, app);
     appnorth_config *idle = live_config(plain);
     for (int i = 0; i < 200 && streams(server) < 1; i++) sleep_ms(25);
-    sleep_ms(3500); /* past curl's own timers of a new transfer (two wakeups in its first 3 s) */
+    /* Past the transfer's own timers: curl wakes the thread when the connect
+     * timeout (10 s by default) comes due, connected or not (strace). */
+    sleep_ms(10500);
     long before = config_thread_switches();
     sleep_ms(idle_s * 1000);
     long after = config_thread_switches();

@@ -128,7 +128,7 @@ def describe(header_text):
             if callback:
                 returns, name, params = callback.groups()
                 entry = {"name": name, "return": c_type(returns), "params": split_params(params), "doc": doc}
-                entry.update(abi_rules.callback_facts(name, doc, problems))
+                entry.update(abi_rules.callback_facts(name, doc, section[1], problems))
                 api["callbacks"].append(entry)
             elif opaque:
                 typedef_docs[opaque.group(2)] = doc
@@ -171,6 +171,7 @@ def describe(header_text):
     callbacks = {c["name"] for c in api["callbacks"]}
     for function in api["functions"]:
         abi_rules.function_facts(function, api, callbacks, problems)
+    abi_rules.inherit_from_blocking(api)
     return api, problems
 
 

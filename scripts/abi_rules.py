@@ -30,8 +30,10 @@ BLOCKS = re.compile(r"[^.]*\b(?:Blocks|blocks|block the calling thread|waits for
                     r"Flush for up to)\b[^.]*\.?")
 SECTION_BLOCKS = re.compile(r"[^.]*\bEach call blocks\b[^.]*\.?")
 NEVER_BLOCKS = re.compile(r"\b(?:[Nn]ever blocks|Returns at once|[Nn]o network traffic happens)\b")
-LIFETIME = re.compile(r"[^.]*\b(?:keep `?fn`?|keep\w* [^.]*valid until|valid until|kept until|keeps? (?:them|the callbacks|load)|"
+LIFETIME = re.compile(r"[^.]*\b(?:called exactly once|keep `?fn`?|keep\w* [^.]*valid until|valid until|kept until|keeps? (?:them|the callbacks|load)|"
                       r"before the call returns|during the call|until the listener is removed)\b[^.]*\.?")
+
+TYPE_LIFETIME = re.compile(r"[^.]*\b(?:called exactly once|keeps? [^.]*valid until)\b[^.]*\.?")
 
 
 def sentence(pattern, text):
@@ -59,11 +61,18 @@ def required_in(name, text):
     return bool(re.search(rf"\b(?:\w+, )*`?{name}`?(?:, \w+)*:\s*required", text))
 
 
-def callback_facts(name, doc, problems):
-    thread = sentence(re.compile(r"[^.]*\b(?:thread|THREAD)\b[^.]*\.?"), doc)
+def callback_facts(name, doc, section_doc, problems):
+    thread = sentence(re.compile(r"[^.]*\b(?:[Tt]hread|THREAD)\b[^.]*\.?"), doc)
+    if thread and re.search(r"\bsee\b", thread):  # "Thread: see <the section> above"
+        thread = sentence(re.compile(r"[^.]*\bruns on\b[^.]*\.?"), section_doc) or thread
     if not thread:
         problems.append(f"callback type {name}: its comment does not say which thread it runs on")
-    return {"thread": thread}
+    facts = {"thread": thread}
+    # A lifetime stated with the type (or its section) holds wherever it is used.
+    lifetime = sentence(TYPE_LIFETIME, doc) or sentence(TYPE_LIFETIME, section_doc)
+    if lifetime:
+        facts["lifetime"] = lifetime
+    return facts
 
 
 def param_kind(param, handles, callbacks):
@@ -96,6 +105,7 @@ def param_kind(param, handles, callbacks):
 
 def function_facts(function, api, callbacks, problems):
     handles = {h["name"]: h for h in api["handles"]}
+    callback_types = {c["name"]: c for c in api["callbacks"]}
     name, doc = function["name"], function["doc"]
     section_doc = function.pop("section_doc", "")
     where = f"{name}()"
@@ -169,8 +179,29 @@ def function_facts(function, api, callbacks, problems):
     for param in function["params"]:
         if param["kind"] != "callback":
             continue
-        lifetime = sentence(LIFETIME, doc)
+        # The function's comment, or its section's (a rule stated once for
+        # every function of the section, such as the non-blocking calls').
+        lifetime = (sentence(LIFETIME, doc) or sentence(LIFETIME, section_doc)
+                    or callback_types[param["type"]].get("lifetime"))
         if not lifetime:
             problems.append(f"{where}: takes {param['name']} but its comment does not say how long the library "
                             f"keeps it (until when the host must keep it and its user_data valid)")
         param["lifetime"] = lifetime
+
+
+def inherit_from_blocking(api):
+    """An X_async function "takes the blocking call's arguments, checked the
+    same way" (the header's non-blocking section): each argument it shares
+    with X by name has X's nullability unless its own comment says more."""
+    by_name = {f["name"]: f for f in api["functions"]}
+    for function in api["functions"]:
+        blocking = by_name.get(function["name"][:-len("_async")]) if function["name"].endswith("_async") else None
+        if not blocking:
+            continue
+        shared = {p["name"]: p for p in blocking["params"]}
+        for param in function["params"]:
+            if param["name"] == "out_op":  # "*out_op (optional) receives its id", for every start call
+                param["nullable"] = True
+            other = shared.get(param["name"])
+            if other and "nullable" in other and not nullable_in(param["name"], function["doc"]):
+                param["nullable"] = other["nullable"]

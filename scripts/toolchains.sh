@@ -3,7 +3,8 @@
 #
 #   toolchain NAME 'CHECK' PACKAGE...
 #
-# tries every NAME on PATH in order, then /usr/bin/NAME, running CHECK with
+# tries every NAME on PATH in order, then /usr/bin/NAME (where Debian's
+# packages put it, whatever PATH says), running CHECK with
 # {} replaced by the candidate's path (for instance '{} --version'), and
 # sets TOOL to the first that passes. When none passes and we are root with
 # apt-get, it installs the Debian PACKAGEs and tries again. Otherwise it
@@ -11,13 +12,14 @@
 # one's output) and the exact command to run. A rustup proxy with no default
 # toolchain ("rustup could not choose a version of cargo to run") fails its
 # check like any broken tool, so Debian's cargo replaces it.
-# APPNORTH_NO_APT=1 never installs (the tests of this file use it).
+# APPNORTH_NO_APT=1 never installs; APPNORTH_SYSTEM_BIN replaces /usr/bin
+# (the tests of this file use both).
 
 toolchain_try() { # NAME CHECK: sets TOOL, or TOOL_BROKEN with what failed
     local name="$1" check="$2" candidate out seen=""
     TOOL=""
     TOOL_BROKEN=""
-    for candidate in $(type -ap "$name" 2>/dev/null) "/usr/bin/$name"; do
+    for candidate in $(type -ap "$name" 2>/dev/null) "${APPNORTH_SYSTEM_BIN:-/usr/bin}/$name"; do
         [ -x "$candidate" ] || continue
         case " $seen " in *" $candidate "*) continue ;; esac
         seen="$seen $candidate"

@@ -68,6 +68,12 @@ def callback_facts(name, doc, section_doc, problems):
     if not thread:
         problems.append(f"callback type {name}: its comment does not say which thread it runs on")
     facts = {"thread": thread}
+    # Where it runs for a client in dispatch mode (appnorth_dispatch()).
+    dispatch = sentence(re.compile(r"[^.]*\bDispatch mode\b[^.]*\.?"), doc)
+    if thread and re.search(r"\bboth modes\b", thread):
+        dispatch = thread
+    if dispatch:
+        facts["thread_in_dispatch_mode"] = dispatch
     # A lifetime stated with the type (or its section) holds wherever it is used.
     lifetime = sentence(TYPE_LIFETIME, doc) or sentence(TYPE_LIFETIME, section_doc)
     if lifetime:

@@ -55,6 +55,8 @@ public static class AppNorthNative {
     [DllImport(Lib)] public static extern int appnorth_client_options_set_api_url(IntPtr options, byte[] api_url, out Error err);
     [DllImport(Lib)] public static extern int appnorth_client_options_set_app_id(IntPtr options, byte[] app_id, out Error err);
     [DllImport(Lib)] public static extern int appnorth_client_options_set_logger(IntPtr options, LogFn fn, int min_level, IntPtr user_data, out Error err);
+    [DllImport(Lib)] public static extern int appnorth_client_options_set_dispatch_mode(IntPtr options, int enabled, out Error err);
+    [DllImport(Lib)] public static extern int appnorth_dispatch(IntPtr client, int max_callbacks, out int out_ran, out Error err);
     [DllImport(Lib)] public static extern int appnorth_client_new(IntPtr options, out IntPtr out_client, out Error err);
     [DllImport(Lib)] public static extern void appnorth_client_free(IntPtr client);
     [DllImport(Lib)] public static extern int appnorth_client_list_boards(IntPtr client, out IntPtr out_json, out Error err);

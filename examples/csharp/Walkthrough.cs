@@ -1,7 +1,8 @@
 // The C walkthrough from C# on Mono, in the shape of a Unity MonoBehaviour:
-// Start() opens the SDK, Update() runs once per frame on the main thread and
-// handles what the library's callbacks queued, OnApplicationQuit() frees
-// everything. Boards and ideas, a comment written offline and flushed
+// Start() opens the SDK in dispatch mode, Update() runs once per frame on the
+// main thread and calls appnorth_dispatch(), which runs the library's
+// callbacks (logger, config listener) right there, on the main thread, as
+// Unity's API requires; OnApplicationQuit() frees everything. Boards and ideas, a comment written offline and flushed
 // later, events that outlive a lost connection and a restart, remote config
 // with a live listener (and the cached copy after a restart), a logger.
 //
@@ -11,7 +12,6 @@
 // every API connection (POST /admin/faults); config versions are published
 // through /admin/apps/APP/config. A real API has neither.
 using System;
-using System.Collections.Concurrent;
 using System.Net.Sockets;
 using System.Text;
 using System.Threading;
@@ -19,10 +19,7 @@ using AOT;
 using static AppNorthNative;
 
 public sealed class AppNorthWalkthrough {
-    // Callbacks run on library threads (the config's stream thread, the
-    // events upload thread). They only queue what they got; Update() acts on
-    // it on the main thread, as Unity's API requires.
-    static readonly ConcurrentQueue<string> mainThreadQueue = new ConcurrentQueue<string>();
+    static int configChanges;
     // The delegates the library holds: static, so the GC never collects one
     // while the library can still call it.
     static readonly LogFn logFn = OnLog;
@@ -30,20 +27,22 @@ public sealed class AppNorthWalkthrough {
 
     [MonoPInvokeCallback(typeof(LogFn))]
     static void OnLog(int level, IntPtr message, IntPtr userData) {
-        try { if (level >= APPNORTH_LOG_INFO) mainThreadQueue.Enqueue("log: " + Peek(message)); }
+        try { Console.WriteLine("   [main thread, log] " + Peek(message)); }
         catch (Exception) { } // an exception must never unwind into the library
     }
 
     [MonoPInvokeCallback(typeof(ConfigListenerFn))]
     static void OnConfigChanged(IntPtr configJson, IntPtr changedKeys, int tier, IntPtr userData) {
-        try { mainThreadQueue.Enqueue("config: changed " + Peek(changedKeys) + " -> " + Peek(configJson)); }
+        try {
+            Console.WriteLine("   [main thread] config: changed " + Peek(changedKeys) + " -> " + Peek(configJson));
+            configChanges++;
+        }
         catch (Exception) { }
     }
 
     readonly string apiUrl, app, dataDir;
     IntPtr client, queue, events, config;
     long listenerToken;
-    int configChanges;
 
     AppNorthWalkthrough(string apiUrl, string app, string dataDir) {
         this.apiUrl = apiUrl; this.app = app; this.dataDir = dataDir;
@@ -57,6 +56,9 @@ public sealed class AppNorthWalkthrough {
             Check(appnorth_client_options_set_api_url(options, U8(apiUrl), out err), err);
             Check(appnorth_client_options_set_app_id(options, U8(app), out err), err);
             Check(appnorth_client_options_set_logger(options, logFn, APPNORTH_LOG_INFO, IntPtr.Zero, out err), err);
+            // Every callback of this client and the handles made with it
+            // runs inside appnorth_dispatch(), on the thread that calls it.
+            Check(appnorth_client_options_set_dispatch_mode(options, 1, out err), err);
             Check(appnorth_client_new(options, out client, out err), err);
         } finally { appnorth_client_options_free(options); }
     }
@@ -71,12 +73,12 @@ public sealed class AppNorthWalkthrough {
         return false;
     }
 
+    // Once per frame: runs what the library queued (nothing pending costs
+    // one atomic load).
     void Update() {
-        string item;
-        while (mainThreadQueue.TryDequeue(out item)) {
-            Console.WriteLine("   [main thread] " + item);
-            if (item.StartsWith("config:")) configChanges++;
-        }
+        if (client == IntPtr.Zero) return;
+        Error err; int ran;
+        Check(appnorth_dispatch(client, 0, out ran, out err), err);
     }
 
     void Boards() {
@@ -179,15 +181,15 @@ public sealed class AppNorthWalkthrough {
         return tier == APPNORTH_CONFIG_TIER_CACHED && price == 7.49;
     }
 
-    // Frees at quit, handles first and the client last; each _free waits for
-    // the callbacks it may still be running, so none runs after this.
+    // Frees at quit, handles first and the client last (freeing the client
+    // drops the log lines still queued); no callback runs after this.
     void OnApplicationQuit() {
+        Update(); // what was queued before the handles close
         appnorth_config_free(config);
         appnorth_events_free(events);
         appnorth_queue_free(queue);
         appnorth_client_free(client);
         config = events = queue = client = IntPtr.Zero;
-        Update(); // what the callbacks queued before the handles closed
     }
 
     void DevAdmin(string method, string path, string body) {

@@ -1,7 +1,8 @@
 -- The C walkthrough from LuaJIT's ffi, in the shape of a game's frame loop:
 -- boards and ideas, a comment written offline and flushed later, events that
--- outlive a lost connection and a restart, remote config followed live (and
--- the cached copy after a restart), every handle freed at exit.
+-- outlive a lost connection and a restart, remote config with a live
+-- listener (and the cached copy after a restart), a logger, every handle
+-- freed at exit.
 --
 --     luajit examples/luajit/walkthrough.lua DIST_DIR API_URL APP_ID DATA_DIR
 --
@@ -9,10 +10,10 @@
 -- unmodified: they cannot drift from the header.
 --
 -- LuaJIT aborts ("bad callback") when the library calls a Lua function from
--- one of its own threads while Lua runs, so this program registers no
--- callback that runs on a library thread: no logger, no config listener.
--- It watches the config from the frame loop instead (reads are served from
--- memory and never block). docs/hosts.md, "LuaJIT", has the rules.
+-- one of its own threads while Lua runs, so the client is in dispatch mode:
+-- its logger and the config listener run only inside appnorth_dispatch(),
+-- called once per frame on this thread. docs/hosts.md, "LuaJIT", has the
+-- rules.
 --
 -- DEV SERVER ONLY: "losing connectivity" asks the local dev server to drop
 -- every API connection (POST /admin/faults); config versions are published
@@ -74,11 +75,31 @@ local function dev_admin(method, path, body)
 end
 
 -- ---- the frame loop ---------------------------------------------------------
--- Runs frames (16 ms apart) until done() is true: 20 s at most.
+-- Callbacks: ffi.cast keeps each Lua function callable from C until
+-- :free(), done at exit after the client is freed. In dispatch mode they
+-- run inside appnorth_dispatch(), on this thread.
+local config_changes = 0
+local logger = ffi.cast("appnorth_log_fn", function(_, message)
+    print("   [log] " .. ffi.string(message))
+end)
+local listener = ffi.cast("appnorth_config_listener_fn", function(config_json, changed_keys)
+    print("   listener: changed " .. ffi.string(changed_keys) .. " -> " .. ffi.string(config_json))
+    config_changes = config_changes + 1
+end)
+
+local client
+local ran = ffi.new("int32_t[1]")
+-- One frame: run what the library queued for this thread (nothing pending
+-- costs one atomic load), then wait for the next frame (16 ms).
+local function frame()
+    check(lib.appnorth_dispatch(client, 0, ran, err))
+    ffi.C.poll(nil, 0, 16)
+end
+-- Runs frames until done() is true: 20 s at most.
 local function frames(done)
     for _ = 1, 1250 do
         if done() then return true end
-        ffi.C.poll(nil, 0, 16)
+        frame()
     end
     return false
 end
@@ -89,10 +110,12 @@ do
     local options = lib.appnorth_client_options_new()
     check(lib.appnorth_client_options_set_api_url(options, api_url, err))
     check(lib.appnorth_client_options_set_app_id(options, app, err))
+    check(lib.appnorth_client_options_set_logger(options, logger, lib.APPNORTH_LOG_INFO, nil, err))
+    check(lib.appnorth_client_options_set_dispatch_mode(options, 1, err))
     check(lib.appnorth_client_new(options, client_out, err))
     lib.appnorth_client_options_free(options)
 end
-local client = client_out[0]
+client = client_out[0]
 
 print("1. Boards and ideas")
 local json = out_string()
@@ -119,6 +142,7 @@ check(lib.appnorth_queue_pending_count(queue[0], pending, err))
 print(("   after reconnecting: %d sent, %d pending"):format(sent[0], pending[0]))
 local ok = submitted[0] == 0 and sent[0] == 1 and pending[0] == 0
 lib.appnorth_queue_free(queue[0])
+frame() -- the log lines of this step run here, on this thread
 
 print("3. Events that outlive a lost connection and a restart")
 local function open_events()
@@ -146,8 +170,9 @@ local stats = take(json)
 print("   after restarting online: " .. stats)
 ok = ok and stats:find('"queued":0', 1, true) ~= nil
 lib.appnorth_events_free(events)
+frame()
 
-print("4. Remote config followed live from the frame loop")
+print("4. Remote config with a live listener, run by the frame loop")
 local function open_config()
     local options, out = lib.appnorth_config_options_new(), ffi.new("appnorth_config *[1]")
     check(lib.appnorth_config_options_set_client(options, client, err))
@@ -159,18 +184,21 @@ end
 local path = "/admin/apps/" .. app .. "/config"
 dev_admin("POST", path, '{"config":{"theme":"dark","price":9.99}}')
 local config = open_config()
+local token = ffi.new("int64_t[1]")
+check(lib.appnorth_config_add_listener(config, listener, nil, token, err))
 check(lib.appnorth_config_start_live(config, err))
 local price = ffi.new("double[1]")
 local function price_is(value) -- one frame's read: from memory, never blocks
     check(lib.appnorth_config_get_double(config, "price", 0, price, err))
     return price[0] == value
 end
-ok = frames(function() return price_is(9.99) end) and ok
+ok = frames(function() return config_changes >= 1 end) and price_is(9.99) and ok
 check(lib.appnorth_config_get_string(config, "theme", "light", json, err))
 print("   theme " .. take(json) .. ", price " .. price[0])
 dev_admin("POST", path, '{"config":{"theme":"dark","price":7.49}}')
-ok = frames(function() return price_is(7.49) end) and ok
+ok = frames(function() return config_changes >= 2 end) and price_is(7.49) and ok
 print("   after a live update: price " .. price[0])
+check(lib.appnorth_config_remove_listener(config, token[0], err))
 lib.appnorth_config_free(config) -- stops the stream thread
 config = open_config()           -- a "restart": opening makes no network call
 local tier = ffi.new("int32_t[1]")
@@ -179,7 +207,10 @@ ok = ok and price_is(7.49) and tier[0] == lib.APPNORTH_CONFIG_TIER_CACHED
 print(("   after a restart, before any fetch: cached tier %s, price %s"):format(
       tostring(tier[0] == lib.APPNORTH_CONFIG_TIER_CACHED), tostring(price[0])))
 lib.appnorth_config_free(config)
-lib.appnorth_client_free(client) -- last: the other handles are freed
+frame()                          -- the log lines queued so far
+lib.appnorth_client_free(client) -- last: the other handles are freed; queued log lines are dropped
+logger:free()                    -- nothing can call them any more
+listener:free()
 
 print(ok and "all four walkthroughs done" or "a walkthrough did not end as expected")
 os.exit(ok and 0 or 1)

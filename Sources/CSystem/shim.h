@@ -1,9 +1,8 @@
 /* Linux system interfaces that Glibc's Swift module does not expose.
- * _GNU_SOURCE: dladdr and Dl_info (appnorth_pin_library) are GNU
- * extensions; it must come before the first system header. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+ * No feature macro (_GNU_SOURCE, _XOPEN_SOURCE) is defined here: it would
+ * give this module other definitions of the system types than SwiftGlibc's
+ * (fd_set's fds_bits against __fds_bits), which a clean build of a package
+ * importing both refuses. GNU extensions are declared below instead. */
 #include <sys/random.h>
 #include <time.h>
 
@@ -52,8 +51,16 @@ static inline void appnorth_set_thread_name(const char *name) {
  * (dlopen RTLD_NOLOAD | RTLD_NODELETE of its own file): a host's dlclose()
  * then leaves it mapped while its threads run. Returns 1 when done. */
 #include <dlfcn.h>
+/* glibc's Dl_info and dladdr(), declared only under _GNU_SOURCE (see above). */
+typedef struct {
+    const char *dli_fname;
+    void *dli_fbase;
+    const char *dli_sname;
+    void *dli_saddr;
+} appnorth_dl_info;
+extern int dladdr(const void *address, appnorth_dl_info *info);
 static inline int appnorth_pin_library(const void *address) {
-    Dl_info info;
+    appnorth_dl_info info;
     if (dladdr(address, &info) == 0 || info.dli_fname == NULL) return 0;
     return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != NULL;
 }

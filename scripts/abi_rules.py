@@ -63,13 +63,15 @@ def required_in(name, text):
 
 def callback_facts(name, doc, section_doc, problems):
     thread = sentence(re.compile(r"[^.]*\b(?:[Tt]hread|THREAD)\b[^.]*\.?"), doc)
-    if thread and re.search(r"\bsee\b", thread):  # "Thread: see <the section> above"
+    stated_in_section = bool(thread and re.search(r"\bsee\b", thread))  # "Thread: see <the section> above"
+    if stated_in_section:
         thread = sentence(re.compile(r"[^.]*\bruns on\b[^.]*\.?"), section_doc) or thread
     if not thread:
         problems.append(f"callback type {name}: its comment does not say which thread it runs on")
     facts = {"thread": thread}
     # Where it runs for a client in dispatch mode (appnorth_dispatch()).
-    dispatch = sentence(re.compile(r"[^.]*\bDispatch mode\b[^.]*\.?"), doc)
+    in_dispatch = re.compile(r"[^.]*\b(?:Dispatch mode|[Ii]n dispatch mode)\b[^.]*\.?")
+    dispatch = sentence(in_dispatch, doc) or (sentence(in_dispatch, section_doc) if stated_in_section else None)
     if thread and re.search(r"\bboth modes\b", thread):
         dispatch = thread
     if dispatch:

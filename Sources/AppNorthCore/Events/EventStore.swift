@@ -15,15 +15,15 @@ struct StoredEvent: Sendable {
 /// and size (journal plus table) are kept in memory so the limits cost
 /// nothing on the hot path.
 final class EventStore: Sendable {
-    private let db: SQLiteStore
+    let db: SQLiteStore
     let journal: EventJournal
     /// The table's rows and payload bytes. Atomics, read on every `track`;
     /// every change is a delta of rows a statement reported deleted or
     /// inserted, so concurrent changes never undo each other.
-    private let tableCount = Atomic<Int>(0)
-    private let tableBytes = Atomic<Int>(0)
+    let tableCount = Atomic<Int>(0)
+    let tableBytes = Atomic<Int>(0)
     /// Held through a drain, so drains and purges never overlap.
-    private let draining: Lock<DrainState>
+    let draining: Lock<DrainState>
 
     struct DrainState {
         /// Segments rotated out of the journal and not imported yet, or
@@ -58,7 +58,7 @@ final class EventStore: Sendable {
     /// nanosecond the queue would need 146 years to reach it.
     static let maxPlausibleSeq: Int64 = 1 << 62
 
-    private let logger: Logger
+    let logger: Logger
 
     /// `epoch`: the stored consent revocation count the handle starts from.
     init(db: SQLiteStore, directory: DataDirectory, epoch: Int64, logger: Logger = .silent) throws(AppNorthError) {
@@ -111,7 +111,7 @@ final class EventStore: Sendable {
     /// reads (stats, the queued count). `track` reads without the lock.
     var settledQueued: (count: Int, bytes: Int) { draining.withLock { _ in queued } }
 
-    private func addToTable(_ count: Int, _ bytes: Int) {
+    func addToTable(_ count: Int, _ bytes: Int) {
         tableCount.add(count, ordering: .relaxed)
         tableBytes.add(bytes, ordering: .relaxed)
     }
@@ -141,324 +141,11 @@ final class EventStore: Sendable {
         return (count, bytes)
     }
 
-    // MARK: Journal to table
-
-    /// Moves the journal's records into the table: rotates every used
-    /// stripe's file out and imports them, with the rest of any file
-    /// imported in part before, in one transaction. Then, with `limits`,
-    /// drops the oldest rows past them. Returns how many rows were
-    /// dropped. `replacingFiles: false` (at close) leaves the stripes
-    /// without a file instead of making fresh ones nobody will write.
-    ///
-    /// All under one lock with purges, so that the totals a trim reads are
-    /// never caught between an import's two counters (the table's and the
-    /// journal's), and two trims never drop the same excess twice.
-    @discardableResult
-    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil, replacingFiles: Bool = true) throws(AppNorthError) -> Int {
-        try drain(at: nil, trimmingTo: limits, replacingFiles: replacingFiles)
-    }
-
-    /// The upload cycle's drain: imports at most `limit` of the oldest
-    /// journaled events (one transaction), so that the first batch goes out
-    /// without waiting for the whole journal; the cycle imports the rest a
-    /// part at a time while its requests are in flight. While rotated-out
-    /// files still hold events, no stripe is rotated: the newer files wait
-    /// until the older ones are imported, and events go out oldest first.
-    /// Then trims like `drain`.
-    @discardableResult
-    func drainPart(_ limit: Int, trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
-        try drain(at: max(1, limit), trimmingTo: limits, replacingFiles: true)
-    }
-
-    /// Whether rotated-out files still hold events to import.
-    var hasRetiredRest: Bool { draining.withLock { !$0.retired.isEmpty } }
-
-    /// The rotated-out segments not imported whole (for tests).
-    var retiredSegments: [JournalSegment] { draining.withLock { $0.retired } }
-
-    private func drain(at most: Int?, trimmingTo limits: (count: Int, bytes: Int)?,
-                       replacingFiles: Bool) throws(AppNorthError) -> Int {
-        try draining.withLock { state throws(AppNorthError) -> Int in
-            // Past a limit, the oldest events to drop may be journaled:
-            // everything goes in, so that the trim drops exactly those.
-            var most = most
-            if let limits, most != nil {
-                let queued = self.queued
-                if queued.count > limits.count || queued.bytes > limits.bytes { most = nil }
-            }
-            // A stripe whose fresh file cannot be made keeps its old one
-            // for the next drain; the others are imported now.
-            var rotateError: AppNorthError?
-            if most == nil || state.retired.isEmpty {
-                do throws(AppNorthError) {
-                    try journal.rotate(into: &state.retired, fresh: replacingFiles)
-                } catch {
-                    rotateError = error
-                }
-            }
-            if !state.retired.isEmpty { try importRetired(&state, limit: most ?? .max) }
-            if let rotateError { throw rotateError }
-            guard let limits else { return 0 }
-            return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
-        }
-    }
-
-    /// Imports up to `limit` events of the retired segments and settles
-    /// what went in; a segment imported whole is deleted and leaves
-    /// `retired`.
-    private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) {
-        var files: [JournalFile] = []
-        for segment in state.retired {
-            let contents: [UInt8]
-            if let read = state.contents[segment.name] {
-                contents = read
-            } else {
-                contents = try segment.contents()
-                state.contents[segment.name] = contents
-            }
-            files.append(JournalFile(name: segment.name, path: segment.path, contents: contents))
-        }
-        let parts = try importJournals(files, limit: limit, &state.settledMarks)
-        var rest: [JournalSegment] = []
-        for (segment, part) in zip(state.retired, parts) {
-            if part.finished {
-                journal.settle(segment)
-                state.contents[segment.name] = nil
-            } else {
-                journal.settle(segment, records: part.records, bytes: part.bytes)
-                rest.append(segment)
-            }
-        }
-        state.retired = rest
-    }
-
-    /// A journal file read whole, to import.
-    struct JournalFile {
-        let name: String
-        let path: String
-        let contents: [UInt8]
-    }
-
-    /// What one import took from one file.
-    struct ImportedPart {
-        /// Records taken (queued, or purged for consent), and their payload bytes.
-        var records = 0
-        var bytes = 0
-        /// Nothing is left: the file is marked imported and deleted.
-        var finished = false
-    }
-
-    /// A file's place in an import: the next record not imported (`head`,
-    /// decoded ahead) and where it starts.
-    private struct ImportCursor {
-        var position: Int
-        var head: JournalRecord.Event?
-        var headMilliseconds: Int64 = 0
-        var headEnd = 0
-        var damaged = 0
-
-        /// Decodes the next record from `from` on.
-        mutating func advance(_ contents: [UInt8], from: Int) {
-            guard let found = JournalRecord.next(in: contents, from: from) else {
-                position = max(from, contents.count)
-                head = nil
-                return
-            }
-            damaged += found.damaged
-            position = found.start
-            head = found.event
-            headMilliseconds = found.event?.milliseconds ?? 0
-            headEnd = found.end
-        }
-    }
-
-    /// Imports up to `limit` events of journal files, oldest first (the
-    /// files' next records merged by their timestamps: several stripes'
-    /// files hold events of the same moments; within one file, the order
-    /// written), and deletes the files imported to their end. The import
-    /// commits with a mark per file: a file imported whole is marked so
-    /// (a crash before it is deleted leaves a marked file, which is only
-    /// deleted), a file imported in part gets a progress mark with the
-    /// offset of its first record not imported, where any later import
-    /// (this process's next part, or another's recovery after a crash)
-    /// starts. No record is imported twice or skipped. The transaction
-    /// also drops the marks of files deleted earlier (`settledMarks`), and
-    /// these files' marks join them. A file opened before the latest
-    /// revocation of consent (its epoch is older than the stored count) is
-    /// purged instead: marked and deleted, nothing imported.
-    private func importJournals(_ files: [JournalFile], limit: Int = .max,
-                                _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
-        let (count, bytes, refused, cursors, parts) = try db.transaction {
-            conn throws(AppNorthError) -> (Int, Int, Int, [ImportCursor], [ImportedPart]) in
-            let revocations = try ConsentRecord.revocations(conn)
-            var parts = [ImportedPart](repeating: ImportedPart(), count: files.count)
-            var cursors: [ImportCursor] = []
-            var refused = 0
-            for (index, file) in files.enumerated() {
-                var cursor = ImportCursor(position: file.contents.count)
-                defer { cursors.append(cursor) }
-                guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
-                cursor.advance(file.contents, from: start)
-                guard EventJournal.epoch(ofName: file.name) == revocations else {
-                    while let event = cursor.head {
-                        parts[index].records += 1
-                        parts[index].bytes += event.payload.count
-                        cursor.advance(file.contents, from: cursor.headEnd)
-                    }
-                    refused += parts[index].records
-                    continue
-                }
-            }
-            var count = 0, bytes = 0, taken = 0
-            let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
-            while taken < limit {
-                var oldest: Int?
-                for index in cursors.indices where cursors[index].head != nil {
-                    if let best = oldest, cursors[best].headMilliseconds <= cursors[index].headMilliseconds { continue }
-                    oldest = index
-                }
-                guard let index = oldest, let event = cursors[index].head else { break }
-                // An id already queued is the same event (ids are UUIDv7).
-                let added = try insert.run(event.id, event.payload, Int64(event.payload.count))
-                if added > 0 {
-                    count += 1
-                    bytes += event.payload.count
-                }
-                parts[index].records += 1
-                parts[index].bytes += event.payload.count
-                taken += 1
-                cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
-            }
-            for (index, file) in files.enumerated() {
-                if cursors[index].head == nil {
-                    parts[index].finished = true
-                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
-                                 [.text(Self.importedNamespace), .text(file.name)])
-                    try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.progressNamespace), .text(file.name)])
-                } else if parts[index].records > 0 {
-                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
-                                 [.text(Self.progressNamespace), .text(file.name), .blob(Array(String(cursors[index].position).utf8))])
-                }
-            }
-            for settled in settledMarks {
-                try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
-                             [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(settled)])
-            }
-            return (count, bytes, refused, cursors, parts)
-        }
-        for (file, cursor) in zip(files, cursors) where cursor.damaged > 0 {
-            damagedDropped.add(cursor.damaged, ordering: .relaxed)
-            logger.log(.warning, "event queue: skipped \(cursor.damaged) damaged stretch(es) of the event journal \(file.name)")
-        }
-        if refused > 0 {
-            consentDropped.add(refused, ordering: .relaxed)
-            logger.log(.info, "event queue: purged \(refused) event(s) journaled before a revocation of consent")
-        }
-        settledMarks.removeAll()
-        addToTable(count, bytes)
-        for (file, part) in zip(files, parts) where part.finished {
-            unlink(file.path)
-            settledMarks.append(file.name)
-        }
-        return parts
-    }
-
-    /// Where an import of `name` starts: the offset its progress mark
-    /// holds (clamped to the file; a mark that is not a number starts over,
-    /// and ids already queued are ignored), 0 without a mark, nil when the
-    /// file is marked imported whole.
-    private static func importedOffset(_ conn: SQLiteStore.Connection, _ name: String,
-                                       within size: Int) throws(AppNorthError) -> Int? {
-        let whole = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
-                                   [.text(importedNamespace), .text(name)]) { $0.int(0) }
-        guard whole.isEmpty else { return nil }
-        let progress = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                      [.text(progressNamespace), .text(name)]) { $0.blob(0) }
-        guard let value = progress.first, value.count <= 20, let offset = Int(String(decoding: value, as: UTF8.self)) else { return 0 }
-        return min(max(0, offset), size)
-    }
-
-    /// The kv namespaces of the marks `importJournals` leaves: files
-    /// imported whole, and files imported in part (the value: the offset
-    /// of the first record not imported, in decimal). Two namespaces, so
-    /// that a library from before imports in parts, finding a file with a
-    /// progress mark, imports it whole (the server drops the copies by
-    /// event id) rather than deleting it as imported.
-    static let importedNamespace = "events_journal_imported"
-    static let progressNamespace = "events_journal_progress"
-
-    /// Imports the journals that dead processes left (nobody holds their
-    /// lock), removes half-created ones, and forgets marks of files that
-    /// are gone. Runs at open and, from the upload thread, every 10 s.
-    func recoverOrphans() throws(AppNorthError) {
-        for name in journal.journalNames(creating: true) {
-            let path = journal.directory.file(name)
-            if let fd = EventJournal.claimOrphan(path) {
-                unlink(path)
-                close(fd)
-            }
-        }
-        var imported = 0
-        var settled: [String] = []
-        // Claimed (and so locked) until imported; in groups, so that a
-        // directory full of them never holds every descriptor at once.
-        var claimed: [(fd: Int32, file: JournalFile)] = []
-        func importClaimed() throws(AppNorthError) {
-            defer {
-                for entry in claimed { close(entry.fd) }
-                claimed.removeAll()
-            }
-            if !claimed.isEmpty {
-                // Files are not in the journal's totals: nothing to settle.
-                let parts = try importJournals(claimed.map(\.file), &settled)
-                imported += parts.reduce(0) { $0 + $1.records }
-            }
-        }
-        for name in journal.journalNames() {
-            let path = journal.directory.file(name)
-            guard let fd = EventJournal.claimOrphan(path) else { continue }
-            // A file that cannot be read is left for the next scan: it
-            // must not fail the open, or stop every upload cycle, for the
-            // events that are readable.
-            let contents: [UInt8]
-            do {
-                contents = try EventJournal.readAll(fd, path)
-            } catch {
-                close(fd)
-                logger.log(.warning, "event queue: skipped a journal an ended process left: \(error.message)")
-                continue
-            }
-            claimed.append((fd, JournalFile(name: name, path: path, contents: contents)))
-            if claimed.count >= 32 { try importClaimed() }
-        }
-        try importClaimed()
-        if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
-        let marks = try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT namespace, key FROM kv WHERE namespace IN (?, ?)",
-                           [.text(Self.importedNamespace), .text(Self.progressNamespace)]) { ($0.text(0), $0.text(1)) }
-        }
-        // Marks of deleted files: this scan's, and any a process left when
-        // it ended (or closed) before its next import dropped them.
-        for (namespace, name) in marks where access(journal.directory.file(name), F_OK) != 0 && errno == ENOENT {
-            try? db.kvDelete(namespace: namespace, key: name)
-        }
-        draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }
-    }
-
-    /// `recoverOrphans` when the last look is 10 s old.
-    func recoverOrphansIfDue() throws(AppNorthError) {
-        let due = draining.withLock { Self.monotonicNanoseconds() &- $0.lastScanMono >= 10_000_000_000 }
-        if due { try recoverOrphans() }
-    }
-
-    /// The orphan scan's timer runs on the real clock (an injected clock
-    /// does not move on its own); SystemClock's reading saturates.
-    private static func monotonicNanoseconds() -> UInt64 { SystemClock().monotonicNanoseconds() }
 
     /// Drops the oldest rows until both limits hold (journal records
     /// count too, being newer); returns how many. One transaction: the rows
     /// to drop are found oldest first, then deleted by one statement.
-    private func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
+    func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
         // The common case, within both limits, costs no connection lock.
         let queued = self.queued
         guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }

@@ -1,0 +1,252 @@
+import Glibc
+import Synchronization
+
+/// The journal-to-table stage of the event queue: drains rotate journal
+/// files out and import them into the `events` table, oldest first.
+extension EventStore {
+    // MARK: Journal to table
+
+    /// Moves the journal's records into the table: rotates every used
+    /// stripe's file out and imports them, with the rest of any file
+    /// imported in part before, in one transaction. Then, with `limits`,
+    /// drops the oldest rows past them. Returns how many rows were
+    /// dropped. `replacingFiles: false` (at close) leaves the stripes
+    /// without a file instead of making fresh ones nobody will write.
+    ///
+    /// All under one lock with purges, so that the totals a trim reads are
+    /// never caught between an import's two counters (the table's and the
+    /// journal's), and two trims never drop the same excess twice.
+    @discardableResult
+    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil, replacingFiles: Bool = true) throws(AppNorthError) -> Int {
+        try drain(at: nil, trimmingTo: limits, replacingFiles: replacingFiles)
+    }
+
+    /// The upload cycle's drain: imports at most `limit` of the oldest
+    /// journaled events (one transaction), so that the first batch goes out
+    /// without waiting for the whole journal; the cycle imports the rest a
+    /// part at a time while its requests are in flight. While rotated-out
+    /// files still hold events, no stripe is rotated: the newer files wait
+    /// until the older ones are imported, and events go out oldest first.
+    /// Then trims like `drain`.
+    @discardableResult
+    func drainPart(_ limit: Int, trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
+        try drain(at: max(1, limit), trimmingTo: limits, replacingFiles: true)
+    }
+
+    /// Whether rotated-out files still hold events to import.
+    var hasRetiredRest: Bool { draining.withLock { !$0.retired.isEmpty } }
+
+    /// The rotated-out segments not imported whole (for tests).
+    var retiredSegments: [JournalSegment] { draining.withLock { $0.retired } }
+
+    private func drain(at most: Int?, trimmingTo limits: (count: Int, bytes: Int)?,
+                       replacingFiles: Bool) throws(AppNorthError) -> Int {
+        try draining.withLock { state throws(AppNorthError) -> Int in
+            // Past a limit, the oldest events to drop may be journaled:
+            // everything goes in, so that the trim drops exactly those.
+            var most = most
+            if let limits, most != nil {
+                let queued = self.queued
+                if queued.count > limits.count || queued.bytes > limits.bytes { most = nil }
+            }
+            // A stripe whose fresh file cannot be made keeps its old one
+            // for the next drain; the others are imported now.
+            var rotateError: AppNorthError?
+            if most == nil || state.retired.isEmpty {
+                do throws(AppNorthError) {
+                    try journal.rotate(into: &state.retired, fresh: replacingFiles)
+                } catch {
+                    rotateError = error
+                }
+            }
+            if !state.retired.isEmpty { try importRetired(&state, limit: most ?? .max) }
+            if let rotateError { throw rotateError }
+            guard let limits else { return 0 }
+            return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
+        }
+    }
+
+    /// Imports up to `limit` events of the retired segments and settles
+    /// what went in; a segment imported whole is deleted and leaves
+    /// `retired`.
+    private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) {
+        var files: [JournalFile] = []
+        for segment in state.retired {
+            let contents: [UInt8]
+            if let read = state.contents[segment.name] {
+                contents = read
+            } else {
+                contents = try segment.contents()
+                state.contents[segment.name] = contents
+            }
+            files.append(JournalFile(name: segment.name, path: segment.path, contents: contents))
+        }
+        let parts = try importJournals(files, limit: limit, &state.settledMarks)
+        var rest: [JournalSegment] = []
+        for (segment, part) in zip(state.retired, parts) {
+            if part.finished {
+                journal.settle(segment)
+                state.contents[segment.name] = nil
+            } else {
+                journal.settle(segment, records: part.records, bytes: part.bytes)
+                rest.append(segment)
+            }
+        }
+        state.retired = rest
+    }
+
+    /// A journal file read whole, to import.
+    struct JournalFile {
+        let name: String
+        let path: String
+        let contents: [UInt8]
+    }
+
+    /// What one import took from one file.
+    struct ImportedPart {
+        /// Records taken (queued, or purged for consent), and their payload bytes.
+        var records = 0
+        var bytes = 0
+        /// Nothing is left: the file is marked imported and deleted.
+        var finished = false
+    }
+
+    /// A file's place in an import: the next record not imported (`head`,
+    /// decoded ahead) and where it starts.
+    private struct ImportCursor {
+        var position: Int
+        var head: JournalRecord.Event?
+        var headMilliseconds: Int64 = 0
+        var headEnd = 0
+        var damaged = 0
+
+        /// Decodes the next record from `from` on.
+        mutating func advance(_ contents: [UInt8], from: Int) {
+            guard let found = JournalRecord.next(in: contents, from: from) else {
+                position = max(from, contents.count)
+                head = nil
+                return
+            }
+            damaged += found.damaged
+            position = found.start
+            head = found.event
+            headMilliseconds = found.event?.milliseconds ?? 0
+            headEnd = found.end
+        }
+    }
+
+    /// Imports up to `limit` events of journal files, oldest first (the
+    /// files' next records merged by their timestamps: several stripes'
+    /// files hold events of the same moments; within one file, the order
+    /// written), and deletes the files imported to their end. The import
+    /// commits with a mark per file: a file imported whole is marked so
+    /// (a crash before it is deleted leaves a marked file, which is only
+    /// deleted), a file imported in part gets a progress mark with the
+    /// offset of its first record not imported, where any later import
+    /// (this process's next part, or another's recovery after a crash)
+    /// starts. No record is imported twice or skipped. The transaction
+    /// also drops the marks of files deleted earlier (`settledMarks`), and
+    /// these files' marks join them. A file opened before the latest
+    /// revocation of consent (its epoch is older than the stored count) is
+    /// purged instead: marked and deleted, nothing imported.
+    func importJournals(_ files: [JournalFile], limit: Int = .max,
+                                _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
+        let (count, bytes, refused, cursors, parts) = try db.transaction {
+            conn throws(AppNorthError) -> (Int, Int, Int, [ImportCursor], [ImportedPart]) in
+            let revocations = try ConsentRecord.revocations(conn)
+            var parts = [ImportedPart](repeating: ImportedPart(), count: files.count)
+            var cursors: [ImportCursor] = []
+            var refused = 0
+            for (index, file) in files.enumerated() {
+                var cursor = ImportCursor(position: file.contents.count)
+                defer { cursors.append(cursor) }
+                guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
+                cursor.advance(file.contents, from: start)
+                guard EventJournal.epoch(ofName: file.name) == revocations else {
+                    while let event = cursor.head {
+                        parts[index].records += 1
+                        parts[index].bytes += event.payload.count
+                        cursor.advance(file.contents, from: cursor.headEnd)
+                    }
+                    refused += parts[index].records
+                    continue
+                }
+            }
+            var count = 0, bytes = 0, taken = 0
+            let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
+            while taken < limit {
+                var oldest: Int?
+                for index in cursors.indices where cursors[index].head != nil {
+                    if let best = oldest, cursors[best].headMilliseconds <= cursors[index].headMilliseconds { continue }
+                    oldest = index
+                }
+                guard let index = oldest, let event = cursors[index].head else { break }
+                // An id already queued is the same event (ids are UUIDv7).
+                let added = try insert.run(event.id, event.payload, Int64(event.payload.count))
+                if added > 0 {
+                    count += 1
+                    bytes += event.payload.count
+                }
+                parts[index].records += 1
+                parts[index].bytes += event.payload.count
+                taken += 1
+                cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
+            }
+            for (index, file) in files.enumerated() {
+                if cursors[index].head == nil {
+                    parts[index].finished = true
+                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
+                                 [.text(Self.importedNamespace), .text(file.name)])
+                    try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.progressNamespace), .text(file.name)])
+                } else if parts[index].records > 0 {
+                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
+                                 [.text(Self.progressNamespace), .text(file.name), .blob(Array(String(cursors[index].position).utf8))])
+                }
+            }
+            for settled in settledMarks {
+                try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
+                             [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(settled)])
+            }
+            return (count, bytes, refused, cursors, parts)
+        }
+        for (file, cursor) in zip(files, cursors) where cursor.damaged > 0 {
+            damagedDropped.add(cursor.damaged, ordering: .relaxed)
+            logger.log(.warning, "event queue: skipped \(cursor.damaged) damaged stretch(es) of the event journal \(file.name)")
+        }
+        if refused > 0 {
+            consentDropped.add(refused, ordering: .relaxed)
+            logger.log(.info, "event queue: purged \(refused) event(s) journaled before a revocation of consent")
+        }
+        settledMarks.removeAll()
+        addToTable(count, bytes)
+        for (file, part) in zip(files, parts) where part.finished {
+            unlink(file.path)
+            settledMarks.append(file.name)
+        }
+        return parts
+    }
+
+    /// Where an import of `name` starts: the offset its progress mark
+    /// holds (clamped to the file; a mark that is not a number starts over,
+    /// and ids already queued are ignored), 0 without a mark, nil when the
+    /// file is marked imported whole.
+    static func importedOffset(_ conn: SQLiteStore.Connection, _ name: String,
+                                       within size: Int) throws(AppNorthError) -> Int? {
+        let whole = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
+                                   [.text(importedNamespace), .text(name)]) { $0.int(0) }
+        guard whole.isEmpty else { return nil }
+        let progress = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
+                                      [.text(progressNamespace), .text(name)]) { $0.blob(0) }
+        guard let value = progress.first, value.count <= 20, let offset = Int(String(decoding: value, as: UTF8.self)) else { return 0 }
+        return min(max(0, offset), size)
+    }
+
+    /// The kv namespaces of the marks `importJournals` leaves: files
+    /// imported whole, and files imported in part (the value: the offset
+    /// of the first record not imported, in decimal). Two namespaces, so
+    /// that a library from before imports in parts, finding a file with a
+    /// progress mark, imports it whole (the server drops the copies by
+    /// event id) rather than deleting it as imported.
+    static let importedNamespace = "events_journal_imported"
+    static let progressNamespace = "events_journal_progress"
+}

@@ -1,0 +1,73 @@
+import Glibc
+import Synchronization
+
+/// Orphan recovery: the journals that ended processes left.
+extension EventStore {
+    /// Imports the journals that dead processes left (nobody holds their
+    /// lock), removes half-created ones, and forgets marks of files that
+    /// are gone. Runs at open and, from the upload thread, every 10 s.
+    func recoverOrphans() throws(AppNorthError) {
+        for name in journal.journalNames(creating: true) {
+            let path = journal.directory.file(name)
+            if let fd = EventJournal.claimOrphan(path) {
+                unlink(path)
+                close(fd)
+            }
+        }
+        var imported = 0
+        var settled: [String] = []
+        // Claimed (and so locked) until imported; in groups, so that a
+        // directory full of them never holds every descriptor at once.
+        var claimed: [(fd: Int32, file: JournalFile)] = []
+        func importClaimed() throws(AppNorthError) {
+            defer {
+                for entry in claimed { close(entry.fd) }
+                claimed.removeAll()
+            }
+            if !claimed.isEmpty {
+                // Files are not in the journal's totals: nothing to settle.
+                let parts = try importJournals(claimed.map(\.file), &settled)
+                imported += parts.reduce(0) { $0 + $1.records }
+            }
+        }
+        for name in journal.journalNames() {
+            let path = journal.directory.file(name)
+            guard let fd = EventJournal.claimOrphan(path) else { continue }
+            // A file that cannot be read is left for the next scan: it
+            // must not fail the open, or stop every upload cycle, for the
+            // events that are readable.
+            let contents: [UInt8]
+            do {
+                contents = try EventJournal.readAll(fd, path)
+            } catch {
+                close(fd)
+                logger.log(.warning, "event queue: skipped a journal an ended process left: \(error.message)")
+                continue
+            }
+            claimed.append((fd, JournalFile(name: name, path: path, contents: contents)))
+            if claimed.count >= 32 { try importClaimed() }
+        }
+        try importClaimed()
+        if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
+        let marks = try db.withConnection { conn throws(AppNorthError) in
+            try conn.query("SELECT namespace, key FROM kv WHERE namespace IN (?, ?)",
+                           [.text(Self.importedNamespace), .text(Self.progressNamespace)]) { ($0.text(0), $0.text(1)) }
+        }
+        // Marks of deleted files: this scan's, and any a process left when
+        // it ended (or closed) before its next import dropped them.
+        for (namespace, name) in marks where access(journal.directory.file(name), F_OK) != 0 && errno == ENOENT {
+            try? db.kvDelete(namespace: namespace, key: name)
+        }
+        draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }
+    }
+
+    /// `recoverOrphans` when the last look is 10 s old.
+    func recoverOrphansIfDue() throws(AppNorthError) {
+        let due = draining.withLock { Self.monotonicNanoseconds() &- $0.lastScanMono >= 10_000_000_000 }
+        if due { try recoverOrphans() }
+    }
+
+    /// The orphan scan's timer runs on the real clock (an injected clock
+    /// does not move on its own); SystemClock's reading saturates.
+    static func monotonicNanoseconds() -> UInt64 { SystemClock().monotonicNanoseconds() }
+}

@@ -254,7 +254,7 @@ public final class AppNorthEvents: Sendable {
     /// Drains and trims when the queue is past a limit, so that what the
     /// host reads holds the limits exactly.
     func trimToLimits() {
-        let queued = store.queued
+        let queued = store.directoryQueued
         if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { _ = try? drainIntoTable() }
     }
 
@@ -435,7 +435,7 @@ public final class AppNorthEvents: Sendable {
         trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
-        let queued = store.settledQueued
+        let queued = store.directoryQueued
         root.set("queued", .int(Int64(queued.count)))
         root.set("queued_bytes", .int(Int64(queued.bytes)))
         let dropped = JSON.object()
@@ -473,7 +473,7 @@ public final class AppNorthEvents: Sendable {
     public var queuedCount: Int {
         refreshConsent()
         trimToLimits()
-        return store.settledQueued.count
+        return store.directoryQueued.count
     }
 
     /// Events the server has accepted since this queue was opened.

@@ -350,6 +350,17 @@ final class EventJournal: Sendable {
         return out
     }
 
+    /// Another handle's journal read as it is now (it may be appending:
+    /// a torn tail is skipped by the decoder), for the directory's census;
+    /// nil when it is gone or cannot be read. Opened read-only, never
+    /// through a symbolic link.
+    static func readIfPresent(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return try? readAll(fd, path)
+    }
+
     /// A journal that no live process holds, opened and locked; nil when
     /// its owner is alive (it holds the lock) or it is gone.
     static func claimOrphan(_ path: String) -> Int32? {

@@ -37,6 +37,8 @@ final class EventStore: Sendable {
         /// Import marks of files already deleted: removed by the next
         /// import's transaction rather than by one of their own.
         var settledMarks: [String] = []
+        /// Where the last import of each file in part ended (its offset).
+        var offsets: [String: Int] = [:]
         /// When dead processes' journals were last looked for.
         var lastScanMono: UInt64
     }
@@ -53,6 +55,13 @@ final class EventStore: Sendable {
     /// Journaled events purged at import because a revocation of consent
     /// came after their segment was opened (ConsentRecord).
     let consentDropped = Atomic<Int>(0)
+    /// `PRAGMA data_version` when the table was last counted (QueueLimits).
+    let dataVersion = Atomic<Int>(-1)
+    /// This handle's key for the lease of its batch in flight (QueueLimits).
+    let leaseKey = String(getpid()) + "-" + Random.hexToken(bytes: 8)
+    /// The first row of a delivered batch not deleted yet (Int64.max:
+    /// none): the lease reaches down to it.
+    let leaseFloor = Atomic<Int64>(Int64.max)
 
     /// Sequence numbers above this are damage, not history: at one event per
     /// nanosecond the queue would need 146 years to reach it.
@@ -142,45 +151,6 @@ final class EventStore: Sendable {
     }
 
 
-    /// Drops the oldest rows until both limits hold (journal records
-    /// count too, being newer); returns how many. One transaction: the rows
-    /// to drop are found oldest first, then deleted by one statement.
-    func dropOldest(maxCount: Int, maxBytes: Int) throws(AppNorthError) -> Int {
-        // The common case, within both limits, costs no connection lock.
-        let queued = self.queued
-        guard queued.count > maxCount || queued.bytes > maxBytes else { return 0 }
-        let (gone, size) = try db.transaction { conn throws(AppNorthError) -> (Int, Int) in
-            // Read again with the connection held: an upload's deletions
-            // (which update the totals with it held) are all counted.
-            let queued = self.queued
-            var excessCount = queued.count - maxCount, excessBytes = queued.bytes - maxBytes
-            var through: Int64?
-            while excessCount > 0 || excessBytes > 0 {
-                let rows = try conn.query("SELECT seq, length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                                          [.int(through ?? Int64.min), .int(Int64(max(excessCount, 0) + 64))]) {
-                    ($0.int64(0), $0.int(1))
-                }
-                for (seq, size) in rows where excessCount > 0 || excessBytes > 0 {
-                    through = seq
-                    excessCount -= 1
-                    excessBytes -= size
-                }
-                if rows.isEmpty { break }
-            }
-            guard let through else { return (0, 0) }
-            let sizes = try conn.query("DELETE FROM events WHERE seq <= ? RETURNING length(payload)", [.int(through)]) {
-                $0.int(0)
-            }
-            return (sizes.count, sizes.reduce(0, +))
-        }
-        if gone > 0 { removals.add(1, ordering: .releasing) }
-        // Counted before the queue shrinks: whoever sees the smaller queue
-        // sees the count too.
-        limitDropped.add(gone, ordering: .releasing)
-        addToTable(-gone, -size)
-        return gone
-    }
-
     /// The oldest `limit` events (after the row `after`, when given: the
     /// last of a batch still in flight). A row whose payload is not a sound
     /// event (a damaged file) is deleted and logged instead of being sent,
@@ -258,9 +228,10 @@ final class EventStore: Sendable {
             let (epoch, sizes) = try db.transaction { conn throws(AppNorthError) -> (Int64, [Int]) in
                 try ConsentRecord.putChoice(conn, .revoked, nowMs: nowMs)
                 let epoch = try ConsentRecord.countRevocation(conn, nowMs: nowMs)
-                return (epoch, try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) })
+                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
+                addToTable(-sizes.count, -sizes.reduce(0, +))
+                return (epoch, sizes)
             }
-            addToTable(-sizes.count, -sizes.reduce(0, +))
             return try sizes.count + purgeJournal(epoch: epoch, &state)
         }
     }
@@ -302,6 +273,7 @@ final class EventStore: Sendable {
         }
         state.retired.removeAll()
         state.contents.removeAll()
+        state.offsets.removeAll()
         return gone
     }
 }

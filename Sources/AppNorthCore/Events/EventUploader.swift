@@ -70,8 +70,12 @@ extension AppNorthEvents {
             guard !undeleted.isEmpty else { return }
             _ = try? store.remove(undeleted)
             undeleted = []
+            store.leaseFloor.store(Int64.max, ordering: .relaxed)
         }
-        defer { deleteDelivered() }
+        defer {
+            deleteDelivered()
+            store.releaseLease()
+        }
         while !thread.isStopping {
             refreshConsent()
             let (allowed, batchSize, generation) = state.withLock { s in
@@ -110,6 +114,8 @@ extension AppNorthEvents {
                 // The batch before, if its request's wait did not delete it.
                 deleteDelivered()
                 undeleted = delivered
+                // Still leased until deleted: a trim must not count them as dropped.
+                if let first = delivered.first?.seq { self.store.leaseFloor.store(first, ordering: .relaxed) }
             }, whileWaiting: {
                 deleteDelivered()
                 // The journal's next part, while the server works (a failure
@@ -158,6 +164,18 @@ extension AppNorthEvents {
         var retry = 0
         while true {
             guard waitForRetryAfter(generation, thread) else { return .abandoned }
+            // Rows a trim (or another handle) deleted since the batch was
+            // read are not sent; the rest is leased for the attempt.
+            let floor = store.leaseFloor.load(ordering: .relaxed)
+            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
+                return .failed(.storage("cannot read the event queue"))
+            }
+            if rest.isEmpty { return .delivered }
+            if rest.count != batch.count {
+                logger.log(.debug, "events: \(batch.count - rest.count) event(s) of the batch left the queue before its attempt")
+                batch = rest
+                body = BatchBody(rest, client.compression)
+            }
             // The fence keeps a revocation in another handle from returning
             // while this attempt, checked before it, is still in progress.
             let attempt = consentWatch.withUploadFence { () -> (Int?, HTTPResponse?, AppNorthError?)? in
@@ -221,6 +239,8 @@ extension AppNorthEvents {
                 }
                 let failure = error ?? .network("no response")
                 record(failure)
+                // Not leased while it waits: past a limit, a trim may drop it.
+                if store.leaseFloor.load(ordering: .relaxed) == Int64.max { store.releaseLease() }
                 retry += 1
                 guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
                     logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")

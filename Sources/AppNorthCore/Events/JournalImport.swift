@@ -45,10 +45,7 @@ extension EventStore {
             // Past a limit, the oldest events to drop may be journaled:
             // everything goes in, so that the trim drops exactly those.
             var most = most
-            if let limits, most != nil {
-                let queued = self.queued
-                if queued.count > limits.count || queued.bytes > limits.bytes { most = nil }
-            }
+            if let limits, most != nil, try isOverLimits(state, limits) { most = nil }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.
             var rotateError: AppNorthError?
@@ -62,7 +59,7 @@ extension EventStore {
             if !state.retired.isEmpty { try importRetired(&state, limit: most ?? .max) }
             if let rotateError { throw rotateError }
             guard let limits else { return 0 }
-            return try dropOldest(maxCount: limits.count, maxBytes: limits.bytes)
+            return try trimDirectory(state, limits)
         }
     }
 
@@ -79,7 +76,8 @@ extension EventStore {
                 contents = try segment.contents()
                 state.contents[segment.name] = contents
             }
-            files.append(JournalFile(name: segment.name, path: segment.path, contents: contents))
+            files.append(JournalFile(name: segment.name, path: segment.path, contents: contents,
+                                     expected: state.offsets[segment.name] ?? 0))
         }
         let parts = try importJournals(files, limit: limit, &state.settledMarks)
         var rest: [JournalSegment] = []
@@ -87,8 +85,10 @@ extension EventStore {
             if part.finished {
                 journal.settle(segment)
                 state.contents[segment.name] = nil
+                state.offsets[segment.name] = nil
             } else {
                 journal.settle(segment, records: part.records, bytes: part.bytes)
+                state.offsets[segment.name] = part.position
                 rest.append(segment)
             }
         }
@@ -100,6 +100,10 @@ extension EventStore {
         let name: String
         let path: String
         let contents: [UInt8]
+        /// Where this handle's last import of it ended (its own files):
+        /// a progress mark further on means another handle's trim dropped
+        /// the records in between (QueueLimits), which are settled too.
+        var expected: Int? = nil
     }
 
     /// What one import took from one file.
@@ -109,6 +113,8 @@ extension EventStore {
         var bytes = 0
         /// Nothing is left: the file is marked imported and deleted.
         var finished = false
+        /// The offset of the first record not imported.
+        var position = 0
     }
 
     /// A file's place in an import: the next record not imported (`head`,
@@ -151,7 +157,7 @@ extension EventStore {
     /// purged instead: marked and deleted, nothing imported.
     func importJournals(_ files: [JournalFile], limit: Int = .max,
                                 _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
-        let (count, bytes, refused, cursors, parts) = try db.transaction {
+        let (_, _, refused, cursors, parts) = try db.transaction {
             conn throws(AppNorthError) -> (Int, Int, Int, [ImportCursor], [ImportedPart]) in
             let revocations = try ConsentRecord.revocations(conn)
             var parts = [ImportedPart](repeating: ImportedPart(), count: files.count)
@@ -162,6 +168,15 @@ extension EventStore {
                 defer { cursors.append(cursor) }
                 guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
                 cursor.advance(file.contents, from: start)
+                if let expected = file.expected, start > expected {
+                    var position = expected
+                    while let found = JournalRecord.next(in: file.contents, from: position), let event = found.event,
+                          found.end <= start {
+                        parts[index].records += 1
+                        parts[index].bytes += event.payload.count
+                        position = found.end
+                    }
+                }
                 guard EventJournal.epoch(ofName: file.name) == revocations else {
                     while let event = cursor.head {
                         parts[index].records += 1
@@ -193,6 +208,7 @@ extension EventStore {
                 cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
             }
             for (index, file) in files.enumerated() {
+                parts[index].position = cursors[index].position
                 if cursors[index].head == nil {
                     parts[index].finished = true
                     try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
@@ -207,6 +223,7 @@ extension EventStore {
                 try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
                              [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(settled)])
             }
+            addToTable(count, bytes)
             return (count, bytes, refused, cursors, parts)
         }
         for (file, cursor) in zip(files, cursors) where cursor.damaged > 0 {
@@ -218,7 +235,6 @@ extension EventStore {
             logger.log(.info, "event queue: purged \(refused) event(s) journaled before a revocation of consent")
         }
         settledMarks.removeAll()
-        addToTable(count, bytes)
         for (file, part) in zip(files, parts) where part.finished {
             unlink(file.path)
             settledMarks.append(file.name)

@@ -1,0 +1,249 @@
+import Glibc
+import Synchronization
+
+/// The limits of the data directory (10,000 events and 5 MB by default):
+/// they count everything queued there, whoever tracked it: the table, this
+/// handle's journal, and every other handle's and process's journal files.
+/// Past a limit the oldest by tracked time (the UUIDv7 id's milliseconds,
+/// then the id) go first, wherever they wait: table rows are deleted, and
+/// another handle's journal gets a progress mark past its records that
+/// go, which its owner (or whoever recovers the file) then skips.
+///
+/// Rows of a batch in flight (or delivered and not yet deleted) are leased
+/// (`lease`): a trim skips them, so an event is never both counted as
+/// dropped and delivered. A batch whose rows a trim deleted while it
+/// waited for a retry is read again before its next attempt (`lease`
+/// returns what is left), so it is not sent.
+extension EventStore {
+    /// Another handle's journal file, read as it is now: its records not
+    /// imported yet (from its progress mark on).
+    struct ForeignJournal {
+        let name: String
+        var records: [(ms: Int64, id: String, size: Int, end: Int)] = []
+        var bytes: Int { records.reduce(0) { $0 + $1.size } }
+    }
+
+    /// What the data directory holds, exactly: the table as SQLite has it,
+    /// this handle's journal, and the other journals.
+    struct Census {
+        var count: Int
+        var bytes: Int
+        var foreign: [ForeignJournal]
+        var journals: Int
+    }
+
+    /// The table's totals as SQLite holds them: counted again when another
+    /// connection (another handle or process) has committed since the last
+    /// look (`PRAGMA data_version`); this handle's own changes move the
+    /// counters as they commit. Called with the connection held.
+    func refreshTableTotals(_ conn: SQLiteStore.Connection) throws(AppNorthError) {
+        let version = try conn.query("PRAGMA data_version") { $0.int(0) }.first ?? -1
+        guard version != dataVersion.load(ordering: .relaxed) else { return }
+        let row = try conn.query("SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM events") {
+            ($0.int(0), $0.int(1))
+        }.first
+        tableCount.store(row?.0 ?? 0, ordering: .relaxed)
+        tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
+        dataVersion.store(version, ordering: .relaxed)
+    }
+
+    /// The journal files this handle writes or imports (its stripes' and
+    /// its rotated-out ones). Called under the drain lock.
+    func ownJournalNames(_ state: DrainState) -> Set<String> {
+        var names = Set(state.retired.map(\.name))
+        for stripe in journal.stripes {
+            if let name = stripe.state.withLock({ $0.segment?.name }) { names.insert(name) }
+        }
+        return names
+    }
+
+    /// Every other journal file in the directory with the records it still
+    /// holds for the queue: none for a file marked imported whole, or one
+    /// from before the latest revocation of consent (it will be purged).
+    func foreignJournals(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> [ForeignJournal] {
+        let revocations = try ConsentRecord.revocations(conn)
+        var found: [ForeignJournal] = []
+        for name in journal.journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
+            guard let contents = EventJournal.readIfPresent(journal.directory.file(name)),
+                  let start = try Self.importedOffset(conn, name, within: contents.count) else { continue }
+            var file = ForeignJournal(name: name)
+            var position = start
+            while let next = JournalRecord.next(in: contents, from: position), let event = next.event {
+                file.records.append((event.milliseconds, event.id, event.payload.count, next.end))
+                position = next.end
+            }
+            if !file.records.isEmpty { found.append(file) }
+        }
+        return found
+    }
+
+    /// The directory's queue, under the drain lock (never between an
+    /// import's two counters) with the connection held.
+    func takeCensus(_ state: DrainState, _ conn: SQLiteStore.Connection) throws(AppNorthError) -> Census {
+        try refreshTableTotals(conn)
+        let foreign = try foreignJournals(conn, own: ownJournalNames(state))
+        let pending = journal.pending
+        return Census(count: tableCount.load(ordering: .relaxed) + pending.records + foreign.reduce(0) { $0 + $1.records.count },
+                      bytes: tableBytes.load(ordering: .relaxed) + pending.bytes + foreign.reduce(0) { $0 + $1.bytes },
+                      foreign: foreign, journals: journal.journalNames().count)
+    }
+
+    /// What the host reads (stats, the queued count): the directory's queue.
+    var directoryQueued: Census {
+        let census = try? draining.withLock { state throws(AppNorthError) -> Census in
+            try db.withConnection { conn throws(AppNorthError) in try takeCensus(state, conn) }
+        }
+        let queued = self.queued
+        return census ?? Census(count: queued.count, bytes: queued.bytes, foreign: [], journals: 0)
+    }
+
+    /// Whether the directory is past a limit (read under the drain lock).
+    func isOverLimits(_ state: DrainState, _ limits: (count: Int, bytes: Int)) throws(AppNorthError) -> Bool {
+        let census = try db.withConnection { conn throws(AppNorthError) in try takeCensus(state, conn) }
+        return census.count > limits.count || census.bytes > limits.bytes
+    }
+
+    /// Drops the oldest events of the directory until both limits hold;
+    /// returns how many (counted in `limitDropped`). One transaction: the
+    /// census, then the oldest found by merging the table (by id) with
+    /// every other journal's records (in file order), skipping leased rows.
+    /// Called under the drain lock, after this handle's journal went in.
+    func trimDirectory(_ state: DrainState, _ limits: (count: Int, bytes: Int)) throws(AppNorthError) -> Int {
+        let gone = try db.transaction { conn throws(AppNorthError) -> Int in
+            let census = try takeCensus(state, conn)
+            var excess = (census.count - limits.count, census.bytes - limits.bytes)
+            guard excess.0 > 0 || excess.1 > 0 else { return 0 }
+            let leases = try activeLeases(conn)
+            var table = TableCursor(leases: leases)
+            var taken = [Int](repeating: 0, count: census.foreign.count)
+            var dropped = 0
+            while excess.0 > 0 || excess.1 > 0 {
+                try table.fill(conn)
+                var oldest: Int?  // nil: the table's head
+                var best = table.head.map { ($0.ms, $0.id) }
+                for (index, file) in census.foreign.enumerated() where taken[index] < file.records.count {
+                    let head = file.records[taken[index]]
+                    if let current = best, current <= (head.ms, head.id) { continue }
+                    best = (head.ms, head.id)
+                    oldest = index
+                }
+                guard best != nil else { break }
+                let size: Int
+                if let index = oldest {
+                    size = census.foreign[index].records[taken[index]].size
+                    taken[index] += 1
+                } else {
+                    size = table.take()
+                }
+                excess.0 -= 1
+                excess.1 -= size
+                dropped += 1
+            }
+            try table.delete(conn, self)
+            for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
+                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
+                             [.text(Self.progressNamespace), .text(file.name),
+                              .blob(Array(String(file.records[taken[index] - 1].end).utf8))])
+            }
+            return dropped
+        }
+        if gone > 0 { removals.add(1, ordering: .releasing) }
+        limitDropped.add(gone, ordering: .releasing)
+        return gone
+    }
+
+    /// The table's rows oldest first by tracked time (the id's first 13
+    /// characters: its milliseconds), then in table order (which keeps a
+    /// thread's events of one millisecond in the order it tracked them),
+    /// fetched a page at a time, leased ones skipped.
+    struct TableCursor {
+        let leases: [ClosedRange<Int64>]
+        var rows: [(seq: Int64, id: String, ms: Int64, size: Int)] = []
+        var index = 0
+        var exhausted = false
+        var taken: [Int64] = []
+        var after: (String, Int64) = ("", Int64.min)
+
+        init(leases: [ClosedRange<Int64>]) { self.leases = leases }
+
+        var head: (seq: Int64, id: String, ms: Int64, size: Int)? { index < rows.count ? rows[index] : nil }
+
+        mutating func fill(_ conn: SQLiteStore.Connection) throws(AppNorthError) {
+            while index == rows.count && !exhausted {
+                let page = try conn.query("SELECT seq, id, length(payload), substr(id, 1, 13) AS t FROM events "
+                                          + "WHERE (substr(id, 1, 13), seq) > (?, ?) ORDER BY t, seq LIMIT 512",
+                                          [.text(after.0), .int(after.1)]) { ($0.int64(0), $0.text(1), $0.int(2), $0.text(3)) }
+                exhausted = page.count < 512
+                if let last = page.last { after = (last.3, last.0) }
+                rows = page.filter { row in !leases.contains { $0.contains(row.0) } }.map {
+                    ($0.0, $0.1, JournalRecord.Event(id: $0.1, payload: []).milliseconds, $0.2)
+                }
+                index = 0
+            }
+        }
+
+        mutating func take() -> Int {
+            let row = rows[index]
+            index += 1
+            taken.append(row.seq)
+            return row.size
+        }
+
+        /// Deletes every row taken.
+        func delete(_ conn: SQLiteStore.Connection, _ store: EventStore) throws(AppNorthError) {
+            var count = 0, bytes = 0
+            for seq in taken {
+                let sizes = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(seq)]) { $0.int(0) }
+                count += sizes.count
+                bytes += sizes.reduce(0, +)
+            }
+            store.addToTable(-count, -bytes)
+        }
+    }
+
+    // MARK: Leases
+
+    static let leaseNamespace = "events_lease"
+    /// A lease older than this belongs to a process that died mid-request
+    /// (requests time out after 30 s).
+    static let leaseLifetimeMs: Int64 = 120_000
+
+    /// The leased ranges of every handle, as a trim sees them.
+    func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> [ClosedRange<Int64>] {
+        let now = Self.wallMilliseconds()
+        return try conn.query("SELECT value FROM kv WHERE namespace = ? AND updated_ms > ?",
+                              [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) { $0.blob(0) }.compactMap {
+            let parts = String(decoding: $0, as: UTF8.self).split(separator: ":")
+            guard parts.count == 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
+            return low...high
+        }
+    }
+
+    /// Before an attempt: the rows of `batch` still queued (a trim, a
+    /// purge or another handle may have deleted some since it was read),
+    /// leased from `floor` (a delivered batch not deleted yet) to its last
+    /// row, in one transaction. An empty result is not leased.
+    func lease(_ batch: [StoredEvent], from floor: Int64?) throws(AppNorthError) -> [StoredEvent] {
+        guard let first = batch.first?.seq, let last = batch.last?.seq else { return [] }
+        return try db.transaction { conn throws(AppNorthError) -> [StoredEvent] in
+            let present = Set(try conn.query("SELECT seq FROM events WHERE seq BETWEEN ? AND ?",
+                                             [.int(first), .int(last)]) { $0.int64(0) })
+            let rest = present.count == batch.count ? batch : batch.filter { present.contains($0.seq) }
+            guard let low = rest.first?.seq else { return [] }
+            let value = String(min(low, floor ?? low)) + ":" + String(last)
+            try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?)",
+                         [.text(Self.leaseNamespace), .text(leaseKey), .blob(Array(value.utf8)), .int(Self.wallMilliseconds())])
+            return rest
+        }
+    }
+
+    /// Ends this handle's lease (the attempt failed, or the cycle ended
+    /// with its delivered rows deleted).
+    func releaseLease() {
+        _ = try? db.withConnection { conn throws(AppNorthError) in
+            try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.leaseNamespace), .text(leaseKey)])
+        }
+    }
+
+    static func wallMilliseconds() -> Int64 { SystemClock().wallMilliseconds() }
+}

@@ -930,6 +930,16 @@ def test_events_names_refused_by_schema_are_listed_with_422(c):
     assert c.post(f"{API}/events", {"events": [{**ev(2), "name": "legacy_tap"}]}).status == 200
 
 
+def test_poisoned_event_names_fail_the_batch_naming_no_event(c):
+    c.post("/admin/settings", {"poisoned_event_names": ["poison"]})
+    try:
+        bad = dict(ev(2), name="poison")
+        r = c.post(f"{API}/events", {"events": [ev(1), bad]})
+        assert r.status == 400 and "rejected" not in r.json["error"]
+    finally:
+        c.post("/admin/settings", {"poisoned_event_names": []})
+
+
 @pytest.mark.parametrize("names", ["x", [""], [5], ["n" * 257], ["a"] * 101])
 def test_rejected_event_names_setting_is_checked(c, names):
     assert c.post("/admin/settings", {"rejected_event_names": names}).status == 400
@@ -1167,11 +1177,12 @@ def test_request_log_records_oversize(c, server):
 def test_settings(c):
     r = c.get("/admin/settings")
     assert r.json["settings"] == {"events_max_body": 1024 * 1024, "sse_keepalive": 15.0, "rejected_event_names": [],
-                                  "accept_gzip": True, "gzip_responses": False}
+                                  "poisoned_event_names": [], "accept_gzip": True, "gzip_responses": False}
     r = c.post("/admin/settings", {"events_max_body": 2048, "sse_keepalive": 0.5, "accept_gzip": False,
                                    "gzip_responses": True})
     assert r.status == 200 and r.json["settings"] == {"events_max_body": 2048, "sse_keepalive": 0.5,
-                                                      "rejected_event_names": [], "accept_gzip": False,
+                                                      "rejected_event_names": [], "poisoned_event_names": [],
+                                                      "accept_gzip": False,
                                                       "gzip_responses": True}
     c.post("/admin/settings", {"gzip_responses": False})
     for bad in ({"events_max_body": 0}, {"sse_keepalive": "1"}, {"colour": 1}, {"events_max_body": 1.5},

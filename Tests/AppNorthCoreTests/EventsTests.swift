@@ -182,12 +182,27 @@ final class EventsTests: EventsTestCase {
 
     func testClientErrorsDiscardTheBatch() throws {
         let events = try open(quiet())
-        for i in 0..<3 { try events.track("e\(i)") }
+        try events.track("e0")
         try TestServer.post("/admin/faults", #"{"status":400,"count":1,"path_prefix":"/v1/apps/swift/events"}"#)
         XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
         XCTAssertEqual(events.queuedCount, 0)
         XCTAssertEqual(try eventPosts(), 1, "no retry after a 4xx")
-        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["client_error"]?.intValue, 3)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["client_error"]?.intValue, 1)
+    }
+
+    /// A 400 naming no event for a batch of several: the halves go on
+    /// their own, down to single events (issue 24); refused all the way
+    /// down, every event is discarded, and the flush failed once.
+    func testA400RefusingEveryPartDiscardsTheWholeBatch() throws {
+        let events = try open(quiet())
+        for i in 0..<3 { try events.track("e\(i)") }
+        try TestServer.post("/admin/faults", #"{"status":400,"count":5,"path_prefix":"/v1/apps/swift/events"}"#)
+        XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 5000))
+        XCTAssertEqual(events.queuedCount, 0)
+        XCTAssertEqual(try eventPosts(), 5, "[e0 e1 e2], [e0], [e1 e2], [e1], [e2]")
+        let stats = try JSON.parse(events.statsJSON())
+        XCTAssertEqual(stats["dropped"]?["client_error"]?.intValue, 3)
+        XCTAssertEqual(stats["breaker"]?["consecutive_failures"]?.intValue, 1)
     }
 
     func test408And429AreKeptAndRetried() throws {
@@ -364,7 +379,9 @@ final class EventsTests: EventsTestCase {
 
     /// The batch read ahead while the one before it is in flight holds
     /// events that the queue limit then drops: it is read again, and the
-    /// dropped events never go out.
+    /// dropped events never go out. The batch in flight is leased: the
+    /// limit drops the oldest others instead, so what is counted dropped
+    /// is exactly what never arrives.
     func testABatchReadAheadIsNotSentOnceTheLimitDropsItsEvents() throws {
         let events = try open(quiet { $0.networkType = .wifi; $0.maxQueuedEvents = 300 })
         for i in 0..<300 { try events.track("e\(i)") }
@@ -374,13 +391,14 @@ final class EventsTests: EventsTestCase {
         // The first batch (e0-e99) is deleted once the second (e100-e199)
         // is on its way; the third (e200-e299) is read just after.
         XCTAssertTrue(eventually { events.queuedCount == 200 })
-        // 250 more while the second waits: the limit drops e100-e249.
+        // 250 more while the second waits: the limit drops the 150 oldest
+        // not in flight, e200-e349.
         for i in 300..<550 { try events.track("e\(i)") }
         XCTAssertTrue(eventually { done.isSet } || eventually { done.isSet })
         XCTAssertEqual(events.queuedCount, 0)
         XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["queue_limit"]?.intValue, 150)
         XCTAssertEqual(try serverEvents().compactMap { $0["name"]?.stringValue },
-                       (0..<200).map { "e\($0)" } + (250..<550).map { "e\($0)" })
+                       (0..<200).map { "e\($0)" } + (350..<550).map { "e\($0)" })
     }
 
     func testAResendAfterACrashIsDeduplicatedByTheServer() throws {

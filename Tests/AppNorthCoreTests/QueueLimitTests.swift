@@ -147,3 +147,47 @@ final class QueueLimitTests: EventsTestCase {
         relaunch.close(timeoutMilliseconds: 0)
     }
 }
+
+/// The event store's files on disk (issue 24): within the 5 MB budget plus
+/// a stated overhead at any moment, and given back after delivery.
+final class DiskBudgetTests: EventsTestCase {
+    /// The bytes of the database, its WAL and every journal, read from the
+    /// file system.
+    func filesOnDisk() -> Int {
+        var total = 0
+        for path in [folder + "/appnorth.sqlite3", folder + "/appnorth.sqlite3-wal"] + journalFiles() {
+            var info = stat()
+            if stat(path, &info) == 0 { total += Int(info.st_size) }
+        }
+        return total
+    }
+
+    func testFiveMegabytesOfEventsStayWithinTheBudgetAndComeBackAfterDelivery() throws {
+        try failEventPosts(count: 1_000_000)
+        let events = try open(quiet { $0.batchThreshold = 20 })
+        let filler = String(repeating: "x", count: 10_000)
+        var most = 0
+        for i in 0..<600 {
+            try events.track("big\(i)", propertiesJSON: #"{"pad":"\#(filler)","i":\#(i)}"#)
+            if i % 10 == 0 { most = max(most, filesOnDisk()) }
+        }
+        _ = events.statsJSON()
+        most = max(most, filesOnDisk())
+        let reported = try JSON.parse(events.statsJSON())["disk_bytes"]?.intValue ?? -1
+        print("disk budget: most \(most) bytes while offline; stats say \(reported); files \(filesOnDisk())")
+        XCTAssertEqual(Int(reported), filesOnDisk(), "stats report the bytes on disk")
+        XCTAssertLessThanOrEqual(most, DiskBudgetTests.budget, "5 MB of events plus the stated overhead")
+        try TestServer.delete("/admin/faults")
+        _ = try? events.flush(timeoutMilliseconds: 60_000)
+        XCTAssertTrue(try eventually { events.queuedCount == 0 })
+        events.close(timeoutMilliseconds: 0)
+        let after = filesOnDisk()
+        print("disk budget: \(after) bytes after delivery")
+        XCTAssertLessThan(after, 256 << 10, "the space came back")
+    }
+
+    /// docs/events.md, "Disk usage": 5 MiB of payload, the table's page
+    /// overhead (about 25 % for 10 KB events, which fill overflow pages),
+    /// the WAL's 1 MiB and the journal's 1 % slack.
+    static let budget = (5 << 20) + (5 << 20) / 4 + (1 << 20) + (64 << 10)
+}

@@ -100,23 +100,26 @@ final class StripeTests: EventsTestCase {
         events.close(timeoutMilliseconds: 0)
     }
 
-    func testAfterAFailedUploadOnlyTheLimitsMakeTrackCountEveryEvent() throws {
+    func testAfterAFailedUploadTrackWakesTheUploaderOncePerTwentyEvents() throws {
         // The default flush threshold (20) is within every count's margin,
         // so while uploads work each event counts exactly, all stripes
         // summed: the threshold must wake the uploader the moment it is
-        // crossed. After a failed upload `track` does not wake it, and
-        // stripes publish in steps again (EventStore.queuedAfterAppend).
+        // crossed. After a failed upload the next wake is 20 events more
+        // than the failure left, and while the uploader waits out its
+        // backoff or runs a cycle `track` does not wake it (and stripes
+        // publish in steps, EventStore.queuedAfterAppend).
         let events = try open(quiet { $0.batchThreshold = 20 })
         try failEventPosts(count: 100)
         for i in 0..<5 { _ = try events.track("before-\(i)") }
         XCTAssertThrowsError(try events.flush(timeoutMilliseconds: 20_000), "the upload fails: 503 on every try")
         let attempts = try eventPosts()
         for i in 0..<100 { _ = try events.track("offline-\(i)") }
-        let journal = events.store.journal
-        XCTAssertLessThan(journal.totals.records.load(ordering: .relaxed), journal.pending.records,
-                          "above the threshold but failing: the stripe has not published every event")
         XCTAssertEqual(events.queuedCount, 105, "what the host reads is still exact")
-        XCTAssertEqual(try eventPosts(), attempts, "tracking did not wake the uploader")
+        // 20 new events start one more cycle (4 attempts, all refused) after
+        // the retry backoff, not one per event (UploadTriggerTests); one may
+        // still be under way.
+        let more = try eventPosts() - attempts
+        XCTAssertLessThanOrEqual(more, 20, "at most one cycle per 20 new events: \(more) more attempts")
         // Uploads work again: the next crossing of the threshold wakes the
         // uploader at once, with no flush call.
         try TestServer.delete("/admin/faults")

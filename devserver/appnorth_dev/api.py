@@ -200,6 +200,9 @@ class ApiEndpoints:
         id fails the batch with no list."""
         rows, rejected, invalid = [], [], False
         refused = set(self.server.settings.rejected_event_names)
+        poisoned = set(self.server.settings.poisoned_event_names)
+        if poisoned and any(isinstance(e, dict) and e.get("name") in poisoned for e in events):
+            raise ApiError(400, "validation", "the batch cannot be processed")
         for i, event in enumerate(events):
             try:
                 row = validate_event(event, i)

@@ -41,7 +41,7 @@ class DevServer:
         self.seed_demo = seed_demo
         self.verbose = verbose
         self._initial_settings = {"events_max_body": events_max_body, "sse_keepalive": sse_keepalive,
-                                  "rejected_event_names": [], "accept_gzip": True,
+                                  "rejected_event_names": [], "poisoned_event_names": [], "accept_gzip": True,
                                   "gzip_responses": False}
         self.settings = Settings()
         self.settings.update(dict(self._initial_settings))

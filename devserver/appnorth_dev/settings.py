@@ -14,14 +14,17 @@ class Settings:
     sse_keepalive: float = DEFAULT_SSE_KEEPALIVE
     # Event names the app's schema refuses (422 listing those events' ids).
     rejected_event_names: list[str] = dataclasses.field(default_factory=list)
+    # Event names that make the whole batch fail with a 400 naming no event
+    # (a server that cannot say which event it could not take).
+    poisoned_event_names: list[str] = dataclasses.field(default_factory=list)
     # False: answer 415 to gzip request bodies, like a server without gzip.
     accept_gzip: bool = True
     # True: gzip response bodies for clients that send Accept-Encoding: gzip.
     gzip_responses: bool = False
 
     def update(self, spec: dict) -> None:
-        unknown = set(spec) - {"events_max_body", "sse_keepalive", "rejected_event_names", "accept_gzip",
-                               "gzip_responses"}
+        unknown = set(spec) - {"events_max_body", "sse_keepalive", "rejected_event_names", "poisoned_event_names",
+                               "accept_gzip", "gzip_responses"}
         if unknown:
             raise validation(f"unknown setting(s): {', '.join(sorted(unknown))}")
         if "events_max_body" in spec:
@@ -35,12 +38,16 @@ class Settings:
         for flag in ("accept_gzip", "gzip_responses"):
             if flag in spec and not isinstance(spec[flag], bool):
                 raise validation(f"'{flag}' must be true or false")
+        for key in ("rejected_event_names", "poisoned_event_names"):
+            if key in spec:
+                names = spec[key]
+                if (not isinstance(names, list) or len(names) > 100
+                        or not all(isinstance(n, str) and 1 <= len(n) <= 256 for n in names)):
+                    raise validation(f"'{key}' must be a list of at most 100 names of 1-256 characters")
         if "rejected_event_names" in spec:
-            names = spec["rejected_event_names"]
-            if (not isinstance(names, list) or len(names) > 100
-                    or not all(isinstance(n, str) and 1 <= len(n) <= 256 for n in names)):
-                raise validation("'rejected_event_names' must be a list of at most 100 names of 1-256 characters")
-            self.rejected_event_names = list(names)
+            self.rejected_event_names = list(spec["rejected_event_names"])
+        if "poisoned_event_names" in spec:
+            self.poisoned_event_names = list(spec["poisoned_event_names"])
         if "accept_gzip" in spec:
             self.accept_gzip = spec["accept_gzip"]
         if "gzip_responses" in spec:

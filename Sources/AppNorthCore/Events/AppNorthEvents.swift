@@ -34,6 +34,10 @@ public final class AppNorthEvents: Sendable {
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
     let uploadsFailing = Atomic<Bool>(false)
+    /// The queued count at which `track` wakes the uploader (the upload
+    /// thread sets it: the threshold, 20 more than a failed cycle left, or
+    /// Int.max while it has no use for a wake-up).
+    let wakeAt = Atomic<Int>(Int.max)
     /// Consent changes of other handles on the data directory (ConsentWatch).
     let consentWatch: ConsentWatch
     /// Serialises this handle's consent changes and adoptions of others'.
@@ -134,8 +138,10 @@ public final class AppNorthEvents: Sendable {
         // The flush interval counts from opening, not from whenever the
         // thread first runs.
         let opened = clock.monotonicNanoseconds()
+        let threshold = options.batchThreshold
+        wakeAt.store(threshold, ordering: .relaxed)
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
-            var memory = UploaderMemory(lastCycleMono: opened)
+            var memory = UploaderMemory(lastCycleMono: opened, triggerCount: threshold)
             while !thread.isStopping {
                 guard let sleepMs = self?.uploaderStep(thread, &memory) else { break }
                 if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
@@ -221,7 +227,7 @@ public final class AppNorthEvents: Sendable {
         }
         // After a failed upload the timer brings the next attempt: waking
         // the uploader on every event would only cost the tracking thread.
-        if queued.count >= options.batchThreshold && !uploadsFailing.load(ordering: .relaxed) { wakeUploader() }
+        if queued.count >= wakeAt.load(ordering: .relaxed) { wakeUploader() }
         return true
     }
 
@@ -240,7 +246,7 @@ public final class AppNorthEvents: Sendable {
     /// would make every tracking thread write the shared totals.
     var nearThresholds: (count: Int, bytes: Int) {
         let limit = options.maxQueuedEvents + countSlack + 1
-        let count = uploadsFailing.load(ordering: .relaxed) ? limit : min(options.batchThreshold, limit)
+        let count = min(wakeAt.load(ordering: .relaxed), limit)
         return (count, options.maxQueuedBytes + byteSlack + 1)
     }
 
@@ -339,6 +345,7 @@ public final class AppNorthEvents: Sendable {
         worker.withLock { $0 }?.stop()
         // Journaled events move to SQLite now, not at the next open.
         _ = try? drainIntoTable(replacingFiles: false)
+        if store.count == 0 { db.compact() }
     }
 
     // MARK: Sessions and network
@@ -438,6 +445,10 @@ public final class AppNorthEvents: Sendable {
         let queued = store.directoryQueued
         root.set("queued", .int(Int64(queued.count)))
         root.set("queued_bytes", .int(Int64(queued.bytes)))
+        // Everything queued in the data directory, by every handle: the
+        // journal files among it, and the bytes the store takes on disk.
+        root.set("journals", .int(Int64(queued.journals)))
+        root.set("disk_bytes", .int(Int64(store.bytesOnDisk)))
         let dropped = JSON.object()
         for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
             // Events purged at import count as consent drops too, and drops

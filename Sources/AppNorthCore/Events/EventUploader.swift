@@ -18,22 +18,52 @@ extension AppNorthEvents {
     /// What the upload thread remembers between steps.
     struct UploaderMemory {
         var lastCycleMono: UInt64
-        var lastCycleFailed = false
         var completed: UInt64 = 0
+        /// The queued count that starts a cycle: the threshold, or after a
+        /// cycle whose batch stays queued, the threshold more than it left.
+        var triggerCount: Int
+        /// After such a cycle: no threshold-started cycle before this
+        /// (the retry schedule's backoff, or the server's Retry-After).
+        var notBeforeMono: UInt64 = 0
+        var paused = false
     }
 
     /// One turn of the upload thread: runs a cycle when one is due and
     /// returns 0, or returns how long to sleep before the next turn.
     func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
         let requested = state.withLock { $0.flushRequested }
-        let elapsedMs = Int((ticks() &- memory.lastCycleMono) / 1_000_000)
-        let thresholdReached = store.count >= options.batchThreshold && !memory.lastCycleFailed
-        guard requested > memory.completed || thresholdReached || elapsedMs >= options.flushIntervalMilliseconds else {
-            return max(1, min(longestSleepMs, options.flushIntervalMilliseconds - elapsedMs))
+        let now = ticks()
+        let elapsedMs = Int((now &- memory.lastCycleMono) / 1_000_000)
+        let paused = state.withLock { $0.breaker.isOpen }
+        let thresholdReached = !paused && store.count >= memory.triggerCount
+        let backoffMs = memory.notBeforeMono > now ? Int((memory.notBeforeMono - now) / 1_000_000) + 1 : 0
+        guard requested > memory.completed || (thresholdReached && backoffMs == 0)
+                || elapsedMs >= options.flushIntervalMilliseconds else {
+            // Waiting out a backoff with the threshold reached: `track`
+            // need not wake the thread again meanwhile.
+            wakeAt.store(thresholdReached || paused ? Int.max : memory.triggerCount, ordering: .relaxed)
+            let untilTimer = options.flushIntervalMilliseconds - elapsedMs
+            return max(1, min(longestSleepMs, thresholdReached ? min(untilTimer, backoffMs) : untilTimer))
         }
-        memory.lastCycleFailed = !uploadCycle(thread)
-        uploadsFailing.store(memory.lastCycleFailed, ordering: .relaxed)
-        memory.lastCycleMono = ticks()
+        wakeAt.store(Int.max, ordering: .relaxed)
+        let result = uploadCycle(thread)
+        // Space comes back once everything went (SQLiteStore.compact).
+        if result == .succeeded && store.count == 0 { db.compact() }
+        let end = ticks()
+        switch result {
+        case .succeeded, .discarded, .paused:
+            memory.triggerCount = options.batchThreshold
+            memory.notBeforeMono = 0
+        case .kept:
+            memory.triggerCount = store.count.addingSaturating(options.batchThreshold)
+            let failures = state.withLock { $0.breaker.consecutiveFailures }
+            let backoff = options.retry.nominalDelay(retry: min(max(1, failures), max(1, options.retry.retries))) ?? 0
+            let retryAfter = state.withLock { $0.notBeforeMono }
+            memory.notBeforeMono = max(retryAfter, end.addingSaturating(UInt64(clamping: backoff).multipliedSaturating(by: 1_000_000)))
+        }
+        uploadsFailing.store(result == .kept, ordering: .relaxed)
+        wakeAt.store(result == .paused ? Int.max : memory.triggerCount, ordering: .relaxed)
+        memory.lastCycleMono = end
         memory.completed = requested
         flushDone.advance(to: requested)
         return 0
@@ -42,8 +72,8 @@ extension AppNorthEvents {
     /// How one batch's upload ended.
     enum BatchOutcome {
         case delivered
-        /// Kept for the next cycle (5xx, network), or discarded (4xx).
-        case failed(AppNorthError)
+        /// Kept for the next cycle (5xx, network: `kept`), or discarded (4xx).
+        case failed(AppNorthError, kept: Bool)
         /// Consent was revoked or the queue is closing: the batch is left
         /// alone (a revocation has purged it).
         case abandoned
@@ -59,7 +89,7 @@ extension AppNorthEvents {
     /// thread deletes the batch delivered before it and reads, checks and
     /// encodes the next one (`PreparedBatch`), which goes out as soon as
     /// the answer is in, if nothing it was read under has changed.
-    func uploadCycle(_ thread: BackgroundThread) -> Bool {
+    func uploadCycle(_ thread: BackgroundThread) -> CycleResult {
         state.withLock { $0.cycleError = nil }
         /// The batch read while the previous one was in flight.
         var ahead: PreparedBatch?
@@ -82,7 +112,7 @@ extension AppNorthEvents {
                 (!s.breaker.isOpen && s.allowsTracking(requireConsent: options.requireConsent),
                  s.networkType.batchSize, s.consentGeneration)
             }
-            guard allowed else { return state.withLock { !$0.breaker.isOpen } }
+            guard allowed else { return state.withLock { $0.breaker.isOpen } ? .paused : .succeeded }
             let batch: PreparedBatch
             let part = Self.drainPart(batchSize)
             do {
@@ -102,12 +132,12 @@ extension AppNorthEvents {
             } catch {
                 record(error)
                 state.withLock { $0.cycleError = error }
-                return false
+                return .kept
             }
             if batch.events.isEmpty {
                 // A part can hold only ids already queued: the next one then.
                 if store.hasRetiredRest { continue }
-                return true
+                return .succeeded
             }
             let outcome = upload(batch.events, generation, thread, body: batch.body,
                                  deferRemoval: { delivered in
@@ -129,8 +159,8 @@ extension AppNorthEvents {
             case .abandoned:
                 // A revocation by another handle is acted on now, not at the next track.
                 refreshConsent()
-                return true
-            case .failed(let error):
+                return .succeeded
+            case .failed(let error, let kept):
                 let opened = state.withLock { s -> Bool in
                     let wasOpen = s.breaker.isOpen
                     s.breaker.recordFailure()
@@ -141,10 +171,25 @@ extension AppNorthEvents {
                     logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
                                + "uploads paused until start_session or foreground")
                 }
-                return false
+                return kept ? .kept : .discarded
             }
         }
-        return true
+        return .succeeded
+    }
+
+    /// How an upload cycle ended, for what starts the next one.
+    enum CycleResult {
+        /// Everything went, or consent stopped it: the threshold wakes the uploader.
+        case succeeded
+        /// A batch was discarded (4xx): a failed flush, but the next 20
+        /// events still go at once (nothing is waiting to be retried).
+        case discarded
+        /// A batch failed and stays queued (5xx, network): 20 new events
+        /// start the next cycle, no sooner than the backoff allows.
+        case kept
+        /// The circuit breaker is open: nothing starts a cycle until a
+        /// session or foreground.
+        case paused
     }
 
     /// Sends one batch with the retry schedule. Every attempt first checks,
@@ -168,7 +213,7 @@ extension AppNorthEvents {
             // read are not sent; the rest is leased for the attempt.
             let floor = store.leaseFloor.load(ordering: .relaxed)
             guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
-                return .failed(.storage("cannot read the event queue"))
+                return .failed(.storage("cannot read the event queue"), kept: true)
             }
             if rest.isEmpty { return .delivered }
             if rest.count != batch.count {
@@ -210,16 +255,20 @@ extension AppNorthEvents {
             case .discard:
                 let error = error ?? .http("HTTP \(status ?? 0)", httpStatus: status ?? 0)
                 record(error)
-                if let rest = dropRejected(batch, response), !rest.isEmpty {
+                let rest = dropRejected(batch, response)
+                if let rest, !rest.isEmpty {
                     // Only the listed events were refused: the rest goes at once.
                     batch = rest
                     body = BatchBody(rest, client.compression)
                     continue
                 }
+                if rest == nil, batch.count > 1, status == 400 || status == 422 {
+                    return bisect(batch, status ?? 0, generation, thread)
+                }
                 let gone = (try? store.remove(batch)) ?? 0
                 state.withLock { $0.dropped["client_error", default: 0] += gone }
                 logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
-                return .failed(error)
+                return .failed(error, kept: false)
             case .split:
                 if batch.count == 1 {
                     let gone = (try? store.remove(batch)) ?? 0
@@ -244,11 +293,33 @@ extension AppNorthEvents {
                 retry += 1
                 guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
                     logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")
-                    return .failed(failure)
+                    return .failed(failure, kept: true)
                 }
                 logger.log(.debug, "events: batch of \(batch.count) failed; retry \(retry) in \(delay) ms")
                 if !pause(milliseconds: delay, generation, thread) { return .abandoned }
             }
+        }
+    }
+
+    /// A 400 or 422 that names no event of a batch of several: the halves
+    /// go separately (as after a 413), down to single events, so that only
+    /// what the server refuses is dropped and one poisoned event does not
+    /// take the good ones with it. A batch every part of which is refused
+    /// is a discarded batch (a failed flush); a batch of which some part
+    /// went through is not.
+    func bisect(_ batch: [StoredEvent], _ status: Int, _ generation: UInt64, _ thread: BackgroundThread) -> BatchOutcome {
+        logger.log(.warning, "events: HTTP \(status) for a batch of \(batch.count) naming no event; sending it in halves")
+        let half = batch.count / 2
+        let first = upload(Array(batch[..<half]), generation, thread)
+        switch first {
+        case .abandoned, .failed(_, kept: true): return first
+        case .delivered, .failed(_, kept: false): break
+        }
+        let second = upload(Array(batch[half...]), generation, thread)
+        switch (first, second) {
+        case (_, .abandoned), (_, .failed(_, kept: true)): return second
+        case (.failed, .failed): return second
+        default: return .delivered
         }
     }
 

@@ -201,6 +201,17 @@ extension EventStore {
         }
     }
 
+    /// The bytes the event store occupies: the database and its WAL, and
+    /// every journal file in the directory.
+    var bytesOnDisk: Int {
+        var total = db.bytesOnDisk
+        for name in journal.journalNames() {
+            var info = stat()
+            if stat(journal.directory.file(name), &info) == 0 { total += Int(info.st_size) }
+        }
+        return total
+    }
+
     // MARK: Leases
 
     static let leaseNamespace = "events_lease"

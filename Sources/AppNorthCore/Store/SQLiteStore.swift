@@ -63,15 +63,60 @@ public final class SQLiteStore: Sendable {
             // Several processes may open one fresh directory at the same
             // moment: every step below waits for the others' locks.
             sqlite3_busy_timeout(db, Self.busyTimeoutMs)
+            // Before the first table exists: a fresh file gives space back.
+            try conn.exec("PRAGMA auto_vacuum=INCREMENTAL")
             try Self.setWALJournal(conn)
             try conn.exec("PRAGMA synchronous=NORMAL")
             try conn.exec("PRAGMA foreign_keys=ON")
+            try Self.limitJournal(conn)
             try Self.migrate(conn)
+            Self.enableIncrementalVacuum(conn)
         } catch {
             conn.close()
             throw error
         }
         connection = Lock(conn)
+    }
+
+    /// The WAL is checkpointed every 256 pages (1 MiB at 4 KiB pages, not
+    /// SQLite's 1,000) and cut back to 1 MiB after a checkpoint, so that
+    /// it never holds much more than one transaction beyond that; the
+    /// event queue truncates it when it empties (`compact`).
+    static let walCheckpointPages = 256
+    static let walSizeLimitBytes = 1 << 20
+
+    private static func limitJournal(_ conn: Connection) throws(AppNorthError) {
+        try conn.exec("PRAGMA wal_autocheckpoint=\(walCheckpointPages)")
+        try conn.exec("PRAGMA journal_size_limit=\(walSizeLimitBytes)")
+    }
+
+    /// A database made before incremental vacuum was set keeps its freed
+    /// pages forever: it is rebuilt once (`VACUUM`) with the mode on. A
+    /// failure (another process holds it) leaves it for the next open.
+    private static func enableIncrementalVacuum(_ conn: Connection) {
+        guard let mode = try? conn.query("PRAGMA auto_vacuum", [], { $0.int(0) }).first, mode != 2 else { return }
+        try? conn.exec("PRAGMA auto_vacuum=INCREMENTAL")
+        try? conn.exec("VACUUM")
+    }
+
+    /// Gives the file's free pages back to the file system and truncates
+    /// the WAL (after the event queue emptied). Best effort: a reader in
+    /// another process may keep part of the WAL until its next checkpoint.
+    public func compact() {
+        _ = try? withConnection { conn throws(AppNorthError) in
+            try conn.exec("PRAGMA incremental_vacuum")
+            try conn.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+
+    /// Bytes of the database file and its WAL.
+    public var bytesOnDisk: Int {
+        var total = 0
+        for file in [path, path + "-wal"] {
+            var info = stat()
+            if stat(file, &info) == 0 { total += Int(info.st_size) }
+        }
+        return total
     }
 
     /// How long a statement waits for another connection's lock (another

@@ -61,6 +61,27 @@ final class EventsTests: EventsTestCase {
         second.close(timeoutMilliseconds: 0)
     }
 
+    /// Properties nest at most 32 objects and arrays deep (the object
+    /// itself counted): deeper ones are refused by `track` with a clear
+    /// error, and nothing is queued (issue 24).
+    func testPropertiesNestedDeeperThan32AreRefused() throws {
+        let events = try open(quiet())
+        func nested(_ depth: Int) -> String {
+            // depth objects in all: {"a":{"a":...{}...}}
+            String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
+        }
+        XCTAssertTrue(try events.track("deep32", propertiesJSON: nested(32)))
+        XCTAssertTrue(try events.track("deep32-array", propertiesJSON: #"{"a":"# + String(repeating: "[", count: 31)
+                                       + String(repeating: "]", count: 31) + "}"))
+        for depth in [33, 1_500] {
+            XCTAssertThrowsError(try events.track("deep", propertiesJSON: nested(depth))) {
+                guard case AppNorthError.invalidJSON(let message, _) = $0 else { return XCTFail("\($0)") }
+                XCTAssertTrue(message.contains("nested more than 32 deep"), message)
+            }
+        }
+        XCTAssertEqual(events.queuedCount, 2)
+    }
+
     func testHugeIntegersInPropertiesArriveAsWritten() throws {
         let events = try open(quiet())
         let props = #"{"id":123456789012345678901234567890,"n":-0.0}"#

@@ -173,7 +173,7 @@ public final class AppNorthEvents: Sendable {
             guard propertiesJSON.utf8.count <= options.maxEventBytes else {
                 throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
             }
-            try JSON.validateObject(propertiesJSON, what: "event properties")
+            try JSON.validateObject(propertiesJSON, what: "event properties", maxNesting: Self.maxPropertiesNesting)
         }
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
@@ -230,6 +230,14 @@ public final class AppNorthEvents: Sendable {
         if queued.count >= wakeAt.load(ordering: .relaxed) { wakeUploader() }
         return true
     }
+
+    /// The deepest properties `track` accepts: 32 objects and arrays, the
+    /// properties object itself counted (docs/events.md, "Nesting"). In a
+    /// batch they sit 3 levels down, so a batch nests at most 35 deep:
+    /// within the 64 of .NET's System.Text.Json default and serde_json's
+    /// 128, which servers that parse events commonly use, where jansson's
+    /// 2048 (the check that remains for the rest) is far beyond them.
+    static let maxPropertiesNesting = 32
 
     enum TrackOutcome {
         case queued((count: Int, bytes: Int))

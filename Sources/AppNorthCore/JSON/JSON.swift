@@ -86,10 +86,14 @@ public final class JSON: @unchecked Sendable {
     /// (`JSONValidator`: the verdict `parse` with JSON_DECODE_INT_AS_REAL
     /// gives). Integers too large for 64 bits are accepted (read as reals):
     /// the text is forwarded as written, so nothing is lost.
-    public static func validateObject(_ text: String, what: String) throws(AppNorthError) {
+    /// `maxNesting`: the most objects and arrays open at once, the object
+    /// itself counted.
+    public static func validateObject(_ text: String, what: String, maxNesting: Int = .max) throws(AppNorthError) {
         var text = text
         let top = try text.withUTF8 { buffer in
-            Result { () throws(AppNorthError) in try JSONValidator.validate(buffer, what: what, integersAsReals: true) }
+            Result { () throws(AppNorthError) in
+                try JSONValidator.validate(buffer, what: what, integersAsReals: true, maxNesting: maxNesting)
+            }
         }.get()
         guard top == .object else { throw .invalidJSON("\(what) must be a JSON object", position: 0) }
     }

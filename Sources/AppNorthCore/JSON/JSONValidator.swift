@@ -39,6 +39,8 @@ public enum JSONValidator {
         case tooDeep
         case realOverflow
         case integerOverflow(negative: Bool)
+        /// More nested objects and arrays than the caller allows (`maxNesting`).
+        case nestedTooDeep(limit: Int)
 
         public var description: String {
             switch self {
@@ -60,6 +62,7 @@ public enum JSONValidator {
             case .tooDeep: return "maximum parsing depth reached"
             case .realOverflow: return "real number overflow"
             case .integerOverflow(let negative): return negative ? "too big negative integer" : "too big integer"
+            case .nestedTooDeep(let limit): return "objects and arrays nested more than \(limit) deep"
             }
         }
 
@@ -78,18 +81,21 @@ public enum JSONValidator {
     public enum TopLevel: Sendable, Equatable { case object, array, scalar }
 
     /// Validates `bytes` as one JSON value; returns what kind it is.
+    /// `maxNesting`: the most objects and arrays open at once (the top
+    /// one counts), on top of jansson's limit of nested values.
     public static func validate(_ bytes: UnsafeBufferPointer<UInt8>,
-                                integersAsReals: Bool) throws(Failure) -> TopLevel {
+                                integersAsReals: Bool, maxNesting: Int = .max) throws(Failure) -> TopLevel {
         var scanner = Scanner(bytes: bytes, integersAsReals: integersAsReals)
+        scanner.maxNesting = maxNesting
         return try scanner.document()
     }
 
     /// `validate`, with its failure as `.invalidJSON` saying what is wrong
     /// and where, as `JSON.parse` words it.
     public static func validate(_ bytes: UnsafeBufferPointer<UInt8>, what: String,
-                                integersAsReals: Bool) throws(AppNorthError) -> TopLevel {
+                                integersAsReals: Bool, maxNesting: Int = .max) throws(AppNorthError) -> TopLevel {
         do {
-            return try validate(bytes, integersAsReals: integersAsReals)
+            return try validate(bytes, integersAsReals: integersAsReals, maxNesting: maxNesting)
         } catch {
             let (line, column) = lineAndColumn(of: error.position, in: bytes)
             throw .invalidJSON("\(what) is not valid JSON: \(error.problem.description) (line \(line), column \(column), byte \(error.position))",
@@ -124,6 +130,7 @@ public enum JSONValidator {
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         let integersAsReals: Bool
+        var maxNesting = Int.max
         var i = 0
 
         init(bytes: UnsafeBufferPointer<UInt8>, integersAsReals: Bool) {
@@ -181,6 +188,7 @@ public enum JSONValidator {
                     let b = bytes[i]
                     if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
                         let isObject = b == UInt8(ascii: "{")
+                        guard open < maxNesting else { throw fail(.nestedTooDeep(limit: maxNesting), at: i) }
                         if open == 0 { top = isObject ? .object : .array }
                         i += 1
                         skipSpace()

@@ -1508,7 +1508,8 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
  * is 0.
  * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
  * max_event_bytes (checked before the text is parsed), and
- * APPNORTH_E_INVALID_JSON for text that is not a JSON object.
+ * APPNORTH_E_INVALID_JSON for text that is not a JSON object or that nests
+ * objects and arrays more than 32 deep (the properties object counted).
  * Cost: one write() to the journal file; no SQLite, no network.
  */
 APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *name,
@@ -1603,11 +1604,16 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
                                                   appnorth_error *err);
 
 /**
- * Queue statistics as JSON: {"queued","queued_bytes","dropped":{"queue_limit",
- * "client_error","payload_too_large","consent"},"breaker":{"open",
- * "consecutive_failures","threshold"},"last_error":{...}|null,
- * "last_flush_ms"|null,"last_attempt_ms"|null,"network_type","batch_size",
- * "consent"}. Drop counts cover this handle's lifetime.
+ * Queue statistics as JSON: {"queued","queued_bytes","journals","disk_bytes",
+ * "dropped":{"queue_limit","client_error","payload_too_large","consent",
+ * "damaged"},"breaker":{"open","consecutive_failures","threshold"},
+ * "last_error":{...}|null,"last_flush_ms"|null,"last_attempt_ms"|null,
+ * "network_type","batch_size","consent"}. "queued"/"queued_bytes" count the
+ * whole data directory (every handle's and process's journals too, which
+ * the limits apply to); "journals" is the number of journal files there and
+ * "disk_bytes" the bytes of the database, its WAL and the journals. Drop
+ * counts cover this handle's lifetime (the drops of every handle add up to
+ * tracked minus delivered).
  */
 APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_json,
                                            appnorth_error *err);

@@ -15,10 +15,14 @@ final class QueueLimitTests: EventsTestCase {
         try JSON.parse(events.statsJSON())["dropped"]?["queue_limit"]?.intValue.map { Int($0) } ?? -1
     }
 
-    /// The names the server stored, in a set (each once: the server
-    /// deduplicates on the event id).
-    func storedNames() throws -> Set<String> {
-        Set(try serverEvents().compactMap { $0["name"]?.stringValue })
+    /// The names the server stored with one of `prefixes`, in a set (each
+    /// once: the server deduplicates on the event id). Other names would be
+    /// a late request of an earlier test, which the server stores after its
+    /// reset (FlushInPartsTests delays its uploads by 1 s).
+    func storedNames(_ prefixes: [String]) throws -> Set<String> {
+        Set(try serverEvents().compactMap { $0["name"]?.stringValue }.filter { name in
+            prefixes.contains { name.hasPrefix($0) && name.dropFirst($0.count).allSatisfy(\.isNumber) }
+        })
     }
 
     /// Issue row 1: offline, 10,050 tracked with the default limits and
@@ -34,15 +38,16 @@ final class QueueLimitTests: EventsTestCase {
         for i in 0..<20 { try events.track("e\(i)") }
         XCTAssertTrue(try eventually { try eventPosts() >= 1 }, "the 20th event starts an upload")
         for i in 20..<10_050 { try events.track("e\(i)") }
-        // Stats hold the limits exactly: the trim happens now, while the
-        // first batch waits for its retry.
+        // The stats trim now, while the first batch waits for its retry
+        // (or owe it, if it is in an attempt this moment: one batch).
         let stats = try JSON.parse(events.statsJSON())
-        XCTAssertEqual(stats["queued"]?.intValue, 10_000)
-        XCTAssertEqual(stats["dropped"]?["queue_limit"]?.intValue, 50)
+        let queued = Int(stats["queued"]?.intValue ?? 0)
+        XCTAssertEqual(queued + Int(stats["dropped"]?["queue_limit"]?.intValue ?? 0), 10_050)
+        XCTAssertLessThanOrEqual(queued, 10_020)
         try goOnline()
         _ = try? events.flush(timeoutMilliseconds: 60_000)
         XCTAssertTrue(try eventually { events.queuedCount == 0 })
-        let names = try storedNames()
+        let names = try storedNames(["e"])
         XCTAssertEqual(names.count, 10_000, "tracked 10,050 − dropped 50")
         XCTAssertEqual(names, Set((50..<10_050).map { "e\($0)" }), "the oldest 50 were dropped, and only they")
         XCTAssertEqual(try dropped(events), 50)
@@ -62,16 +67,19 @@ final class QueueLimitTests: EventsTestCase {
         for i in 0..<600 { try events.track("big\(i)", propertiesJSON: #"{"pad":"\#(filler)"}"#) }
         let stats = try JSON.parse(events.statsJSON())
         let kept = Int(stats["queued"]?.intValue ?? 0)
-        let lost = Int(stats["dropped"]?["queue_limit"]?.intValue ?? 0)
-        XCTAssertEqual(kept + lost, 600)
-        XCTAssertLessThanOrEqual(stats["queued_bytes"]?.intValue ?? .max, 5 << 20)
-        XCTAssertGreaterThan(lost, 0)
+        XCTAssertEqual(kept + Int(stats["dropped"]?["queue_limit"]?.intValue ?? 0), 600)
+        // Within the limit, but for a batch in an attempt at that moment,
+        // which the trim owes until the attempt fails (docs/events.md).
+        XCTAssertLessThanOrEqual(Int(stats["queued_bytes"]?.intValue ?? .max), (5 << 20) + 20 * 10_200)
         try goOnline()
         _ = try? events.flush(timeoutMilliseconds: 60_000)
         XCTAssertTrue(try eventually { events.queuedCount == 0 })
-        let stored = try serverEvents()
-        XCTAssertEqual(Set(stored.compactMap { $0["name"]?.stringValue }), Set((lost..<600).map { "big\($0)" }))
-        XCTAssertEqual(try dropped(events), lost, "the server's count is tracked − dropped")
+        let lost = try dropped(events)
+        XCTAssertGreaterThan(lost, 0)
+        let stored = try storedNames(["big"])
+        XCTAssertEqual(stored.count, 600 - lost, "exactly tracked − dropped")
+        XCTAssertEqual(stored, Set((lost..<600).map { "big\($0)" }), "the oldest went")
+        XCTAssertLessThanOrEqual(stored.count * 10_000, 5 << 20, "no more than 5 MB of events arrived")
         events.close(timeoutMilliseconds: 0)
     }
 
@@ -91,7 +99,7 @@ final class QueueLimitTests: EventsTestCase {
         _ = try? a.flush(timeoutMilliseconds: 60_000)
         _ = try? b.flush(timeoutMilliseconds: 60_000)
         XCTAssertTrue(try eventually { a.queuedCount == 0 && b.queuedCount == 0 })
-        let names = try storedNames()
+        let names = try storedNames(["a", "b"])
         XCTAssertEqual(names.count, 10_000)
         XCTAssertEqual(names, Set((0..<6_000).map { "a\($0)" } + (2_000..<6_000).map { "b\($0)" }))
         XCTAssertEqual(try dropped(a) + dropped(b), 2_000, "the stats add up to tracked − stored")
@@ -111,7 +119,7 @@ final class QueueLimitTests: EventsTestCase {
         _ = try? a.flush(timeoutMilliseconds: 60_000)
         _ = try? b.flush(timeoutMilliseconds: 60_000)
         XCTAssertTrue(try eventually { a.queuedCount == 0 && b.queuedCount == 0 })
-        let names = try storedNames()
+        let names = try storedNames(["a", "b"])
         XCTAssertEqual(names, Set((2_000..<6_000).map { "a\($0)" } + (0..<6_000).map { "b\($0)" }))
         XCTAssertEqual(try dropped(a) + dropped(b), 2_000)
         a.close(timeoutMilliseconds: 0)
@@ -143,7 +151,7 @@ final class QueueLimitTests: EventsTestCase {
         XCTAssertEqual(try dropped(relaunch), 200)
         try goOnline()
         _ = try? relaunch.flush(timeoutMilliseconds: 60_000)
-        XCTAssertEqual(try storedNames(), Set((200..<600).map { "old\($0)" } + (0..<600).map { "new\($0)" }))
+        XCTAssertEqual(try storedNames(["old", "new"]), Set((200..<600).map { "old\($0)" } + (0..<600).map { "new\($0)" }))
         relaunch.close(timeoutMilliseconds: 0)
     }
 }

@@ -104,7 +104,7 @@ extension AppNorthEvents {
         }
         defer {
             deleteDelivered()
-            store.releaseLease()
+            if store.releaseLease() { _ = try? drainIntoTable() }
         }
         while !thread.isStopping {
             refreshConsent()
@@ -211,6 +211,7 @@ extension AppNorthEvents {
             guard waitForRetryAfter(generation, thread) else { return .abandoned }
             // Rows a trim (or another handle) deleted since the batch was
             // read are not sent; the rest is leased for the attempt.
+            try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
             let floor = store.leaseFloor.load(ordering: .relaxed)
             guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
                 return .failed(.storage("cannot read the event queue"), kept: true)
@@ -289,7 +290,10 @@ extension AppNorthEvents {
                 let failure = error ?? .network("no response")
                 record(failure)
                 // Not leased while it waits: past a limit, a trim may drop it.
-                if store.leaseFloor.load(ordering: .relaxed) == Int64.max { store.releaseLease() }
+                // A trim that met it meanwhile is completed now (QueueLimits).
+                if store.leaseFloor.load(ordering: .relaxed) == Int64.max && store.releaseLease() {
+                    _ = try? drainIntoTable()
+                }
                 retry += 1
                 guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
                     logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")

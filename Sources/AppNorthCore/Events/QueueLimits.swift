@@ -15,8 +15,8 @@ import Synchronization
 /// waited for a retry is read again before its next attempt (`lease`
 /// returns what is left), so it is not sent.
 extension EventStore {
-    /// Another handle's journal file, read as it is now: its records not
-    /// imported yet (from its progress mark on).
+    /// A journal file, read as it is now: its records not imported yet
+    /// (from its progress mark on).
     struct ForeignJournal {
         let name: String
         var records: [(ms: Int64, id: String, size: Int, end: Int)] = []
@@ -47,18 +47,8 @@ extension EventStore {
         dataVersion.store(version, ordering: .relaxed)
     }
 
-    /// The journal files this handle writes or imports (its stripes' and
-    /// its rotated-out ones). Called under the drain lock.
-    func ownJournalNames(_ state: DrainState) -> Set<String> {
-        var names = Set(state.retired.map(\.name))
-        for stripe in journal.stripes {
-            if let name = stripe.state.withLock({ $0.segment?.name }) { names.insert(name) }
-        }
-        return names
-    }
-
-    /// Every other journal file in the directory with the records it still
-    /// holds for the queue: none for a file marked imported whole, or one
+    /// The journal files in the directory (but `own`) with the records they
+    /// still hold for the queue: none for a file marked imported whole, or one
     /// from before the latest revocation of consent (it will be purged).
     func foreignJournals(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> [ForeignJournal] {
         let revocations = try ConsentRecord.revocations(conn)
@@ -78,14 +68,17 @@ extension EventStore {
     }
 
     /// The directory's queue, under the drain lock (never between an
-    /// import's two counters) with the connection held.
+    /// import's two counters) with the connection held: the table, and
+    /// every journal file as it is on disk from its progress mark on, this
+    /// handle's own included (a trim may then drop the oldest of them too,
+    /// by the same mark, whether or not this handle imported its journal
+    /// first: another process may have tracked in between).
     func takeCensus(_ state: DrainState, _ conn: SQLiteStore.Connection) throws(AppNorthError) -> Census {
         try refreshTableTotals(conn)
-        let foreign = try foreignJournals(conn, own: ownJournalNames(state))
-        let pending = journal.pending
-        return Census(count: tableCount.load(ordering: .relaxed) + pending.records + foreign.reduce(0) { $0 + $1.records.count },
-                      bytes: tableBytes.load(ordering: .relaxed) + pending.bytes + foreign.reduce(0) { $0 + $1.bytes },
-                      foreign: foreign, journals: journal.journalNames().count)
+        let files = try foreignJournals(conn, own: [])
+        return Census(count: tableCount.load(ordering: .relaxed) + files.reduce(0) { $0 + $1.records.count },
+                      bytes: tableBytes.load(ordering: .relaxed) + files.reduce(0) { $0 + $1.bytes },
+                      foreign: files, journals: journal.journalNames().count)
     }
 
     /// What the host reads (stats, the queued count): the directory's queue.
@@ -103,6 +96,29 @@ extension EventStore {
         return census.count > limits.count || census.bytes > limits.bytes
     }
 
+    /// Before an attempt: past a limit of the directory, trims now, so
+    /// that no batch goes out while the directory holds more than its
+    /// limits (another process may have filled it since the batch was
+    /// read). Checked cheaply: this handle's counts, the table as SQLite
+    /// has it, and the other handles' journal files, read only if any.
+    func trimIfOverLimits(_ limits: (count: Int, bytes: Int)) throws(AppNorthError) {
+        let over = try draining.withLock { state throws(AppNorthError) -> Bool in
+            var own = Set(state.retired.map(\.name))
+            for stripe in journal.stripes {
+                if let name = stripe.state.withLock({ $0.segment?.name }) { own.insert(name) }
+            }
+            return try db.withConnection { conn throws(AppNorthError) -> Bool in
+                try refreshTableTotals(conn)
+                let others = try foreignJournals(conn, own: own)
+                let pending = journal.pending
+                let count = tableCount.load(ordering: .relaxed) + pending.records + others.reduce(0) { $0 + $1.records.count }
+                let bytes = tableBytes.load(ordering: .relaxed) + pending.bytes + others.reduce(0) { $0 + $1.bytes }
+                return count > limits.count || bytes > limits.bytes
+            }
+        }
+        if over { try drain(trimmingTo: limits) }
+    }
+
     /// Drops the oldest events of the directory until both limits hold;
     /// returns how many (counted in `limitDropped`). One transaction: the
     /// census, then the oldest found by merging the table (by id) with
@@ -114,7 +130,7 @@ extension EventStore {
             var excess = (census.count - limits.count, census.bytes - limits.bytes)
             guard excess.0 > 0 || excess.1 > 0 else { return 0 }
             let leases = try activeLeases(conn)
-            var table = TableCursor(leases: leases)
+            var table = TableCursor(leases: leases.map(\.range))
             var taken = [Int](repeating: 0, count: census.foreign.count)
             var dropped = 0
             while excess.0 > 0 || excess.1 > 0 {
@@ -140,6 +156,12 @@ extension EventStore {
                 dropped += 1
             }
             try table.delete(conn, self)
+            for index in table.owed {
+                try conn.run("UPDATE kv SET value = ? WHERE namespace = ? AND key = ?",
+                             [.blob(Array((leases[index].value + ":owed").utf8)), .text(Self.leaseNamespace),
+                              .text(leases[index].key)])
+            }
+            dropped -= table.owedCount
             for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
                 try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
                              [.text(Self.progressNamespace), .text(file.name),
@@ -162,6 +184,8 @@ extension EventStore {
         var index = 0
         var exhausted = false
         var taken: [Int64] = []
+        var owed: Set<Int> = []
+        var owedCount = 0
         var after: (String, Int64) = ("", Int64.min)
 
         init(leases: [ClosedRange<Int64>]) { self.leases = leases }
@@ -175,17 +199,23 @@ extension EventStore {
                                           [.text(after.0), .int(after.1)]) { ($0.int64(0), $0.text(1), $0.int(2), $0.text(3)) }
                 exhausted = page.count < 512
                 if let last = page.last { after = (last.3, last.0) }
-                rows = page.filter { row in !leases.contains { $0.contains(row.0) } }.map {
-                    ($0.0, $0.1, JournalRecord.Event(id: $0.1, payload: []).milliseconds, $0.2)
-                }
+                rows = page.map { ($0.0, $0.1, JournalRecord.Event(id: $0.1, payload: []).milliseconds, $0.2) }
                 index = 0
             }
         }
 
+        /// Takes the head: deleted, or when leased (in flight), owed: its
+        /// lease is marked, and its owner trims again once the attempt
+        /// failed (`releaseLease`); a delivered batch has left anyway.
         mutating func take() -> Int {
             let row = rows[index]
             index += 1
-            taken.append(row.seq)
+            if let lease = leases.firstIndex(where: { $0.contains(row.seq) }) {
+                owed.insert(lease)
+                owedCount += 1
+            } else {
+                taken.append(row.seq)
+            }
             return row.size
         }
 
@@ -220,13 +250,16 @@ extension EventStore {
     static let leaseLifetimeMs: Int64 = 120_000
 
     /// The leased ranges of every handle, as a trim sees them.
-    func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> [ClosedRange<Int64>] {
+    func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError)
+        -> [(key: String, value: String, range: ClosedRange<Int64>)] {
         let now = Self.wallMilliseconds()
-        return try conn.query("SELECT value FROM kv WHERE namespace = ? AND updated_ms > ?",
-                              [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) { $0.blob(0) }.compactMap {
-            let parts = String(decoding: $0, as: UTF8.self).split(separator: ":")
-            guard parts.count == 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
-            return low...high
+        return try conn.query("SELECT key, value FROM kv WHERE namespace = ? AND updated_ms > ?",
+                              [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) {
+            ($0.text(0), String(decoding: $0.blob(1), as: UTF8.self))
+        }.compactMap { key, value in
+            let parts = value.split(separator: ":")
+            guard parts.count >= 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
+            return (key, value, low...high)
         }
     }
 
@@ -249,11 +282,16 @@ extension EventStore {
     }
 
     /// Ends this handle's lease (the attempt failed, or the cycle ended
-    /// with its delivered rows deleted).
-    func releaseLease() {
-        _ = try? db.withConnection { conn throws(AppNorthError) in
-            try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.leaseNamespace), .text(leaseKey)])
+    /// with its delivered rows deleted). Returns whether a trim skipped
+    /// leased rows it would have dropped: the caller trims again now,
+    /// so that those (if still queued) go, the oldest, as they would have.
+    @discardableResult
+    func releaseLease() -> Bool {
+        let values = try? db.withConnection { conn throws(AppNorthError) in
+            try conn.query("DELETE FROM kv WHERE namespace = ? AND key = ? RETURNING value",
+                           [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
         }
+        return values?.contains { $0.hasSuffix(":owed") } ?? false
     }
 
     static func wallMilliseconds() -> Int64 { SystemClock().wallMilliseconds() }

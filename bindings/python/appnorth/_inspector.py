@@ -1,10 +1,12 @@
 """``python -m appnorth inspect DIR``: why are my events not arriving?
 
 Reads a data directory without changing it: the SQLite database is opened
-read-only for the event queue, consent and the cached config; the pending
-writes of each offline queue come from the library's own per-entry view
-(``OfflineQueue.entries()``). The inspector uploads, sends and discards
-nothing.
+read-only for the event queue, consent and the cached config; the event
+journals (``events-*.journal``, every process's events not yet moved into
+the database) are read as files and decoded as the library decodes them;
+the pending writes of each offline queue come from the library's own
+per-entry view (``OfflineQueue.entries()``). The inspector uploads, sends
+and discards nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,69 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 DATABASE = "appnorth.sqlite3"
+JOURNAL_MAGIC = 0x314A4E41  # "ANJ1" (Sources/AppNorthCore/Events/JournalRecord.swift)
+MASK = (1 << 64) - 1
+
+
+def _checksum(length: int, payload: bytes) -> int:
+    """JournalRecord.checksum: the length and the payload, mixed."""
+    k1, k2 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F
+
+    def step(h: int, word: int) -> int:
+        x = (h ^ (word * k1 & MASK)) & MASK
+        return (((x << 31) | (x >> 33)) & MASK) * k2 & MASK
+
+    h = 0x27D4EB2F165667C5 ^ (length * k1 & MASK)
+    whole = len(payload) - len(payload) % 8
+    for offset in range(0, whole, 8):
+        h = step(h, int.from_bytes(payload[offset:offset + 8], "little"))
+    h = step(h, int.from_bytes(payload[whole:], "little"))
+    h ^= h >> 33
+    h = h * 0xFF51AFD7ED558CCD & MASK
+    return h ^ (h >> 29)
+
+
+def _journal_records(data: bytes, start: int) -> List[int]:
+    """The payload sizes of the sound records from `start` on (damage skipped)."""
+    sizes, position = [], start
+    while position + 16 <= len(data):
+        magic = int.from_bytes(data[position:position + 4], "little")
+        length = int.from_bytes(data[position + 4:position + 8], "little")
+        end = position + 16 + length
+        if (magic == JOURNAL_MAGIC and end <= len(data) and data[position + 16:position + 23] == b'{"id":"'
+                and _checksum(length, data[position + 16:end]) == int.from_bytes(data[position + 8:position + 16], "little")):
+            sizes.append(length)
+            position = end
+        else:
+            position += 1
+    return sizes
+
+
+def _journals(directory: str, marks: Dict[str, Dict[str, bytes]], revocations: int) -> Dict[str, Any]:
+    """Events waiting in journal files: not imported yet (after a file's
+    progress mark), and not from before the latest revocation of consent
+    (those are purged, never sent)."""
+    files = events = size = 0
+    for name in sorted(os.listdir(directory)):
+        if not (name.startswith("events-") and name.endswith(".journal")) or name in marks["imported"]:
+            continue
+        parts = name[len("events-"):-len(".journal")].split("-")
+        epoch = int(parts[1][1:]) if len(parts) == 3 and parts[1][1:].isdigit() else 0
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        try:
+            start = min(max(0, int(marks["progress"].get(name, b"0"))), len(data))
+        except ValueError:
+            start = 0
+        sizes = _journal_records(data, start)
+        files += 1
+        if epoch == revocations:
+            events += len(sizes)
+            size += sum(sizes)
+    return {"files": files, "events": events, "bytes": size}
 
 
 def _when(ms: Optional[int]) -> str:
@@ -57,15 +122,39 @@ def inspect(directory: str) -> Dict[str, Any]:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         kv = list(db.execute("SELECT namespace, key, value, updated_ms FROM kv")) if "kv" in tables else []
         events: Dict[str, Any] = {"queued": 0, "bytes": 0, "oldest_ms": None, "newest_ms": None}
+        marks: Dict[str, Dict[str, bytes]] = {"imported": {}, "progress": {}}
+        revocations = 0
+        leases = []
+        for namespace, key, value, _ in kv:
+            if namespace == "events_journal_imported":
+                marks["imported"][key] = bytes(value)
+            elif namespace == "events_journal_progress":
+                marks["progress"][key] = bytes(value)
+            elif namespace == "consent" and key == "revocations":
+                try:
+                    revocations = int(bytes(value).decode("ascii"))
+                except ValueError:
+                    pass
+            elif namespace == "events_lease":
+                low, _, high = bytes(value).decode("ascii", "replace").partition(":")
+                if low.lstrip("-").isdigit() and high.lstrip("-").isdigit():
+                    leases.append((int(low), int(high)))
+        in_flight = 0
         if "events" in tables:
             count, size = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events").fetchone()
             events.update(queued=count, bytes=size)
+            for low, high in leases:
+                in_flight += db.execute("SELECT COUNT(*) FROM events WHERE seq BETWEEN ? AND ?", (low, high)).fetchone()[0]
             for key, order in (("oldest_ms", "ASC"), ("newest_ms", "DESC")):
                 row = db.execute(f"SELECT payload FROM events ORDER BY seq {order} LIMIT 1").fetchone()
                 payload = _json(row[0]) if row else None
                 events[key] = payload.get("timestamp") if isinstance(payload, dict) else None
     finally:
         db.close()
+    journals = _journals(directory, marks, revocations)
+    # Every event waiting in the directory: the table and the journals.
+    events.update(queued=events["queued"] + journals["events"], bytes=events["bytes"] + journals["bytes"],
+                  in_database=events["queued"], journals=journals, in_flight=in_flight)
     # The last upload error lives in the memory of a running queue only.
     events["last_error"] = None
     consent = "unknown"
@@ -91,6 +180,8 @@ def render(report: Dict[str, Any]) -> str:
     lines = [f"data directory {report['directory']}",
              f"events: {events['queued']} queued, {events['bytes']} bytes; oldest {_when(events['oldest_ms'])}, "
              f"newest {_when(events['newest_ms'])}",
+             f"  {events['in_database']} in the database ({events['in_flight']} in a batch being sent), "
+             f"{events['journals']['events']} in {events['journals']['files']} journal file(s) not yet imported",
              "  last upload error: only a running queue knows it (Events.stats()['last_error'])",
              f"consent: {report['consent']}"
              + ("  (revoked: nothing is queued or sent)" if report["consent"] == "revoked" else "")]

@@ -333,7 +333,9 @@ class Events(Handle):
             return _lib.call_returning_string(C.appnorth_events_anonymous_id, events)
 
     def stats(self) -> Dict[str, Any]:
-        """Queue statistics: queued, dropped counts, breaker, last error, ..."""
+        """Queue statistics: queued (the whole data directory, journals
+        included), queued_bytes, journals (files), disk_bytes (database, WAL
+        and journals on disk), dropped counts, breaker, last error, ..."""
         with self._use() as events, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_events_stats, events)
         result: Dict[str, Any] = parse_json(text)

@@ -71,3 +71,21 @@ def test_inspect_of_a_folder_without_data_says_so(tmp_path: Path) -> None:
     result = run_inspect(str(tmp_path))
     assert result.returncode == 1
     assert "not an appnorth data directory" in result.stderr
+
+
+def test_inspect_counts_events_still_in_journals(client: appnorth.Client, tmp_path: Path) -> None:
+    # The handle stays open: its events wait in its journal file, not yet
+    # in the database (issue 24: the inspector said "queued: 0").
+    with appnorth.Events(client, tmp_path, **QUIET) as events:
+        for n in range(7):
+            events.track("journaled", {"n": n})
+        report = json.loads(run_inspect(str(tmp_path), "--json").stdout)
+        assert report["events"]["journals"]["events"] == 7 and report["events"]["journals"]["files"] >= 1
+        assert report["events"]["queued"] == 7 == events.stats()["queued"]
+        assert report["events"]["in_flight"] == 0
+        assert "7 in 1 journal file(s) not yet imported" in run_inspect(str(tmp_path)).stdout
+        stats = events.stats()
+        assert stats["journals"] >= 1
+        on_disk = sum(p.stat().st_size for p in tmp_path.iterdir()
+                      if p.name.startswith(("appnorth.sqlite3", "events-")) and not p.name.endswith("-shm"))
+        assert stats["disk_bytes"] == on_disk

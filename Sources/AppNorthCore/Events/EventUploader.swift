@@ -104,7 +104,8 @@ extension AppNorthEvents {
         }
         defer {
             deleteDelivered()
-            if store.releaseLease() { _ = try? drainIntoTable() }
+            // The last attempt was delivered, or its failure already released it.
+            store.releaseLease(failed: false)
         }
         while !thread.isStopping {
             refreshConsent()
@@ -213,7 +214,7 @@ extension AppNorthEvents {
             // read are not sent; the rest is leased for the attempt.
             try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
             let floor = store.leaseFloor.load(ordering: .relaxed)
-            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
+            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor, afterFailure: retry > 0) else {
                 return .failed(.storage("cannot read the event queue"), kept: true)
             }
             if rest.isEmpty { return .delivered }
@@ -290,10 +291,7 @@ extension AppNorthEvents {
                 let failure = error ?? .network("no response")
                 record(failure)
                 // Not leased while it waits: past a limit, a trim may drop it.
-                // A trim that met it meanwhile is completed now (QueueLimits).
-                if store.leaseFloor.load(ordering: .relaxed) == Int64.max && store.releaseLease() {
-                    _ = try? drainIntoTable()
-                }
+                if store.leaseFloor.load(ordering: .relaxed) == Int64.max { store.releaseLease(failed: true) }
                 retry += 1
                 guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
                     logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")

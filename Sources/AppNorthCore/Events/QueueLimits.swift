@@ -156,12 +156,15 @@ extension EventStore {
                 dropped += 1
             }
             try table.delete(conn, self)
-            for index in table.owed {
+            // Leased rows went too, but are their owner's to count: dropped
+            // if its attempt fails, delivered if it does not.
+            for (index, count) in table.owed {
+                let value = leases[index].range.lowerBound.description + ":" + leases[index].range.upperBound.description
+                    + ":" + String(leases[index].owed + count)
                 try conn.run("UPDATE kv SET value = ? WHERE namespace = ? AND key = ?",
-                             [.blob(Array((leases[index].value + ":owed").utf8)), .text(Self.leaseNamespace),
-                              .text(leases[index].key)])
+                             [.blob(Array(value.utf8)), .text(Self.leaseNamespace), .text(leases[index].key)])
+                dropped -= count
             }
-            dropped -= table.owedCount
             for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
                 try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
                              [.text(Self.progressNamespace), .text(file.name),
@@ -184,8 +187,8 @@ extension EventStore {
         var index = 0
         var exhausted = false
         var taken: [Int64] = []
-        var owed: Set<Int> = []
-        var owedCount = 0
+        /// Leased rows taken, per lease.
+        var owed: [Int: Int] = [:]
         var after: (String, Int64) = ("", Int64.min)
 
         init(leases: [ClosedRange<Int64>]) { self.leases = leases }
@@ -204,18 +207,13 @@ extension EventStore {
             }
         }
 
-        /// Takes the head: deleted, or when leased (in flight), owed: its
-        /// lease is marked, and its owner trims again once the attempt
-        /// failed (`releaseLease`); a delivered batch has left anyway.
+        /// Takes the head (deleted). A leased one (in flight) is noted
+        /// on its lease: its owner counts it (`lease`, `releaseLease`).
         mutating func take() -> Int {
             let row = rows[index]
             index += 1
-            if let lease = leases.firstIndex(where: { $0.contains(row.seq) }) {
-                owed.insert(lease)
-                owedCount += 1
-            } else {
-                taken.append(row.seq)
-            }
+            if let lease = leases.firstIndex(where: { $0.contains(row.seq) }) { owed[lease, default: 0] += 1 }
+            taken.append(row.seq)
             return row.size
         }
 
@@ -251,7 +249,7 @@ extension EventStore {
 
     /// The leased ranges of every handle, as a trim sees them.
     func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError)
-        -> [(key: String, value: String, range: ClosedRange<Int64>)] {
+        -> [(key: String, range: ClosedRange<Int64>, owed: Int)] {
         let now = Self.wallMilliseconds()
         return try conn.query("SELECT key, value FROM kv WHERE namespace = ? AND updated_ms > ?",
                               [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) {
@@ -259,7 +257,7 @@ extension EventStore {
         }.compactMap { key, value in
             let parts = value.split(separator: ":")
             guard parts.count >= 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
-            return (key, value, low...high)
+            return (key, low...high, parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0)
         }
     }
 
@@ -267,9 +265,14 @@ extension EventStore {
     /// purge or another handle may have deleted some since it was read),
     /// leased from `floor` (a delivered batch not deleted yet) to its last
     /// row, in one transaction. An empty result is not leased.
-    func lease(_ batch: [StoredEvent], from floor: Int64?) throws(AppNorthError) -> [StoredEvent] {
+    /// `afterFailure`: the lease it replaces was of an attempt that failed
+    /// (a retry), whose rows a trim deleted are counted dropped now.
+    func lease(_ batch: [StoredEvent], from floor: Int64?, afterFailure: Bool) throws(AppNorthError) -> [StoredEvent] {
         guard let first = batch.first?.seq, let last = batch.last?.seq else { return [] }
         return try db.transaction { conn throws(AppNorthError) -> [StoredEvent] in
+            let previous = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
+                                          [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
+            if afterFailure { countOwed(previous) }
             let present = Set(try conn.query("SELECT seq FROM events WHERE seq BETWEEN ? AND ?",
                                              [.int(first), .int(last)]) { $0.int64(0) })
             let rest = present.count == batch.count ? batch : batch.filter { present.contains($0.seq) }
@@ -281,17 +284,25 @@ extension EventStore {
         }
     }
 
-    /// Ends this handle's lease (the attempt failed, or the cycle ended
-    /// with its delivered rows deleted). Returns whether a trim skipped
-    /// leased rows it would have dropped: the caller trims again now,
-    /// so that those (if still queued) go, the oldest, as they would have.
-    @discardableResult
-    func releaseLease() -> Bool {
+    /// Ends this handle's lease. `failed`: its attempt failed, so the
+    /// rows a trim deleted under it meanwhile were dropped, and are counted
+    /// now (`queue_limit`); after a delivery they were delivered instead.
+    func releaseLease(failed: Bool) {
         let values = try? db.withConnection { conn throws(AppNorthError) in
             try conn.query("DELETE FROM kv WHERE namespace = ? AND key = ? RETURNING value",
                            [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
         }
-        return values?.contains { $0.hasSuffix(":owed") } ?? false
+        if failed { countOwed(values ?? []) }
+    }
+
+    /// Adds the rows trims deleted under this handle's lease (its last
+    /// attempt failed) to `limitDropped`.
+    func countOwed(_ values: [String]) {
+        let owed = values.reduce(0) { total, value in
+            let parts = value.split(separator: ":")
+            return total + (parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0)
+        }
+        if owed > 0 { limitDropped.add(owed, ordering: .releasing) }
     }
 
     static func wallMilliseconds() -> Int64 { SystemClock().wallMilliseconds() }

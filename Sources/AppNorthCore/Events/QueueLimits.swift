@@ -156,14 +156,17 @@ extension EventStore {
                 dropped += 1
             }
             try table.delete(conn, self)
-            // Leased rows went too, but are their owner's to count: dropped
-            // if its attempt fails, delivered if it does not.
+            // Leased rows went too, noted on their lease: dropped if its
+            // attempt fails, delivered if not. This handle's own count now
+            // (and are taken back after a delivery); another's, by its owner.
             for (index, count) in table.owed {
-                let value = leases[index].range.lowerBound.description + ":" + leases[index].range.upperBound.description
-                    + ":" + String(leases[index].owed + count)
+                let lease = leases[index]
+                let mine = lease.key == leaseKey
+                let value = String(lease.range.lowerBound) + ":" + String(lease.range.upperBound) + ":"
+                    + String(lease.owed.total + count) + ":" + String(lease.owed.counted + (mine ? count : 0))
                 try conn.run("UPDATE kv SET value = ? WHERE namespace = ? AND key = ?",
-                             [.blob(Array(value.utf8)), .text(Self.leaseNamespace), .text(leases[index].key)])
-                dropped -= count
+                             [.blob(Array(value.utf8)), .text(Self.leaseNamespace), .text(lease.key)])
+                if !mine { dropped -= count }
             }
             for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
                 try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
@@ -249,7 +252,7 @@ extension EventStore {
 
     /// The leased ranges of every handle, as a trim sees them.
     func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError)
-        -> [(key: String, range: ClosedRange<Int64>, owed: Int)] {
+        -> [(key: String, range: ClosedRange<Int64>, owed: (total: Int, counted: Int))] {
         let now = Self.wallMilliseconds()
         return try conn.query("SELECT key, value FROM kv WHERE namespace = ? AND updated_ms > ?",
                               [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) {
@@ -257,7 +260,7 @@ extension EventStore {
         }.compactMap { key, value in
             let parts = value.split(separator: ":")
             guard parts.count >= 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
-            return (key, low...high, parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0)
+            return (key, low...high, Self.owed(parts))
         }
     }
 
@@ -272,7 +275,7 @@ extension EventStore {
         return try db.transaction { conn throws(AppNorthError) -> [StoredEvent] in
             let previous = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
                                           [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
-            if afterFailure { countOwed(previous) }
+            settleOwed(previous, failed: afterFailure)
             let present = Set(try conn.query("SELECT seq FROM events WHERE seq BETWEEN ? AND ?",
                                              [.int(first), .int(last)]) { $0.int64(0) })
             let rest = present.count == batch.count ? batch : batch.filter { present.contains($0.seq) }
@@ -292,17 +295,28 @@ extension EventStore {
             try conn.query("DELETE FROM kv WHERE namespace = ? AND key = ? RETURNING value",
                            [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
         }
-        if failed { countOwed(values ?? []) }
+        settleOwed(values ?? [], failed: failed)
     }
 
-    /// Adds the rows trims deleted under this handle's lease (its last
-    /// attempt failed) to `limitDropped`.
-    func countOwed(_ values: [String]) {
-        let owed = values.reduce(0) { total, value in
-            let parts = value.split(separator: ":")
-            return total + (parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0)
+    /// A lease's owed rows: all of them, and those already counted.
+    static func owed(_ parts: [Substring]) -> (total: Int, counted: Int) {
+        let total = parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0
+        return (total, parts.count > 3 ? min(total, max(0, Int(parts[3]) ?? 0)) : 0)
+    }
+
+    /// The rows trims deleted under this handle's lease: after a failed
+    /// attempt, dropped (those not counted yet are added to
+    /// `limitDropped`); after a delivery, delivered (those counted are
+    /// taken back).
+    func settleOwed(_ values: [String], failed: Bool) {
+        for value in values {
+            let owed = Self.owed(value.split(separator: ":"))
+            if failed {
+                limitDropped.add(owed.total - owed.counted, ordering: .releasing)
+            } else {
+                limitDropped.subtract(owed.counted, ordering: .releasing)
+            }
         }
-        if owed > 0 { limitDropped.add(owed, ordering: .releasing) }
     }
 
     static func wallMilliseconds() -> Int64 { SystemClock().wallMilliseconds() }

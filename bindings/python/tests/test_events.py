@@ -171,14 +171,30 @@ def test_one_rejected_event_does_not_take_its_batch_with_it(events: appnorth.Eve
     assert stats["breaker"]["consecutive_failures"] == 0
 
 
-def test_a_4xx_without_a_list_still_discards_the_batch(events: appnorth.Events, admin: Admin) -> None:
-    admin.add_fault(status=400, path_prefix=f"/v1/apps/{APP}/events")
+def test_a_4xx_without_a_list_refused_all_the_way_down_discards_the_batch(events: appnorth.Events,
+                                                                         admin: Admin) -> None:
+    # Naming no event, the 400 sends the batch in halves (issue 24): the
+    # batch, [e0], [e1 e2], [e1], [e2]; all refused, all discarded.
+    admin.add_fault(status=400, count=5, path_prefix=f"/v1/apps/{APP}/events")
     for i in range(3):
         events.track(f"e{i}")
     with pytest.raises(appnorth.ValidationError):
         events.flush(5000)
     assert events.stats()["dropped"]["client_error"] == 3 and events.stats()["queued"] == 0
     assert admin.state(APP)["events"] == []
+
+
+def test_a_4xx_without_a_list_drops_only_the_poisoned_event(events: appnorth.Events, admin: Admin) -> None:
+    admin.settings(poisoned_event_names=["poison"])
+    try:
+        for i in range(9):
+            events.track(f"good{i}")
+        events.track("poison")
+        events.flush(5000)
+        assert events.stats()["dropped"]["client_error"] == 1 and events.stats()["queued"] == 0
+        assert {e["name"] for e in admin.state(APP)["events"]} == {f"good{i}" for i in range(9)}
+    finally:
+        admin.settings(poisoned_event_names=[])
 
 
 def test_close_with_flush_sends_the_queue(client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:

@@ -199,6 +199,26 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         t.add("dispatch, nothing pending", reason, "≤ 100 ns median", None)
         t.add("config propagation, dispatch mode", reason, "p50 ≤ 5 ms", None)
         t.add("idle live stream", reason, "≤ 4 a minute (one per keepalive)", None)
+    asy = data.get("async")
+    if asy:
+        t.add("non-blocking read", f"`list_boards_async` start → completion callback: p50 {asy['async_p50_ms']:.3f} ms "
+              f"against the blocking call's {asy['blocking_p50_ms']:.3f} ms ({asy['ratio_p50']:.2f}×, "
+              f"{asy['rounds']} interleaved pairs)", "≤ 1.1× the blocking call", asy["ratio_p50"] <= 1.1)
+        all_ok = asy["in_flight_ok"] == asy["in_flight_expected"]
+        extra = asy["threads_during"] - asy["threads_before"]
+        t.add("256 reads in flight, one client",
+              f"{asy['in_flight_ok']} of {asy['in_flight_expected']} completed; {asy['in_flight_per_s']:.0f} reads/s "
+              f"against {asy['threads8_per_s']:.0f}/s from 8 host threads making blocking calls "
+              f"({asy['in_flight_per_s'] / asy['threads8_per_s']:.2f}×); library threads +{extra} "
+              f"(at most 3: transfer thread and 2 workers); transfer thread busy "
+              f"{100 * asy['transfer_thread_busy']:.0f}% of the time",
+              "all complete, ≤ 3 threads, ≥ 8 blocking threads' throughput",
+              all_ok and extra <= 3 and asy["in_flight_per_s"] >= asy["threads8_per_s"])
+    else:
+        reason = "not measured: the async benchmark did not run"
+        t.add("non-blocking read", reason, "≤ 1.1× the blocking call", None)
+        t.add("256 reads in flight, one client", reason, "all complete, ≤ 3 threads, ≥ 8 blocking threads' throughput",
+              None)
     h2 = data.get("http2")
     if h2:
         a, b = h2["h2"], h2["h1"]

@@ -40,7 +40,7 @@ libs=(-Ldist/lib -lappnorth "-Wl,-rpath,$root/dist/lib" $(pkg-config --libs sqli
 have_config=0
 if grep -q appnorth_config_new dist/include/appnorth.h; then have_config=1; fi
 mkdir -p $build
-for prog in track flush offline memory; do
+for prog in track flush offline memory async; do
     $cc "${cflags[@]}" -o $build/bench_$prog bench/c/bench_$prog.c "${libs[@]}"
 done
 if [ $have_config = 1 ]; then
@@ -84,6 +84,7 @@ scripts/with-devserver.sh bash -c '
         run http2 bench/http2.sh $build
         run dispatch $build/bench_dispatch "$APPNORTH_TEST_SERVER"
     fi
+    run async $build/bench_async "$APPNORTH_TEST_SERVER"
     run coldstart $build/bench_coldstart "$APPNORTH_TEST_SERVER"
     run memory $build/bench_memory
     printf "\n== python\n" >&2

@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 
 /// The few library threads that run the non-blocking calls made of
@@ -53,6 +54,7 @@ final class OperationWorkers: @unchecked Sendable {
         defer { pthread_attr_destroy(&attributes) }
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, &attributes, { raw in
+            appnorth_set_thread_name("appnorth-ops")
             Unmanaged<OperationWorkers>.fromOpaque(raw!).takeRetainedValue().work()
             return nil
         }, context)

@@ -1,4 +1,5 @@
 import CCurl
+import CSystem
 import Glibc
 
 /// Runs the non-blocking transfers of the whole process on one library
@@ -27,7 +28,8 @@ final class TransferEngine: @unchecked Sendable {
         let done: @Sendable (CURLcode) -> Void
     }
 
-    static let maxHostConnections = 16
+    static let maxHostConnections = 8
+    static let sweepIntervalNs: UInt64 = 2_000_000
 
     private static let current = Lock<(generation: UInt64, engine: TransferEngine?)>((0, nil))
 
@@ -64,6 +66,7 @@ final class TransferEngine: @unchecked Sendable {
         defer { pthread_attr_destroy(&attributes) }
         let rc = pthread_create(&thread, &attributes, { raw in
             let engine = Unmanaged<TransferEngine>.fromOpaque(raw!).takeRetainedValue()
+            appnorth_set_thread_name("appnorth-xfer")
             engine.loop()
             return nil
         }, context)
@@ -87,14 +90,24 @@ final class TransferEngine: @unchecked Sendable {
 
     private func loop() {
         var active: Int32 = 0
+        var lastSweep: UInt64 = 0
         while true {
             admit()
             curl_multi_perform(multi, &active)
             collect()
-            sweepCancelled()
+            // A cancel wakes the loop; looking at every transfer on each
+            // turn would cost O(transfers) per socket event, so at most
+            // every `sweepIntervalNs` (a cancel ends within that).
+            let now = monotonicNow()
+            let sweepDue = now &- lastSweep >= Self.sweepIntervalNs
+            if sweepDue {
+                lastSweep = now
+                sweepCancelled()
+            }
             // curl_multi_poll waits no longer than curl's own next timeout;
             // with nothing in flight only a wakeup (a new transfer) ends it.
-            let waitMs: Int32 = running.isEmpty ? 3_600_000 : 1000
+            // A turn that skipped the sweep comes back for it soon.
+            let waitMs: Int32 = running.isEmpty ? 3_600_000 : (sweepDue ? 1000 : 2)
             curl_multi_poll(multi, nil, 0, waitMs, nil)
         }
     }

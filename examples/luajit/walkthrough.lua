@@ -1,7 +1,8 @@
 -- The C walkthrough from LuaJIT's ffi, in the shape of a game's frame loop:
 -- boards and ideas, a comment written offline and flushed later, events that
 -- outlive a lost connection and a restart, remote config with a live
--- listener (and the cached copy after a restart), a logger, every handle
+-- listener (and the cached copy after a restart), a logger, reads that never
+-- block a frame (non-blocking calls completed in the frame loop), every handle
 -- freed at exit.
 --
 --     luajit examples/luajit/walkthrough.lua DIST_DIR API_URL APP_ID DATA_DIR
@@ -104,6 +105,29 @@ local function frames(done)
     return false
 end
 
+-- Non-blocking reads: a start call returns at once; its completion runs in
+-- a later frame's appnorth_dispatch(), on this thread (dispatch mode).
+local finished = {}
+local on_done = ffi.cast("appnorth_completion_fn", function(op, status, e, result_json)
+    finished[tostring(op)] = {status = status, message = ffi.string(e.message),
+                              json = result_json ~= nil and ffi.string(result_json) or nil}
+end)
+-- read(start, args...): starts start(client, args..., on_done, NULL, &op,
+-- &err), keeps the frames going until it completed, returns its JSON.
+local function read(start, ...)
+    local n, args, op = select("#", ...), {client, ...}, ffi.new("uint64_t[1]")
+    args[n + 2], args[n + 3], args[n + 4], args[n + 5] = on_done, ffi.cast("void *", 0), op, err
+    check(start(unpack(args, 1, n + 5)))
+    local key, frames_waited = tostring(op[0]), 0
+    assert(frames(function() frames_waited = frames_waited + 1; return finished[key] ~= nil end), "no completion")
+    local result = finished[key]
+    finished[key] = nil
+    if result.status ~= lib.APPNORTH_OK then
+        error(("%s: %s"):format(ffi.string(lib.appnorth_status_str(result.status)), result.message))
+    end
+    return result.json, frames_waited - 1 -- done() runs once before each frame
+end
+
 print(("libappnorth %s (LuaJIT %s, ffi)"):format(ffi.string(lib.appnorth_version()), jit.version))
 local client_out = ffi.new("appnorth_client *[1]")
 do
@@ -117,13 +141,12 @@ do
 end
 client = client_out[0]
 
-print("1. Boards and ideas")
-local json = out_string()
-check(lib.appnorth_client_list_boards(client, json, err))
-print("   boards: " .. take(json))
-check(lib.appnorth_client_list_ideas(client, '{"q":"dark"}', json, err))
-local ideas = take(json)
+print("1. Boards and ideas, read without blocking a frame")
+local boards, waited = read(lib.appnorth_client_list_boards_async)
+print(("   boards (after %d frames): %s"):format(waited, boards))
+local ideas = read(lib.appnorth_client_list_ideas_async, '{"q":"dark"}')
 print('   ideas matching "dark": ' .. ideas)
+local json = out_string()
 
 print("2. A comment written offline")
 local storage, queue = ffi.new("appnorth_storage *[1]"), ffi.new("appnorth_queue *[1]")
@@ -210,6 +233,7 @@ lib.appnorth_config_free(config)
 frame()                          -- the log lines queued so far
 lib.appnorth_client_free(client) -- last: the other handles are freed; queued log lines are dropped
 logger:free()                    -- nothing can call them any more
+on_done:free()
 listener:free()
 
 print(ok and "all four walkthroughs done" or "a walkthrough did not end as expected")

@@ -330,7 +330,8 @@ APPNORTH_API int32_t appnorth_client_options_set_api_url(appnorth_client_options
                                                          appnorth_error *err);
 
 /**
- * Set the App ID: 1 to 128 characters of A-Z a-z 0-9 . _ -. Required.
+ * Set the App ID: 1 to 128 characters of A-Z a-z 0-9 . _ -, other than "."
+ * and "..". Required.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL or a malformed id.
  */
 APPNORTH_API int32_t appnorth_client_options_set_app_id(appnorth_client_options *options,
@@ -342,12 +343,32 @@ APPNORTH_API int32_t appnorth_client_options_set_app_id(appnorth_client_options 
  * scoping) and its API token. email, token: both NULL clears the credential
  * (anonymous).
  * One NULL and not the other is APPNORTH_E_INVALID_ARGUMENT. The token is
- * kept in memory only: it is never written to disk or to a log.
+ * kept in memory only: it is never written to disk or to a log. A
+ * credential on an http:// API URL whose host is not loopback makes
+ * appnorth_client_new() return APPNORTH_E_INVALID_ARGUMENT, unless the host
+ * was allowed with appnorth_client_options_allow_cleartext_host().
  */
 APPNORTH_API int32_t appnorth_client_options_set_credential(appnorth_client_options *options,
                                                             const char *email,
                                                             const char *token,
                                                             appnorth_error *err);
+
+/**
+ * Allow the credential to go in clear text (http://) to `host`, by name.
+ * By default appnorth_client_new() refuses a credential on an http:// API
+ * URL unless its host is loopback (localhost, *.localhost, 127.0.0.0/8,
+ * [::1]): a bearer token must not cross a network unencrypted (RFC 6750
+ * 5.3). A host allowed here is accepted, and appnorth_client_new() logs a
+ * warning saying the credential goes in clear text. `host` is a bare name
+ * or address ("staging.internal", "10.0.0.5", "::1"), compared without
+ * case; at most 16 per options. Call it once per host.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for NULL, an empty host, one with a
+ * scheme, port, path or other characters, or a 17th host;
+ * APPNORTH_E_TOO_LARGE over 253 bytes.
+ */
+APPNORTH_API int32_t appnorth_client_options_allow_cleartext_host(appnorth_client_options *options,
+                                                                  const char *host,
+                                                                  appnorth_error *err);
 
 /**
  * Set the timeouts in milliseconds: `api_request_ms` for API calls (default
@@ -386,12 +407,14 @@ APPNORTH_API int32_t appnorth_client_options_set_logger(appnorth_client_options 
  * alive between requests; the config stream keeps one of its own, because
  * libcurl lets only one thread use a connection at a time (the stream and
  * the uploads run on different threads, so they do not share one HTTP/2
- * connection). See docs/tls-and-proxies.md. */
+ * connection). TLS 1.2 is the lowest version negotiated, whatever OpenSSL's
+ * configuration (OPENSSL_CONF) allows. See docs/tls-and-proxies.md. */
 
 /**
  * Verify servers against the PEM CA bundle in the file at `path` instead of
- * the system store. The file is read at each new connection. path: NULL
- * clears it.
+ * the system store: it replaces every default trust source (libcurl's
+ * built-in CA bundle and CA directory). The file is read at each new
+ * connection. path: NULL clears it.
  * Returns APPNORTH_E_INVALID_ARGUMENT for an empty path, APPNORTH_E_TOO_LARGE
  * over 4096 bytes, APPNORTH_E_INVALID_UTF8 for bad text.
  */
@@ -405,7 +428,8 @@ APPNORTH_API int32_t appnorth_client_options_set_ca_file(appnorth_client_options
 /**
  * Verify servers against a PEM CA bundle held in memory (`length` bytes,
  * copied; no NUL needed; it must hold a "-----BEGIN CERTIFICATE-----" line,
- * so at least 27 bytes). Takes precedence over appnorth_client_options_set_ca_file().
+ * so at least 27 bytes), which replaces every default trust source, as
+ * with appnorth_client_options_set_ca_file(), and takes precedence over it.
  * NULL `pem` with `length` 0 clears it.
  * Returns APPNORTH_E_INVALID_ARGUMENT for NULL with a length or for text
  * without a BEGIN CERTIFICATE block, APPNORTH_E_TOO_LARGE above

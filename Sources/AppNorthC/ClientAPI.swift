@@ -15,6 +15,7 @@ final class ClientOptions {
     var compressUploads = true
     /// Dispatch mode (DispatchAPI.swift).
     var dispatchMode = false
+    var cleartextHosts: [String] = []
 }
 
 @c @implementation
@@ -63,6 +64,19 @@ public func appnorth_client_options_set_credential(_ options: OpaquePointer?, _ 
             try AppNorthClientConfiguration.validateCredential(email: credential.email, token: credential.token)
             opts.credential = credential
         }
+    }
+}
+
+@c @implementation
+public func appnorth_client_options_allow_cleartext_host(_ options: OpaquePointer?, _ host: UnsafePointer<CChar>?,
+                                                         _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
+    guarded(err) {
+        let opts = try Handle.get(options, as: ClientOptions.self, "options")
+        let name = try Cleartext.validatedHost(requiredString(host, "host", maxBytes: Cleartext.maxHostBytes))
+        guard opts.cleartextHosts.count < 16 || opts.cleartextHosts.contains(name) else {
+            throw AppNorthError.invalidArgument("at most 16 cleartext hosts")
+        }
+        if !opts.cleartextHosts.contains(name) { opts.cleartextHosts.append(name) }
     }
 }
 
@@ -192,7 +206,7 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
         guard let appID = opts.appID else { throw AppNorthError.invalidArgument("options have no App ID") }
         var configuration = try AppNorthClientConfiguration(apiURL: apiURL, appID: appID, credential: opts.credential,
                                                             timeouts: opts.timeouts, logger: opts.logger,
-                                                            trust: opts.trust)
+                                                            trust: opts.trust, allowCleartextHosts: opts.cleartextHosts)
         configuration.compressUploads = opts.compressUploads
         let dispatcher = opts.dispatchMode ? try CallbackDispatcher() : nil
         out.pointee = Handle.make(AppNorthClient(configuration: configuration, dispatcher: dispatcher))

@@ -115,11 +115,13 @@ final class SupportTests: XCTestCase {
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedAppID(String(repeating: "a", count: 129)))
         XCTAssertThrowsError(try AppNorthClientConfiguration.validatedAppID("a/b"))
         let configuration = try AppNorthClientConfiguration(
-            apiURL: "http://h", appID: "app", credential: AppNorthCredential(email: "Ada@Example.COM", token: "t"))
+            apiURL: "http://h", appID: "app", credential: AppNorthCredential(email: "Ada@Example.COM", token: "t"),
+            allowCleartextHosts: ["h"])
         XCTAssertEqual(configuration.scope, "http://h|app|ada@example.com")
         XCTAssertEqual(try AppNorthClientConfiguration(apiURL: "http://h", appID: "app").scope, "http://h|app|anonymous")
         XCTAssertThrowsError(try AppNorthClientConfiguration(
-            apiURL: "http://h", appID: "app", credential: AppNorthCredential(email: "a@b", token: "has space")))
+            apiURL: "http://h", appID: "app", credential: AppNorthCredential(email: "a@b", token: "has space"),
+            allowCleartextHosts: ["h"]))
     }
 
     func testIdeaQueryParsing() throws {

@@ -28,14 +28,17 @@ public struct AppNorthClientConfiguration: Sendable {
     /// gzip turns it off for the client by itself.
     public var compressUploads = true
 
-    /// Checks the URL and App ID; the URL loses any trailing slash.
+    /// Checks the URL and App ID; the URL loses any trailing slash. A
+    /// credential on an http:// URL is refused unless the host is loopback
+    /// or named in `allowCleartextHosts` (Cleartext).
     public init(apiURL: String, appID: String, credential: AppNorthCredential? = nil,
                 timeouts: HTTPTimeouts = .default, logger: Logger = .silent,
-                trust: HTTPTrust = HTTPTrust()) throws(AppNorthError) {
+                trust: HTTPTrust = HTTPTrust(), allowCleartextHosts: [String] = []) throws(AppNorthError) {
         self.apiURL = try Self.validatedURL(apiURL)
         self.appID = try Self.validatedAppID(appID)
         if let credential {
             try Self.validateCredential(email: credential.email, token: credential.token)
+            try Cleartext.check(url: self.apiURL, allowed: allowCleartextHosts, logger: logger)
         }
         self.credential = credential
         self.timeouts = timeouts
@@ -86,6 +89,8 @@ public struct AppNorthClientConfiguration: Sendable {
         guard (1...128).contains(id.utf8.count) else {
             throw .invalidArgument("App ID must be 1 to 128 characters")
         }
+        // A dot segment would be removed from the URL path by curl.
+        guard id != "." && id != ".." else { throw .invalidArgument("App ID must not be \".\" or \"..\"") }
         for byte in id.utf8 {
             let ok = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
                 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)

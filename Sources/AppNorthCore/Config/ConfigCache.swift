@@ -119,14 +119,9 @@ final class ConfigCache: Sendable {
 enum ConfigCacheClaims {
     private static let claims = Lock<Set<String>>([])
 
-    /// The claim key: the directory's canonical path and the App ID.
+    /// The claim key: the directory's identity (device, inode) and the App ID.
     static func key(directory: DataDirectory, appID: String) -> String {
-        var canonical = directory.path
-        if let resolved = realpath(directory.path, nil) {
-            canonical = String(cString: resolved)
-            free(resolved)
-        }
-        return canonical + "|" + appID
+        directory.identity + "|" + appID
     }
 
     static func claim(_ key: String) throws(AppNorthError) {

@@ -21,7 +21,7 @@ final class ConsentWatch: Sendable {
     static let fileName = "consent.watch"
     private static let wordCount = 2
 
-    private let path: String
+    private let directory: DataDirectory
     private let fd: Int32
     /// The two counters in the shared mapping (changes, revocations). Only
     /// this library writes the file, and only ever grows it.
@@ -33,8 +33,8 @@ final class ConsentWatch: Sendable {
 
     init(directory: DataDirectory) throws(AppNorthError) {
         let path = directory.file(Self.fileName)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        // Never a link, nor a file another user planted (DataDirectory).
+        let fd = try directory.openOrCreate(Self.fileName)
         let bytes = Self.wordCount * MemoryLayout<UInt64>.size
         var info = stat()
         // Only ever grown: ftruncate to the same size keeps what another
@@ -50,7 +50,7 @@ final class ConsentWatch: Sendable {
             close(fd)
             throw .storage("cannot map \(path): \(reason)")
         }
-        self.path = path
+        self.directory = directory
         self.fd = fd
         words = mapped.bindMemory(to: UInt64.self, capacity: Self.wordCount)
         forkGeneration = ForkGuard.generation
@@ -107,8 +107,7 @@ final class ConsentWatch: Sendable {
     /// upload thread's descriptor would convert that thread's shared lock,
     /// and a failed conversion drops it.
     func waitForUploads(timeoutMilliseconds: Int) -> Bool {
-        let own = open(path, O_RDONLY | O_CLOEXEC)
-        guard own >= 0 else { return false }
+        guard let own = try? directory.openExisting(Self.fileName) else { return false }
         defer { close(own) }
         var waitedMs = 0
         var stepMs = 1

@@ -255,7 +255,7 @@ final class EventJournal: Sendable {
             if let old {
                 retired.append(old)
             } else if let replacement {
-                unlink(replacement.path)
+                directory.remove(replacement.name)
             }
         }
         if let failure { throw failure }
@@ -294,18 +294,17 @@ final class EventJournal: Sendable {
         var lastError = ""
         for _ in 0..<4 {
             let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + Random.hexToken(bytes: 8) + suffix
-            let path = directory.file(name)
-            let temporary = path + ".new"
-            let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            let temporary = name + ".new"
+            let fd = openat(directory.fd, temporary, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 lastError = String(cString: strerror(errno))
                 continue
             }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 && rename(temporary, path) == 0 {
-                return JournalSegment(name: name, path: path, fd: fd, epoch: epoch)
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 && directory.rename(temporary, to: name) {
+                return JournalSegment(name: name, path: directory.file(name), fd: fd, epoch: epoch)
             }
             lastError = String(cString: strerror(errno))
-            unlink(temporary)
+            directory.remove(temporary)
             close(fd)
         }
         throw .storage("cannot create an event journal in \(directory.path): \(lastError)")
@@ -352,20 +351,28 @@ final class EventJournal: Sendable {
 
     /// Another handle's journal read as it is now (it may be appending:
     /// a torn tail is skipped by the decoder), for the directory's census;
-    /// nil when it is gone or cannot be read. Opened read-only, never
-    /// through a symbolic link.
-    static func readIfPresent(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
+    /// nil when it is gone or cannot be read. Opened read-only through
+    /// the folder's descriptor, only when adoptable (DataDirectory).
+    static func readIfPresent(_ name: String, in directory: DataDirectory) -> [UInt8]? {
+        guard let fd = try? directory.openExisting(name) else { return nil }
         defer { close(fd) }
-        return try? readAll(fd, path)
+        return try? readAll(fd, directory.file(name))
     }
 
     /// A journal that no live process holds, opened and locked; nil when
     /// its owner is alive (it holds the lock) or it is gone.
-    static func claimOrphan(_ path: String) -> Int32? {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+    static func claimOrphan(_ name: String, in directory: DataDirectory, logger: Logger) -> Int32? {
+        let fd: Int32
+        do throws(AppNorthError) {
+            // Only a regular file of the effective uid: a link, or a
+            // journal another user forged (its checksums are no MAC), is
+            // never imported nor uploaded with this user's credential.
+            guard let opened = try directory.openExisting(name, writable: true) else { return nil }
+            fd = opened
+        } catch {
+            logger.log(.warning, "event queue: \(error.message)")
+            return nil
+        }
         var info = stat()
         // Another process may have imported and removed it while this one
         // waited for the lock: a removed file has no links left.
@@ -379,17 +386,7 @@ final class EventJournal: Sendable {
     /// The names in the data directory that are journals (`creating`:
     /// half-created ones instead).
     func journalNames(creating: Bool = false) -> [String] {
-        guard let dir = opendir(directory.path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
         let ending = creating ? Self.creatingSuffix : Self.suffix
-        // The name is read in place up to its NUL (copying the whole
-        // d_name array would read the bytes past it, which are undefined).
-        guard let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name) else { return [] }
-        while let entry = readdir(dir) {
-            let name = String(cString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
-            if name.hasPrefix(Self.prefix) && name.hasSuffix(ending) { names.append(name) }
-        }
-        return names
+        return directory.names { $0.hasPrefix(Self.prefix) && $0.hasSuffix(ending) }
     }
 }

@@ -268,7 +268,7 @@ final class EventStore: Sendable {
             // A file imported in part loses its rest.
             gone += journal.unsettledRecords(segment)
             if segment.settledRecords.load(ordering: .relaxed) > 0 { state.settledMarks.append(segment.name) }
-            unlink(segment.path)
+            journal.directory.remove(segment.name)
             journal.settle(segment)
         }
         state.retired.removeAll()

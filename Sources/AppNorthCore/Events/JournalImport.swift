@@ -236,7 +236,7 @@ extension EventStore {
         }
         settledMarks.removeAll()
         for (file, part) in zip(files, parts) where part.finished {
-            unlink(file.path)
+            journal.directory.remove(file.name)
             settledMarks.append(file.name)
         }
         return parts

@@ -8,9 +8,8 @@ extension EventStore {
     /// are gone. Runs at open and, from the upload thread, every 10 s.
     func recoverOrphans() throws(AppNorthError) {
         for name in journal.journalNames(creating: true) {
-            let path = journal.directory.file(name)
-            if let fd = EventJournal.claimOrphan(path) {
-                unlink(path)
+            if let fd = EventJournal.claimOrphan(name, in: journal.directory, logger: logger) {
+                journal.directory.remove(name)
                 close(fd)
             }
         }
@@ -32,7 +31,7 @@ extension EventStore {
         }
         for name in journal.journalNames() {
             let path = journal.directory.file(name)
-            guard let fd = EventJournal.claimOrphan(path) else { continue }
+            guard let fd = EventJournal.claimOrphan(name, in: journal.directory, logger: logger) else { continue }
             // A file that cannot be read is left for the next scan: it
             // must not fail the open, or stop every upload cycle, for the
             // events that are readable.
@@ -55,7 +54,7 @@ extension EventStore {
         }
         // Marks of deleted files: this scan's, and any a process left when
         // it ended (or closed) before its next import dropped them.
-        for (namespace, name) in marks where access(journal.directory.file(name), F_OK) != 0 && errno == ENOENT {
+        for (namespace, name) in marks where !journal.directory.exists(name) {
             try? db.kvDelete(namespace: namespace, key: name)
         }
         draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }

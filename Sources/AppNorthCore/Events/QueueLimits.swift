@@ -54,7 +54,7 @@ extension EventStore {
         let revocations = try ConsentRecord.revocations(conn)
         var found: [ForeignJournal] = []
         for name in journal.journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
-            guard let contents = EventJournal.readIfPresent(journal.directory.file(name)),
+            guard let contents = EventJournal.readIfPresent(name, in: journal.directory),
                   let start = try Self.importedOffset(conn, name, within: contents.count) else { continue }
             var file = ForeignJournal(name: name)
             var position = start

@@ -29,27 +29,33 @@ extension AppNorthSecureStore {
 /// holds a lock on `identity.json.lock` and re-reads the file first, so no
 /// change overwrites another's and the first anonymous id made wins.
 public final class FileSecureStore: AppNorthSecureStore {
-    private let path: String
-    private let lockPath: String
+    /// Reached through the folder's descriptor only (DataDirectory): a
+    /// link planted as the file, its lock or a temporary is never followed,
+    /// and a file another user owns is never adopted.
+    private let directory: DataDirectory
+    private let name: String
+    private let lockName: String
     /// True when the file existed but held something other than a JSON
     /// object of strings when opened; the unreadable values were dropped.
     public let wasDamaged: Bool
 
     public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
-        path = directory.file(file)
-        lockPath = try directory.ensurePrivateFile(file + ".lock")
-        wasDamaged = try Self.read(path).damaged
+        self.directory = directory
+        name = file
+        lockName = file + ".lock"
+        close(try directory.openOrCreate(lockName))
+        wasDamaged = try Self.read(directory, file).damaged
     }
 
     public func read(_ key: String) throws -> String? {
-        try Self.read(path).values[key]
+        try Self.read(directory, name).values[key]
     }
 
     public func write(_ key: String, _ value: String?) throws {
         try locked { () throws(AppNorthError) in
-            var values = try Self.read(path).values
+            var values = try Self.read(directory, name).values
             values[key] = value
-            try Self.save(values, to: path)
+            try Self.save(values, in: directory, as: name)
         }
     }
 
@@ -58,10 +64,10 @@ public final class FileSecureStore: AppNorthSecureStore {
         // (the random pool) runs under the identity lock.
         let made = make()
         return try locked { () throws(AppNorthError) -> String in
-            var values = try Self.read(path).values
+            var values = try Self.read(directory, name).values
             if let value = values[key], accept(value) { return value }
             values[key] = made
-            try Self.save(values, to: path)
+            try Self.save(values, in: directory, as: name)
             return made
         }
     }
@@ -73,8 +79,7 @@ public final class FileSecureStore: AppNorthSecureStore {
     /// processes, not threads, hence the process lock around them.
     private func locked<T>(_ body: () throws(AppNorthError) -> T) throws(AppNorthError) -> T {
         try IdentityWriters.shared.lock.withLock { _ throws(AppNorthError) -> T in
-            let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw .storage("cannot open the identity lock file: \(String(cString: strerror(errno)))") }
+            let fd = try directory.openOrCreate(lockName)
             defer { close(fd) }  // closing releases the record lock
             var whole = Glibc.flock()
             whole.l_type = Int16(F_WRLCK)
@@ -86,12 +91,8 @@ public final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
-    private static func read(_ path: String) throws(AppNorthError) -> (values: [String: String], damaged: Bool) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return ([:], false) }
-            throw .storage("cannot read the identity file: \(String(cString: strerror(errno)))")
-        }
+    private static func read(_ directory: DataDirectory, _ name: String) throws(AppNorthError) -> (values: [String: String], damaged: Bool) {
+        guard let fd = try directory.openExisting(name) else { return ([:], false) }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -111,23 +112,20 @@ public final class FileSecureStore: AppNorthSecureStore {
         return (out, damaged)
     }
 
-    private static func save(_ values: [String: String], to path: String) throws(AppNorthError) {
+    private static func save(_ values: [String: String], in directory: DataDirectory, as name: String) throws(AppNorthError) {
         let root = JSON.object()
         for (key, value) in values.sorted(by: { $0.key < $1.key }) { root.set(key, .string(value)) }
         let bytes = Array(root.serialized().utf8)
-        // A name of this writer's own: a shared ".tmp" could be renamed
-        // away under another writer between its write and its rename.
-        // Writers of one process take turns, so the pid is enough.
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot write the identity file: \(String(cString: strerror(errno)))") }
-        fchmod(fd, 0o600)
+        // A new file under an unpredictable name (O_EXCL), renamed over the
+        // old one: nothing planted under a temporary name is written to.
+        let (fd, temporary) = try directory.createTemporary(name + ".tmp-")
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd)
         close(fd)
-        guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .storage("cannot write the identity file: \(String(cString: strerror(errno)))")
+        guard written == bytes.count, synced == 0, directory.rename(temporary, to: name) else {
+            let reason = String(cString: strerror(errno))
+            directory.remove(temporary)
+            throw .storage("cannot write the identity file: \(reason)")
         }
     }
 }

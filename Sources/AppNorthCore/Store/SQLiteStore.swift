@@ -39,10 +39,21 @@ public final class SQLiteStore: Sendable {
     private let connection: Lock<Connection>
     public let path: String
 
-    /// Opens (creating if needed) `file` inside `directory`.
+    /// Opens (creating if needed) `file` inside `directory`: a regular
+    /// file of the effective uid (DataDirectory.adoptable), as are its
+    /// -wal, -shm and -journal files when they exist. SQLite takes a path:
+    /// it gets the folder's canonical one with SQLITE_OPEN_NOFOLLOW (no
+    /// link anywhere in it; SQLite opens every file O_NOFOLLOW), and the
+    /// file it opened is checked to be the one in the folder's descriptor.
     public convenience init(directory: DataDirectory, file: String = "appnorth.sqlite3") throws(AppNorthError) {
         let path = try directory.ensurePrivateFile(file)
+        for suffix in ["-wal", "-shm", "-journal"] { try directory.refuseForeign(file + suffix) }
         try self.init(path: path)
+        var opened = stat(), held = stat()
+        guard lstat(path, &opened) == 0, fstatat(directory.fd, file, &held, AT_SYMLINK_NOFOLLOW) == 0,
+              opened.st_dev == held.st_dev, opened.st_ino == held.st_ino else {
+            throw .storage("unsafe data directory \(directory.path): it was moved while its database was opened")
+        }
     }
 
     /// Opens a database at `path`; ":memory:" gives a private in-memory one.
@@ -52,6 +63,7 @@ public final class SQLiteStore: Sendable {
         // NOMUTEX: the connection is only used under `connection`'s lock,
         // so SQLite's own per-call locking would be paid for nothing.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+            | (path == ":memory:" ? 0 : SQLITE_OPEN_NOFOLLOW)
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

@@ -126,28 +126,9 @@ public final class HTTPTransport: Sendable {
         return try easy.finish(code)
     }
 
-    /// CA, pins and proxy, set on every transfer's fresh easy handle; curl
-    /// copies the strings and the blob.
-    func applyTrust(_ h: UnsafeMutableRawPointer) {
-        if let pem = trust.caPEM {
-            pem.withUnsafeBytes { _ = cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
-        } else if let file = trust.caFile {
-            cshim_setopt_pointer(h, CURLOPT_CAINFO, file)
-        }
-        if let pins = trust.pinnedPublicKeys {
-            cshim_setopt_pointer(h, CURLOPT_PINNEDPUBLICKEY, pins)
-        }
-        if let proxy = trust.proxyURL {
-            cshim_setopt_pointer(h, CURLOPT_PROXY, proxy)
-        } else if trust.ignoreProxyEnvironment {
-            // An empty proxy string tells curl: no proxy, whatever the environment says.
-            cshim_setopt_pointer(h, CURLOPT_PROXY, "")
-        }
-        if trust.ignoreProxyEnvironment {
-            // Without this, an explicit proxy would still be bypassed for hosts in no_proxy.
-            cshim_setopt_pointer(h, CURLOPT_NOPROXY, "")
-        }
-    }
+    /// CA, TLS floor, pins and proxy (HTTPTrust.apply), set on every
+    /// transfer's fresh easy handle.
+    func applyTrust(_ h: UnsafeMutableRawPointer) { trust.apply(to: h) }
 
     /// Runs a transfer on the slot's multi handle, whose connection cache
     /// outlives the easy handle. A cancellable transfer is woken at once by

@@ -1,7 +1,12 @@
+import CCurl
+
 /// Which servers the transport trusts and which proxy it goes through.
 /// The defaults are curl's: the system CA store, no pins, and the standard
 /// proxy environment variables (http_proxy, https_proxy, all_proxy,
-/// no_proxy) honoured.
+/// no_proxy) honoured. A private CA (`caFile`, `caPEM`) replaces every
+/// default trust source: the bundle file and the CA directory libcurl was
+/// built with. TLS 1.2 is the floor whatever OpenSSL's configuration
+/// allows (docs/tls-and-proxies.md).
 public struct HTTPTrust: Sendable, Equatable {
     /// A PEM CA bundle file to verify servers with instead of the system store.
     public var caFile: String?
@@ -88,5 +93,41 @@ public struct HTTPTrust: Sendable, Equatable {
             throw .invalidArgument("proxy URL must be plain ASCII without spaces")
         }
         return url
+    }
+}
+
+// MARK: Applying to a transfer
+
+extension HTTPTrust {
+    /// Sets CA, TLS floor, pins and proxy on a fresh easy handle; curl
+    /// copies the strings and the blob.
+    func apply(to h: UnsafeMutableRawPointer) {
+        // The library's own floor: OPENSSL_CONF may allow TLS 1.0 and 1.1.
+        cshim_setopt_long(h, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        cshim_setopt_long(h, CURLOPT_PROXY_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        if caPEM != nil || caFile != nil {
+            // A private CA is the only one: without this, Debian's libcurl
+            // also trusts its built-in CA directory (/etc/ssl/certs).
+            cshim_setopt_pointer(h, CURLOPT_CAPATH, nil)
+            cshim_setopt_pointer(h, CURLOPT_CAINFO, nil)
+        }
+        if let pem = caPEM {
+            pem.withUnsafeBytes { _ = cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, $0.count) }
+        } else if let file = caFile {
+            cshim_setopt_pointer(h, CURLOPT_CAINFO, file)
+        }
+        if let pins = pinnedPublicKeys {
+            cshim_setopt_pointer(h, CURLOPT_PINNEDPUBLICKEY, pins)
+        }
+        if let proxy = proxyURL {
+            cshim_setopt_pointer(h, CURLOPT_PROXY, proxy)
+        } else if ignoreProxyEnvironment {
+            // An empty proxy string tells curl: no proxy, whatever the environment says.
+            cshim_setopt_pointer(h, CURLOPT_PROXY, "")
+        }
+        if ignoreProxyEnvironment {
+            // Without this, an explicit proxy would still be bypassed for hosts in no_proxy.
+            cshim_setopt_pointer(h, CURLOPT_NOPROXY, "")
+        }
     }
 }

@@ -369,6 +369,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_client_options_set_app_id", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_credential",
                 [ClientOptionsPtr, c_char_p, c_char_p, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_client_options_allow_cleartext_host", [ClientOptionsPtr, c_char_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_timeouts",
                 [ClientOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_client_options_set_logger",

@@ -280,6 +280,11 @@ class Client(Handle):
             a library thread; :meth:`dispatch_fd` says when something
             waits. ``False`` (default): library threads call back directly.
             See docs/threading.md.
+        allow_cleartext_hosts: host names (or addresses) to which a
+            credential may go over plain ``http://``. Without one, a
+            credential on an ``http://`` URL to a host that is not loopback
+            raises :class:`InvalidArgumentError`; an allowed host is logged
+            as a warning.
 
     A TLS failure (untrusted, expired or wrong-host certificate, or a pin
     that does not match) raises :class:`NetworkError` with curl's reason.
@@ -312,6 +317,7 @@ class Client(Handle):
         proxy_from_environment: bool = True,
         compress_uploads: bool = True,
         dispatch_mode: bool = False,
+        allow_cleartext_hosts: Sequence[str] = (),
     ) -> None:
         self._init_state()
         self._description = f"api_url={api_url!r}, app_id={app_id!r}"
@@ -343,6 +349,9 @@ class Client(Handle):
             raise TypeError("compress_uploads must be a bool")
         if not isinstance(dispatch_mode, bool):
             raise TypeError("dispatch_mode must be a bool")
+        if isinstance(allow_cleartext_hosts, (str, bytes)):
+            allow_cleartext_hosts = (allow_cleartext_hosts,)
+        c_cleartext = [_lib.to_c_string(h, "allow_cleartext_hosts") for h in allow_cleartext_hosts]
 
         err = appnorth_error()
         callback = None
@@ -352,6 +361,8 @@ class Client(Handle):
             C.appnorth_client_options_set_app_id(options, c_app, err)
             if c_email is not None or c_token is not None:
                 C.appnorth_client_options_set_credential(options, c_email, c_token, err)
+            for c_host in c_cleartext:
+                C.appnorth_client_options_allow_cleartext_host(options, c_host, err)
             if timeouts is not None:
                 C.appnorth_client_options_set_timeouts(options, timeouts[0], timeouts[1], err)
             if py_logger is not None:

@@ -19,6 +19,7 @@ import socket
 import ssl
 import sys
 import threading
+import warnings
 
 REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
            b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
@@ -27,9 +28,17 @@ REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\
 class TLSListener:
     """Serves one certificate on a loopback port until stop()."""
 
-    def __init__(self, cert: str, key: str, host: str = "127.0.0.1"):
+    def __init__(self, cert: str, key: str, host: str = "127.0.0.1", old_tls_only: bool = False):
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(cert, key)
+        if old_tls_only:
+            # TLS 1.0 and 1.1 only (a downgraded or ancient server): a
+            # client keeping its TLS 1.2 floor must fail the handshake.
+            self.context.set_ciphers("DEFAULT:@SECLEVEL=0")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.context.minimum_version = ssl.TLSVersion.TLSv1
+                self.context.maximum_version = ssl.TLSVersion.TLSv1_1
         self.socket = socket.create_server((host, 0))
         self.socket.settimeout(0.2)
         self.port = self.socket.getsockname()[1]

@@ -141,8 +141,6 @@ static void test_damaged_config_rows_are_dropped(void) {
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":\"soon\",\"config\":\"{\\\"a\\\":1}\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":-9223372036854775808,\"fetched_ms\":1,\"config\":\"[1]\"}'",
         "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"fetched_ms\":1.5e300,\"config\":\"{\\\"a\\\":1}\"}'",
-        "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":\"\\\"1\\\"\\r\\nX-Injected: 1\",\"config_version\":1,"
-        "\"fetched_ms\":1,\"config\":\"{\\\"a\\\":1}\"}'",
         "'garbage'",
         "x'00ff00ff'",
         "x''",
@@ -178,6 +176,25 @@ static void test_damaged_config_rows_are_dropped(void) {
     int32_t tier = -1;
     CHECK_STATUS(appnorth_config_source(config, &tier, NULL, &err), APPNORTH_OK, err);
     CHECK(tier == APPNORTH_CONFIG_TIER_CACHED, "a sound row loads: tier %d", tier);
+    appnorth_config_free(config);
+
+    /* Issue 23: a stored ETag that is no entity tag (a CR LF in it) is
+     * dropped, and the cached config with it is kept. */
+    snprintf(good, sizeof good,
+             "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":\"\\\"1\\\"\\r\\nX-Injected: 1\","
+             "\"config_version\":1,\"fetched_ms\":%lld,\"config\":\"{\\\"a\\\":1}\"}'",
+             (long long)wall_now());
+    put_row(dir, "config", APP, good, "1");
+    config = NULL;
+    log_clear();
+    CHECK_STATUS(open_config(client, dir, &config, &err), APPNORTH_OK, err);
+    tier = -1;
+    CHECK_STATUS(appnorth_config_source(config, &tier, NULL, &err), APPNORTH_OK, err);
+    CHECK(tier == APPNORTH_CONFIG_TIER_CACHED, "a row with a bad ETag still loads: tier %d", tier);
+    CHECK(!log_has("discarding an unreadable cached config"), "not counted as damaged: %s", log_text);
+    int64_t cached_a = 0;
+    CHECK_STATUS(appnorth_config_get_int(config, "a", 7, &cached_a, &err), APPNORTH_OK, err);
+    CHECK(cached_a == 1, "the cached value is served (a = %lld)", (long long)cached_a);
     appnorth_config_free(config);
 
     appnorth_client_free(client);

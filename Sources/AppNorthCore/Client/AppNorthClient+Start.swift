@@ -37,7 +37,7 @@ extension AppNorthClient {
             return PreparedCall(method: .get, path: "/ideas" + query.queryString, body: nil, extraHeaders: [])
         case .listComments(let ideaID):
             try requireID(ideaID, "idea_id")
-            return PreparedCall(method: .get, path: "/ideas/\(Text.percentEncoded(ideaID))/comments", body: nil, extraHeaders: [])
+            return PreparedCall(method: .get, path: "/ideas/\(Text.pathSegment(ideaID))/comments", body: nil, extraHeaders: [])
         case .listChatMessages:
             return PreparedCall(method: .get, path: "/chat/messages", body: nil, extraHeaders: [])
         case .submit(let community, let key):
@@ -45,7 +45,7 @@ extension AppNorthClient {
             return try write(community.path, community.requestBody(), key)
         case .vote(let ideaID, let key):
             try requireID(ideaID, "idea_id")
-            return try write("/ideas/\(Text.percentEncoded(ideaID))/votes", Array("{}".utf8), key)
+            return try write("/ideas/\(Text.pathSegment(ideaID))/votes", Array("{}".utf8), key)
         case .sendChatMessage(let text, let key):
             try requireText(text, "chat message", max: 4000)
             let object = JSON.object()

@@ -145,8 +145,9 @@ public final class AppNorthClient: Sendable {
     /// one when the body is not in that shape.
     static func serverMessage(_ response: HTTPResponse) -> String {
         if let parsed = try? JSON.parse(response.body), let error = parsed["error"] {
-            let code = error["code"]?.stringValue ?? "error"
-            let message = error["message"]?.stringValue ?? ""
+            // Server text in an error message: escaped (Text.escapingControls).
+            let code = Text.escapingControls(error["code"]?.stringValue ?? "error")
+            let message = Text.escapingControls(error["message"]?.stringValue ?? "")
             return "HTTP \(response.status) \(code)" + (message.isEmpty ? "" : ": \(message)")
         }
         return "HTTP \(response.status)"

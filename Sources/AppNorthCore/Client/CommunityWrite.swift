@@ -75,7 +75,7 @@ public enum CommunityWrite: Sendable, Equatable {
     var path: String {
         switch self {
         case .idea: return "/ideas"
-        case .comment(let ideaID, _): return "/ideas/\(Text.percentEncoded(ideaID))/comments"
+        case .comment(let ideaID, _): return "/ideas/\(Text.pathSegment(ideaID))/comments"
         case .feedback: return "/feedback"
         }
     }
@@ -130,8 +130,11 @@ public enum CommunityWrite: Sendable, Equatable {
     }
 }
 
+/// An id that goes into a URL path (Text.pathSegment): 1 to 256 bytes and
+/// not a dot segment, which curl would resolve ("..": the parent path).
 func requireID(_ value: String, _ name: String) throws(AppNorthError) {
     guard !value.isEmpty, value.utf8.count <= 256 else { throw .invalidArgument("\(name) must be 1 to 256 bytes") }
+    guard value != "." && value != ".." else { throw .invalidArgument("\(name) must not be \".\" or \"..\"") }
 }
 
 func requireText(_ value: String, _ name: String, max: Int) throws(AppNorthError) {

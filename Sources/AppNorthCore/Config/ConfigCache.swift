@@ -102,12 +102,9 @@ final class ConfigCache: Sendable {
         guard StoredWallTime.range.contains(fetched) else {
             throw .storage("the cached config row has an impossible fetch time (\(fetched))")
         }
-        let etag = root["etag"]?.stringValue
-        // The ETag goes back out as If-None-Match: a damaged one must not
-        // carry line breaks or other control bytes into a request header.
-        if let etag, etag.utf8.count > 1024 || etag.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
-            throw .storage("the cached config row has a damaged ETag")
-        }
+        // The ETag goes back out as If-None-Match: one that is not an
+        // entity tag (RFC 9110) is dropped, never the cached config with it.
+        let etag = EntityTag.validated(root["etag"]?.stringValue)
         let version = root["config_version"]?.intValue
         let document = try ConfigDocument(text: text, what: "cached config")
         return Record(document: document, etag: etag, version: version, fetchedWallMilliseconds: fetched)

@@ -18,7 +18,7 @@ struct ConfigEndpoint: Sendable {
 
     func fetchRequest(etag: String?) -> HTTPRequest {
         var headers = client.standardHeaders()
-        if let etag { headers.append(("If-None-Match", etag)) }
+        if let etag = EntityTag.validated(etag) { headers.append(("If-None-Match", etag)) }
         // Config documents are resources: the resource download timeout.
         return HTTPRequest(method: .get, url: client.url("/config"), headers: headers, kind: .resource)
     }
@@ -60,7 +60,7 @@ struct ConfigEndpoint: Sendable {
             response = try transport.perform(request, logger: logger)
             body = response.body
         }
-        if response.status == 304 { return .notModified(etag: response.header("ETag")) }
+        if response.status == 304 { return .notModified(etag: EntityTag.validated(response.header("ETag"))) }
         guard response.isSuccess else {
             refused(response)
             throw AppNorthError.fromHTTP(status: response.status,
@@ -69,7 +69,7 @@ struct ConfigEndpoint: Sendable {
                                                                                             body: body)))
         }
         let (document, version) = try Self.parsePayload(body, what: "config response")
-        let etag = response.header("ETag") ?? version.map { "\"\($0)\"" }
+        let etag = EntityTag.validated(response.header("ETag")) ?? version.map { "\"\($0)\"" }
         return .document(document, etag: etag, version: version)
     }
 

@@ -56,7 +56,9 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard let sink, level >= minimum else { return }
-        sink(level, message())
+        // No line of the library's holds a control character; one from
+        // outside (a server's text) is escaped here, for every sink.
+        sink(level, Text.escapingControls(message()))
     }
 
     static let debugFromEnvironment: Bool = {

@@ -24,6 +24,12 @@ public enum Text {
         return text
     }
 
+    /// An id as one URL path segment (RFC 3986 §3.3): every byte but the
+    /// unreserved ones percent-encoded, so "/", "?", "#" and "%" stay
+    /// inside the segment. "." and ".." are refused before (requireID,
+    /// validatedAppID): encoding cannot stop curl removing dot segments.
+    public static func pathSegment(_ id: String) -> String { percentEncoded(id) }
+
     /// Percent-encodes a query component (RFC 3986 unreserved characters
     /// stay as they are).
     public static func percentEncoded(_ value: String) -> String {
@@ -40,6 +46,31 @@ public enum Text {
             }
         }
         return out
+    }
+
+    /// Text from outside (a server's error message or header, curl's
+    /// reason) made safe for a log line or an error message (CWE-117):
+    /// bytes below 0x20, 0x7F and the C1 controls (U+0080-U+009F) become
+    /// `\xNN` / `\u{NN}`, so no CR, LF or terminal escape gets through. The
+    /// one owner of the rule: the Logger applies it to every line, and
+    /// error messages built from server text apply it where they are made.
+    public static func escapingControls(_ value: String) -> String {
+        guard value.unicodeScalars.contains(where: isControl) else { return value }
+        var out = ""
+        for scalar in value.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\x" + hexByte(UInt8(scalar.value))
+            } else if isControl(scalar) {
+                out += "\\u{" + hexByte(UInt8(scalar.value)) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     public static func hexByte(_ byte: UInt8) -> String {

@@ -122,7 +122,7 @@ final class EasyTransfer: @unchecked Sendable {
                 throw .network("stream idle for more than \(idleTimeoutMs) ms")
             }
             let length = strnlen(errorBuffer, Int(CURL_ERROR_SIZE))
-            let detail = String(decoding: UnsafeRawBufferPointer(start: errorBuffer, count: length), as: UTF8.self)
+            let detail = Text.escapingControls(String(decoding: UnsafeRawBufferPointer(start: errorBuffer, count: length), as: UTF8.self))
             let summary = String(cString: curl_easy_strerror(code))
             throw .network(detail.isEmpty ? summary : "\(summary): \(detail)")
         }

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: logging and json are imported where first needed (see appnorth._lib)
     import logging
     import threading
-    from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, TypeVar, Union
+    from typing import Any, Callable, Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple, TypeVar, Union
 
     from ._lib import PathArg, TextArg
 
@@ -180,10 +180,91 @@ def json_text(value: JSONArg, name: str) -> Optional[bytes]:
 
 
 def parse_json(text: str) -> Any:
-    """``json.loads``; json is imported on first use."""
+    """``json.loads``; json is imported on first use. A value nested deeper
+    than Python's recursion limit (the library accepts 2048 levels) is
+    parsed without recursion instead, so every value the library accepts
+    reaches the host (listeners included)."""
     import json
 
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return _parse_json_deep(text)
+
+
+def _parse_json_deep(text: str) -> Any:
+    """The JSON grammar with an explicit stack: no recursion at any depth."""
+    import json
+    import re
+    from json.decoder import scanstring
+    from json.scanner import NUMBER_RE  # type: ignore[attr-defined]
+
+    space = re.compile(r"[ \t\n\r]*")
+    literals = (("true", True), ("false", False), ("null", None))
+    stack: List[Any] = []  # [container, pending key] per open container
+    pos = space.match(text, 0).end()  # type: ignore[union-attr]
+
+    def fail(what: str) -> NoReturn:
+        raise json.JSONDecodeError(what, text, pos)
+
+    def key_at(at: int) -> Tuple[str, int]:
+        if text[at:at + 1] != '"':
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, at)
+        key, at = scanstring(text, at + 1)
+        at = space.match(text, at).end()  # type: ignore[union-attr]
+        if text[at:at + 1] != ":":
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        return key, space.match(text, at + 1).end()  # type: ignore[union-attr]
+
+    while True:
+        ch = text[pos:pos + 1]
+        value: Any
+        if ch in ("{", "["):
+            pos = space.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if text[pos:pos + 1] == ("}" if ch == "{" else "]"):
+                value, pos = ({} if ch == "{" else []), pos + 1
+            elif ch == "{":
+                key, pos = key_at(pos)
+                stack.append([{}, key])
+                continue
+            else:
+                stack.append([[], None])
+                continue
+        elif ch == '"':
+            value, pos = scanstring(text, pos + 1)
+        else:
+            for word, literal in literals:
+                if text.startswith(word, pos):
+                    value, pos = literal, pos + len(word)
+                    break
+            else:
+                match = NUMBER_RE.match(text, pos)
+                if match is None:
+                    fail("Expecting value")
+                integer, fraction, exponent = match.groups()
+                value = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+                pos = match.end()
+        while True:  # attach the value; close every container it ends
+            pos = space.match(text, pos).end()  # type: ignore[union-attr]
+            if not stack:
+                if pos != len(text):
+                    fail("Extra data")
+                return value
+            container, key = stack[-1]
+            if isinstance(container, dict):
+                container[key] = value
+            else:
+                container.append(value)
+            ch = text[pos:pos + 1]
+            if ch == ",":
+                pos = space.match(text, pos + 1).end()  # type: ignore[union-attr]
+                if isinstance(container, dict):
+                    stack[-1][1], pos = key_at(pos)
+                break
+            if ch != ("}" if isinstance(container, dict) else "]"):
+                fail("Expecting ',' delimiter")
+            pos += 1
+            value = stack.pop()[0]
 
 
 class Feedback(Handle):

@@ -101,25 +101,29 @@ def test_a_file_another_user_left_is_never_adopted(client: appnorth.Client, shar
 
 def test_a_journal_another_user_wrote_is_not_uploaded(server_url: str, client: appnorth.Client, shared: Path,
                                                       admin) -> None:
-    data = shared / "data"
-    data.mkdir(mode=0o700)
-    data.chmod(0o777)
-    # The other user runs the library itself and dies with a journal left.
+    # The other user runs the library itself, in a folder of its own, and
+    # dies with a journal left (its checksums are no MAC: anyone can make
+    # one). The journal then sits in our folder, as one planted while an
+    # older version left the folder open would.
+    theirs = shared / "theirs"
+    as_other("mkdir", "-m", "0700", str(theirs))
     script = textwrap.dedent(f"""
         import os, appnorth
         client = appnorth.Client({server_url!r}, {APP!r})
-        events = appnorth.Events(client, {str(data)!r}, flush_interval_ms=600000, batch_threshold=1000)
+        events = appnorth.Events(client, {str(theirs)!r}, flush_interval_ms=600000, batch_threshold=1000)
         events.track("forged", {{"by": "another user"}})
         os._exit(0)
     """)
     env = dict(os.environ, PYTHONPATH=str(BINDING_DIR), HOME="/tmp")
     as_other(sys.executable, "-c", script, env=env)
-    journals = [p for p in data.iterdir() if p.name.startswith("events-") and p.name.endswith(".journal")]
+    data = shared / "data"
+    data.mkdir(mode=0o700)
+    journals = []
+    for p in theirs.iterdir():
+        if p.name.startswith("events-") and p.name.endswith(".journal"):
+            p.rename(data / p.name)
+            journals.append(data / p.name)
     assert journals and all(p.stat().st_uid == OTHER for p in journals)
-    for other in data.iterdir():
-        if other not in journals:
-            other.unlink()
-    data.chmod(0o700)
     with appnorth.Events(client, data, flush_interval_ms=600000) as events:
         events.flush(5000)
     assert admin.state(APP)["events"] == []

@@ -175,6 +175,8 @@ final class CleartextTests: XCTestCase {
         XCTAssertEqual(try Cleartext.validatedHost("::1"), "[::1]")
         XCTAssertThrowsError(try Cleartext.validatedHost("http://x"))
         XCTAssertThrowsError(try Cleartext.validatedHost("x/y"))
+        XCTAssertThrowsError(try Cleartext.validatedHost("host:8080"))
+        XCTAssertEqual(try Cleartext.validatedHost("[2001:DB8::1]"), "[2001:db8::1]")
         XCTAssertThrowsError(try Cleartext.validatedHost(""))
     }
 

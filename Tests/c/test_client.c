@@ -289,6 +289,51 @@ static void test_log_level_changes_on_a_live_client(void) {
     appnorth_client_free(c);
 }
 
+static int warned_cleartext;
+static void keep_warnings(int32_t level, const char *message, void *user_data) {
+    (void)user_data;
+    if (level == APPNORTH_LOG_WARNING && strstr(message, "clear text to staging.internal")) warned_cleartext++;
+}
+
+/* Issue 23, class 3: a credential on http:// only to loopback, or to a
+ * host allowed by name (with a warning). No request is made. */
+static void test_a_credential_in_clear_text_is_refused(void) {
+    appnorth_error err;
+    appnorth_client *c = (appnorth_client *)1;
+    appnorth_client_options *o = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(o, "http://staging.internal:8080", &err);
+    appnorth_client_options_set_app_id(o, "tapp", &err);
+    CHECK_STATUS(appnorth_client_options_set_credential(o, "a@b.c", "tok", &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_logger(o, keep_warnings, APPNORTH_LOG_WARNING, NULL, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK(c == NULL && strstr(err.message, "clear text") != NULL, "refused: %s", err.message);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(NULL, "x", &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, "", &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, "http://staging.internal", &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, "staging.internal:8080", &err), APPNORTH_E_INVALID_ARGUMENT, err);
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_E_INVALID_ARGUMENT, err);  /* nothing allowed yet */
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, "\xff", &err), APPNORTH_E_INVALID_UTF8, err);
+    char longest[300];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[sizeof longest - 1] = 0;
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, longest, &err), APPNORTH_E_TOO_LARGE, err);
+    CHECK_STATUS(appnorth_client_options_allow_cleartext_host(o, "Staging.Internal", &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    CHECK(warned_cleartext == 1, "a warning says the credential goes in clear text: %d", warned_cleartext);
+    appnorth_client_free(c);
+    /* Loopback needs no opt-in (the dev server is one). */
+    c = NULL;
+    appnorth_client_options *fresh = appnorth_client_options_new();
+    appnorth_client_options_set_api_url(fresh, server, &err);
+    appnorth_client_options_set_app_id(fresh, "tapp", &err);
+    appnorth_client_options_set_credential(fresh, "a@b.c", "tok", &err);
+    CHECK_STATUS(appnorth_client_new(fresh, &c, &err), APPNORTH_OK, err);
+    appnorth_client_free(c);
+    appnorth_client_options_free(fresh);
+    appnorth_client_options_free(o);
+}
+
 int main(void) {
     server = test_start("test_client", 120);
     if (!server) return 2;
@@ -296,6 +341,7 @@ int main(void) {
     RUN(test_version_and_status_names);
     RUN(test_null_and_free_are_harmless);
     RUN(test_options_validation);
+    RUN(test_a_credential_in_clear_text_is_refused);
     RUN(test_lists_boards_and_ideas);
     RUN(test_bad_queries_are_refused_before_sending);
     RUN(test_authentication_and_scope);

@@ -35,8 +35,17 @@ public enum Cleartext {
             guard ok else { throw .invalidArgument("host must be a bare host name or address (no scheme, path or port)") }
         }
         let lower = Text.asciiLowercased(host)
-        // An IPv6 address compares as the URL writes it: in brackets.
-        return lower.contains(":") && !lower.hasPrefix("[") ? "[" + lower + "]" : lower
+        if lower.contains(":") || lower.contains("[") {
+            // Only an IPv6 address has colons: "name:port" is refused.
+            let bare = lower.hasPrefix("[") && lower.hasSuffix("]") ? lower.dropFirst().dropLast() : Substring(lower)
+            let isAddress = bare.contains(":") && bare.utf8.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                    || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")
+            }
+            guard isAddress else { throw .invalidArgument("host must be a bare host name or address (no port)") }
+            return "[" + bare + "]"
+        }
+        return lower
     }
 
     /// The host of an http:// URL (lowercased): no user info, no port; an

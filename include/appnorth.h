@@ -984,6 +984,12 @@ typedef void (*appnorth_release_fn)(void *user_data);
  * needed; the database file is 0600). `name` (1 to 64 characters of
  * A-Z a-z 0-9 . _ -) separates several storages in one folder, for
  * instance "queue" and "cache". Thread-safe.
+ * A data directory must be a real directory (not a symbolic link) that
+ * belongs to the process's effective uid and that no other user can write
+ * to; anything else makes the call that opens it return APPNORTH_E_STORAGE
+ * with a message starting "unsafe data directory" (one of ours that others
+ * can only read is made 0700). A file in it that is a link or belongs to
+ * another user is never followed or adopted (docs/security.md).
  */
 APPNORTH_API int32_t appnorth_storage_new_sqlite(const char *data_dir, const char *name,
                                                  appnorth_storage **out_storage, appnorth_error *err);
@@ -1439,7 +1445,8 @@ APPNORTH_API int32_t appnorth_events_options_set_client(appnorth_events_options 
                                                         appnorth_client *client,
                                                         appnorth_error *err);
 
-/** Required: the data directory (created 0700 if needed). */
+/** Required: the data directory (created 0700 if needed), checked by
+ *  appnorth_events_new() as appnorth_storage_new_sqlite() says. */
 APPNORTH_API int32_t appnorth_events_options_set_data_dir(appnorth_events_options *options,
                                                           const char *data_dir, appnorth_error *err);
 
@@ -1759,7 +1766,8 @@ APPNORTH_API int32_t appnorth_config_options_set_client(appnorth_config_options 
  * Set the data directory that holds the cached tier (created 0700 if
  * needed; its database file is 0600). data_dir: NULL for none (the
  * default).
- * The directory is only checked by appnorth_config_new().
+ * The directory is only checked by appnorth_config_new(), as
+ * appnorth_storage_new_sqlite() says.
  */
 APPNORTH_API int32_t appnorth_config_options_set_data_dir(appnorth_config_options *options,
                                                           const char *data_dir,

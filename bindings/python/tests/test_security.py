@@ -89,14 +89,19 @@ def test_a_world_writable_directory_of_our_own_is_refused(client: appnorth.Clien
     assert unchanged(precious)
 
 
-def test_a_file_another_user_left_is_never_adopted(client: appnorth.Client, shared: Path) -> None:
+@pytest.mark.parametrize("name", ["identity.json", "identity.json.lock", "consent.watch", "appnorth.sqlite3",
+                                  "appnorth.sqlite3-wal", "appnorth.sqlite3-shm"])
+def test_a_file_another_user_left_is_never_adopted(client: appnorth.Client, shared: Path, name: str) -> None:
+    # Left while the folder was open to them (an older version, a wide
+    # umask); the folder is ours and private again now.
     data = shared / "data"
     data.mkdir(mode=0o700)
     data.chmod(0o777)
-    as_other("sh", "-c", f"printf '{{\"anonymous_id\":\"forged\"}}' > {data}/identity.json")
+    as_other("sh", "-c", f"printf '{{\"anonymous_id\":\"forged\"}}' > {data}/{name}")
     data.chmod(0o700)
-    with pytest.raises(appnorth.StorageError, match="identity.json refused: it belongs to uid 65534"):
+    with pytest.raises(appnorth.StorageError, match=f"unsafe file .*/{name} refused"):
         appnorth.Events(client, data)
+    assert (data / name).stat().st_uid == OTHER
 
 
 def test_a_journal_another_user_wrote_is_not_uploaded(server_url: str, client: appnorth.Client, shared: Path,

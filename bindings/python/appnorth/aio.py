@@ -43,7 +43,7 @@ import threading
 
 from . import _lib, _ops, errors
 from ._lib import C
-from .client import Client, Feedback, feedback_for, idea_query
+from .client import Client, Feedback, feedback_for, idea_query, parse_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only
@@ -154,7 +154,7 @@ async def _json(start: "Callable[[_ops.Done], int]") -> Any:
     result, error = await _run(start)
     if error is not None:
         raise error
-    return json.loads(result) if result is not None else None
+    return parse_json(result) if result is not None else None  # any depth (client.parse_json)
 
 
 def _client_call(client: Client, func: Any, *args: Any) -> "Callable[[_ops.Done], int]":

@@ -273,7 +273,8 @@ enum {
  * A log sink. `message` is UTF-8 and valid only during the call. Log lines
  * never contain credentials, tokens or identity values.
  * THREAD, default mode: any thread, including library background threads
- * (the events uploader, the config stream), never while the library holds
+ * (the events uploader, the config stream, the threads running the _async
+ * calls), never while the library holds
  * an internal lock. Dispatch mode (appnorth_client_options_set_dispatch_mode):
  * only inside appnorth_dispatch(), on the thread calling it; never on a
  * library thread, and never inside the call that logged. It must not free
@@ -2005,8 +2006,9 @@ APPNORTH_API int32_t appnorth_config_stop_live(appnorth_config *config, appnorth
  * getter or snapshot changes without a listener call.
  *
  * THREAD, default mode: the config's background thread (live updates,
- * polls, background fetches), or a thread calling appnorth_config_refresh()
- * whose fetch brought the change. Dispatch mode (the config's client made
+ * polls, background fetches), a thread calling appnorth_config_refresh()
+ * whose fetch brought the change, or the library worker running an
+ * appnorth_config_refresh_async(). Dispatch mode (the config's client made
  * with appnorth_client_options_set_dispatch_mode): only inside
  * appnorth_dispatch() on that client, on the thread calling it; changes
  * that arrive between two dispatches are coalesced into one call (latest

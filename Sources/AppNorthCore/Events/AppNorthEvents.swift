@@ -41,7 +41,7 @@ public final class AppNorthEvents: Sendable {
     /// Consent changes of other handles on the data directory (ConsentWatch).
     let consentWatch: ConsentWatch
     /// Serialises this handle's consent changes and adoptions of others'.
-    let consentChanges = Lock<Void>(())
+    let consentChanges = Lock<Void>((), level: LockLevel.consentChanges)
     /// What `track` reads instead of taking the state lock (which every
     /// tracking thread would then share): whether consent lets events in,
     /// whether the queue is closed, and which identity tail is current.
@@ -111,7 +111,7 @@ public final class AppNorthEvents: Sendable {
         identity = try Identity(store: secrets, clock: clock, logger: self.logger)
         state = Lock(State(consent: consent.choice, networkType: options.networkType,
                             sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold),
-                            revocationsAdopted: revocationsAdopted))
+                            revocationsAdopted: revocationsAdopted), level: LockLevel.eventsState)
         trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
                               ordering: .releasing)
         // A stripe publishes every `step` records (or bytes): a small part
@@ -139,11 +139,12 @@ public final class AppNorthEvents: Sendable {
         // thread first runs.
         let opened = clock.monotonicNanoseconds()
         let threshold = options.batchThreshold
+        let interval = options.flushIntervalMilliseconds
         wakeAt.store(threshold, ordering: .relaxed)
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
-            var memory = UploaderMemory(lastCycleMono: opened, triggerCount: threshold)
+            var trigger = UploadTrigger(threshold: threshold, intervalMilliseconds: interval, openedAt: opened)
             while !thread.isStopping {
-                guard let sleepMs = self?.uploaderStep(thread, &memory) else { break }
+                guard let sleepMs = self?.uploaderStep(thread, &trigger) else { break }
                 if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
             }
             // Nobody waits in vain for a flush after the thread has stopped.
@@ -399,102 +400,4 @@ public final class AppNorthEvents: Sendable {
         if !open { throw .wrongState("the event queue is closed") }
     }
 
-    // MARK: Identity
-
-    public var anonymousID: String { identity.anonymousID }
-    public var userID: String? { identity.userID }
-
-    public func identify(userID: String) throws(AppNorthError) {
-        guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
-        try whileOpen { _ in }
-        try identity.identify(userID)
-        refreshEventTail()
-    }
-
-    /// Clears the user id (logout). The anonymous id stays.
-    public func reset() throws(AppNorthError) {
-        try whileOpen { _ in }
-        try identity.identify(nil)
-        refreshEventTail()
-    }
-
-    /// Rebuilds the events' identity tail from the identity now held. The
-    /// identity is read under the state lock, so that of two racing
-    /// identify calls the later rebuild sees the later value.
-    func refreshEventTail() {
-        state.withLock {
-            $0.eventTail = eventTail(sessionID: $0.sessionID)
-            tailGeneration.add(1, ordering: .releasing)
-        }
-    }
-
-    func eventTail(sessionID: String) -> [UInt8] {
-        let who = identity.both
-        return EventPayload.identityTail(anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)
-    }
-
-    public func setPushToken(_ token: String?) throws(AppNorthError) {
-        if let token, !(1...4096).contains(token.utf8.count) { throw .invalidArgument("push token must be 1 to 4096 bytes") }
-        try whileOpen { _ in }
-        try identity.setPushToken(token)
-    }
-
-    public func pushToken() throws(AppNorthError) -> String? { try identity.pushToken() }
-
-    // MARK: Stats
-
-    /// Queued count and bytes, drops by reason, breaker state, last error,
-    /// last flush time, as a JSON object.
-    public func statsJSON() -> String {
-        refreshConsent()
-        trimToLimits()
-        let s = state.withLock { $0 }
-        let root = JSON.object()
-        let queued = store.directoryQueued
-        root.set("queued", .int(Int64(queued.count)))
-        root.set("queued_bytes", .int(Int64(queued.bytes)))
-        // Everything queued in the data directory, by every handle: the
-        // journal files among it, and the bytes the store takes on disk.
-        root.set("journals", .int(Int64(queued.journals)))
-        root.set("disk_bytes", .int(Int64(store.bytesOnDisk)))
-        let dropped = JSON.object()
-        for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
-            // Events purged at import count as consent drops too, and drops
-            // past the limits are counted by the store (EventStore).
-            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed)
-                : reason == "queue_limit" ? store.limitDropped.load(ordering: .relaxed) : 0
-            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
-        }
-        // Damaged journal stretches and table rows found and skipped.
-        dropped.set("damaged", .int(Int64(store.damagedDropped.load(ordering: .relaxed))))
-        root.set("dropped", dropped)
-        let breaker = JSON.object()
-        breaker.set("open", .bool(s.breaker.isOpen))
-        breaker.set("consecutive_failures", .int(Int64(s.breaker.consecutiveFailures)))
-        breaker.set("threshold", .int(Int64(s.breaker.threshold)))
-        root.set("breaker", breaker)
-        if let error = s.lastError {
-            let e = JSON.object()
-            e.set("message", .string(error.message))
-            e.set("http_status", .int(Int64(error.httpStatus)))
-            root.set("last_error", e)
-        } else {
-            root.set("last_error", .null())
-        }
-        root.set("last_flush_ms", s.lastFlushMs.map { .int($0) } ?? .null())
-        root.set("last_attempt_ms", s.lastAttemptMs.map { .int($0) } ?? .null())
-        root.set("network_type", .string(s.networkType.name))
-        root.set("batch_size", .int(Int64(s.networkType.batchSize)))
-        root.set("consent", .string(s.consent.name))
-        return root.serialized()
-    }
-
-    public var queuedCount: Int {
-        refreshConsent()
-        trimToLimits()
-        return store.directoryQueued.count
-    }
-
-    /// Events the server has accepted since this queue was opened.
-    public var deliveredCount: Int { state.withLock { $0.delivered } }
 }

@@ -82,7 +82,7 @@ final class JournalStripe: Sendable {
         var buffer: [UInt8] = []
     }
 
-    let state = Lock(State(), padded: true)
+    let state = Lock(State(), padded: true, level: LockLevel.stripe)
     /// Records and payload bytes appended to the current segment and not
     /// yet added to the journal's shared totals (`EventJournal.publish`).
     /// Changed only under the lock; read by anyone who needs the exact sum.

@@ -86,7 +86,7 @@ final class EventStore: Sendable {
         tableCount.store(row?.0 ?? 0, ordering: .relaxed)
         tableBytes.store(row?.1 ?? 0, ordering: .relaxed)
         journal = try EventJournal(directory: directory, epoch: epoch)
-        draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()))
+        draining = Lock(DrainState(lastScanMono: Self.monotonicNanoseconds()), level: LockLevel.drain)
         try recoverOrphans()
     }
 

@@ -15,58 +15,34 @@ extension AppNorthEvents {
     func ticks() -> UInt64 { clock.monotonicNanoseconds() }
     var longestSleepMs: Int { clock is SystemClock ? Int.max : 50 }
 
-    /// What the upload thread remembers between steps.
-    struct UploaderMemory {
-        var lastCycleMono: UInt64
-        var completed: UInt64 = 0
-        /// The queued count that starts a cycle: the threshold, or after a
-        /// cycle whose batch stays queued, the threshold more than it left.
-        var triggerCount: Int
-        /// After such a cycle: no threshold-started cycle before this
-        /// (the retry schedule's backoff, or the server's Retry-After).
-        var notBeforeMono: UInt64 = 0
-        var paused = false
-    }
-
-    /// One turn of the upload thread: runs a cycle when one is due and
-    /// returns 0, or returns how long to sleep before the next turn.
-    func uploaderStep(_ thread: BackgroundThread, _ memory: inout UploaderMemory) -> Int {
-        let requested = state.withLock { $0.flushRequested }
-        let now = ticks()
-        let elapsedMs = Int((now &- memory.lastCycleMono) / 1_000_000)
-        let paused = state.withLock { $0.breaker.isOpen }
-        let thresholdReached = !paused && store.count >= memory.triggerCount
-        let backoffMs = memory.notBeforeMono > now ? Int((memory.notBeforeMono - now) / 1_000_000) + 1 : 0
-        guard requested > memory.completed || (thresholdReached && backoffMs == 0)
-                || elapsedMs >= options.flushIntervalMilliseconds else {
-            // Waiting out a backoff with the threshold reached: `track`
-            // need not wake the thread again meanwhile.
-            wakeAt.store(thresholdReached || paused ? Int.max : memory.triggerCount, ordering: .relaxed)
-            let untilTimer = options.flushIntervalMilliseconds - elapsedMs
-            return max(1, min(longestSleepMs, thresholdReached ? min(untilTimer, backoffMs) : untilTimer))
+    /// One turn of the upload thread: asks the trigger (`UploadTrigger`, a
+    /// value) whether a cycle is due, runs it, and tells the trigger how it
+    /// ended; the one place where the thread's state moves, logged at debug
+    /// level. Returns how long to sleep before the next turn (0: at once).
+    func uploaderStep(_ thread: BackgroundThread, _ trigger: inout UploadTrigger) -> Int {
+        let (requested, breakerOpen) = state.withLock { ($0.flushRequested, $0.breaker.isOpen) }
+        let seen = UploadTrigger.Inputs(now: ticks(), queued: store.count, flushRequested: requested,
+                                        breakerOpen: breakerOpen)
+        switch trigger.next(seen) {
+        case .sleep(let milliseconds, let wake):
+            wakeAt.store(wake, ordering: .relaxed)
+            return max(1, min(longestSleepMs, milliseconds))
+        case .runCycle(let target, let reason):
+            wakeAt.store(Int.max, ordering: .relaxed)
+            let result = uploadCycle(thread)
+            // Space comes back once everything went (SQLiteStore.compact).
+            if result == .succeeded && store.count == 0 { db.compact() }
+            let (failures, retryAfter) = state.withLock { ($0.breaker.consecutiveFailures, $0.notBeforeMono) }
+            let queued = store.count
+            let wake = trigger.cycleEnded(result, at: ticks(), flushTarget: target, queued: queued, failures: failures,
+                                          schedule: options.retry, retryAfterUntil: retryAfter)
+            logger.log(.debug, "events: cycle (\(reason.rawValue)) ended \(result), \(queued) queued; "
+                       + "the next starts at \(wake == Int.max ? "flush or timer" : String(wake) + " queued")")
+            uploadsFailing.store(result == .kept, ordering: .relaxed)
+            wakeAt.store(wake, ordering: .relaxed)
+            flushDone.advance(to: target)
+            return 0
         }
-        wakeAt.store(Int.max, ordering: .relaxed)
-        let result = uploadCycle(thread)
-        // Space comes back once everything went (SQLiteStore.compact).
-        if result == .succeeded && store.count == 0 { db.compact() }
-        let end = ticks()
-        switch result {
-        case .succeeded, .discarded, .paused:
-            memory.triggerCount = options.batchThreshold
-            memory.notBeforeMono = 0
-        case .kept:
-            memory.triggerCount = store.count.addingSaturating(options.batchThreshold)
-            let failures = state.withLock { $0.breaker.consecutiveFailures }
-            let backoff = options.retry.nominalDelay(retry: min(max(1, failures), max(1, options.retry.retries))) ?? 0
-            let retryAfter = state.withLock { $0.notBeforeMono }
-            memory.notBeforeMono = max(retryAfter, end.addingSaturating(UInt64(clamping: backoff).multipliedSaturating(by: 1_000_000)))
-        }
-        uploadsFailing.store(result == .kept, ordering: .relaxed)
-        wakeAt.store(result == .paused ? Int.max : memory.triggerCount, ordering: .relaxed)
-        memory.lastCycleMono = end
-        memory.completed = requested
-        flushDone.advance(to: requested)
-        return 0
     }
 
     /// How one batch's upload ended.
@@ -178,20 +154,8 @@ extension AppNorthEvents {
         return .succeeded
     }
 
-    /// How an upload cycle ended, for what starts the next one.
-    enum CycleResult {
-        /// Everything went, or consent stopped it: the threshold wakes the uploader.
-        case succeeded
-        /// A batch was discarded (4xx): a failed flush, but the next 20
-        /// events still go at once (nothing is waiting to be retried).
-        case discarded
-        /// A batch failed and stays queued (5xx, network): 20 new events
-        /// start the next cycle, no sooner than the backoff allows.
-        case kept
-        /// The circuit breaker is open: nothing starts a cycle until a
-        /// session or foreground.
-        case paused
-    }
+    /// How an upload cycle ended (`UploadTrigger.CycleResult`).
+    typealias CycleResult = UploadTrigger.CycleResult
 
     /// Sends one batch with the retry schedule. Every attempt first checks,
     /// under the state lock, that consent has not been revoked since the

@@ -87,7 +87,7 @@ public final class SQLiteStore: Sendable {
             conn.close()
             throw error
         }
-        connection = Lock(conn)
+        connection = Lock(conn, level: LockLevel.connection)
     }
 
     /// The WAL is checkpointed every 256 pages (1 MiB at 4 KiB pages, not

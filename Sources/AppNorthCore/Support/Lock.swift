@@ -25,8 +25,12 @@ import Glibc
 struct Lock<Value: ~Copyable>: ~Copyable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let value: UnsafeMutablePointer<Value>
+    /// Its place in the lock order (`LockLevel`; 0: unordered), checked
+    /// in debug builds.
+    private let level: Int
 
-    init(_ initialValue: consuming sending Value, padded: Bool = false) {
+    init(_ initialValue: consuming sending Value, padded: Bool = false, level: Int = 0) {
+        self.level = level
         if padded {
             mutex = Self.allocatePadded(pthread_mutex_t.self)
             value = Self.allocatePadded(Value.self)
@@ -60,8 +64,12 @@ struct Lock<Value: ~Copyable>: ~Copyable {
     borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
+        LockOrder.willAcquire(level)
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        defer {
+            pthread_mutex_unlock(mutex)
+            LockOrder.released(level)
+        }
         return try body(&value.pointee)
     }
 

@@ -1,0 +1,59 @@
+/// What the host reads about the queue: stats and counts.
+extension AppNorthEvents {
+    // MARK: Stats
+
+    /// Queued count and bytes, drops by reason, breaker state, last error,
+    /// last flush time, as a JSON object.
+    public func statsJSON() -> String {
+        refreshConsent()
+        trimToLimits()
+        let s = state.withLock { $0 }
+        let root = JSON.object()
+        let queued = store.directoryQueued
+        root.set("queued", .int(Int64(queued.count)))
+        root.set("queued_bytes", .int(Int64(queued.bytes)))
+        // Everything queued in the data directory, by every handle: the
+        // journal files among it, and the bytes the store takes on disk.
+        root.set("journals", .int(Int64(queued.journals)))
+        root.set("disk_bytes", .int(Int64(store.bytesOnDisk)))
+        let dropped = JSON.object()
+        for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
+            // Events purged at import count as consent drops too, and drops
+            // past the limits are counted by the store (EventStore).
+            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed)
+                : reason == "queue_limit" ? store.limitDropped.load(ordering: .relaxed) : 0
+            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
+        }
+        // Damaged journal stretches and table rows found and skipped.
+        dropped.set("damaged", .int(Int64(store.damagedDropped.load(ordering: .relaxed))))
+        root.set("dropped", dropped)
+        let breaker = JSON.object()
+        breaker.set("open", .bool(s.breaker.isOpen))
+        breaker.set("consecutive_failures", .int(Int64(s.breaker.consecutiveFailures)))
+        breaker.set("threshold", .int(Int64(s.breaker.threshold)))
+        root.set("breaker", breaker)
+        if let error = s.lastError {
+            let e = JSON.object()
+            e.set("message", .string(error.message))
+            e.set("http_status", .int(Int64(error.httpStatus)))
+            root.set("last_error", e)
+        } else {
+            root.set("last_error", .null())
+        }
+        root.set("last_flush_ms", s.lastFlushMs.map { .int($0) } ?? .null())
+        root.set("last_attempt_ms", s.lastAttemptMs.map { .int($0) } ?? .null())
+        root.set("network_type", .string(s.networkType.name))
+        root.set("batch_size", .int(Int64(s.networkType.batchSize)))
+        root.set("consent", .string(s.consent.name))
+        return root.serialized()
+    }
+
+    public var queuedCount: Int {
+        refreshConsent()
+        trimToLimits()
+        return store.directoryQueued.count
+    }
+
+    /// Events the server has accepted since this queue was opened.
+    public var deliveredCount: Int { state.withLock { $0.delivered } }
+}

@@ -195,7 +195,7 @@ test-fleet: $(BUILD)/tests/fleet_client
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
 # they run at full speed in test-c.
-VALGRIND_TESTS := test_client test_writes test_offline test_queue_storage test_cache test_events test_config test_handles
+VALGRIND_TESTS := test_client test_writes test_offline test_queue_storage test_cache test_events test_events_retry test_events_consent test_events_lifecycle test_config test_handles
 test-valgrind: $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS))
 	@for t in $(VALGRIND_TESTS); do \
 	  APPNORTH_TEST_SKIP_SLOW=1 scripts/with-devserver.sh valgrind -q --leak-check=full \

@@ -121,6 +121,12 @@ public final class DataDirectory: Sendable {
     @discardableResult
     public func remove(_ name: String) -> Bool { unlinkat(fd, name, 0) == 0 }
 
+    /// The size of the entry `name` (a link itself, never its target), or 0.
+    public func fileSize(_ name: String) -> Int {
+        var info = stat()
+        return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? max(0, Int(info.st_size)) : 0
+    }
+
     /// True when the folder holds an entry `name` (of any kind).
     public func exists(_ name: String) -> Bool {
         var info = stat()

@@ -121,12 +121,13 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    /// Bytes of the database file and its WAL.
+    /// Bytes of the database file and its WAL (lstat: a link planted there
+    /// is measured, never followed).
     public var bytesOnDisk: Int {
         var total = 0
         for file in [path, path + "-wal"] {
             var info = stat()
-            if stat(file, &info) == 0 { total += Int(info.st_size) }
+            if lstat(file, &info) == 0 { total += max(0, Int(info.st_size)) }
         }
         return total
     }

@@ -236,10 +236,7 @@ extension EventStore {
     /// every journal file in the directory.
     var bytesOnDisk: Int {
         var total = db.bytesOnDisk
-        for name in journal.journalNames() {
-            var info = stat()
-            if stat(journal.directory.file(name), &info) == 0 { total += Int(info.st_size) }
-        }
+        for name in journal.journalNames() { total += journal.directory.fileSize(name) }
         return total
     }
 

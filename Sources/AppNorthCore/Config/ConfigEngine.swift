@@ -1,0 +1,253 @@
+import Synchronization
+
+// MARK: - Engine
+
+/// The state and threads behind one AppNorthRemoteConfig. Kept apart from
+/// the public object so that the background thread can hold it while the
+/// public object's deinit (the host's free) stops that thread.
+final class ConfigEngine: Sendable {
+    let endpoint: ConfigEndpoint
+    let clock: any AppNorthClock
+    let logger: Logger
+    let freshness: ConfigFreshness
+    let backoff: Backoff
+    let pollIntervalMilliseconds: Int
+    let streamIdleTimeoutMilliseconds: Int
+    let cache: ConfigCache?
+    let claimKey: String?
+    /// Why the bundled file was skipped at open, if it was.
+    let bundledError: AppNorthError?
+    let listeners: ListenerRegistry<ConfigChange>
+    /// Waits between attempts use real time, whatever the TTL clock.
+    let timer = SystemClock()
+    let closed = Atomic<Bool>(false)
+
+    struct State: Sendable {
+        var current: ResolvedConfig
+        var lastStatus = ConfigFetchStatus.none
+        /// Persist order of fetched records.
+        var sequence: UInt64 = 0
+        var streamConnected = false
+        /// A background fetch was asked for and has not finished.
+        var revalidating = false
+        var failures = 0
+        var retryNotBefore: UInt64 = 0
+        /// A 429 or 503 with Retry-After: no background request (stream,
+        /// poll, fetch) starts before this (on `timer`).
+        var serverNotBefore: UInt64 = 0
+    }
+
+    struct Worker: Sendable {
+        let thread: BackgroundThread
+        let cancel: StreamCancellation
+    }
+
+    struct Control: Sendable {
+        var live = false
+        var fetchWanted = false
+        var worker: Worker?
+        /// The worker's body has returned or is about to.
+        var workerExiting = false
+    }
+
+    let state: Lock<State>
+    let control = Lock(Control())
+
+    init(client: AppNorthClient, options: AppNorthRemoteConfig.Options) throws(AppNorthError) {
+        guard (1...31_536_000).contains(options.ttlSeconds) else {
+            throw .invalidArgument("config TTL must be 1 to 31536000 seconds")
+        }
+        guard (10...86_400_000).contains(options.pollIntervalMilliseconds) else {
+            throw .invalidArgument("config poll interval must be 10 to 86400000 ms")
+        }
+        guard options.streamIdleTimeoutMilliseconds >= 1000 else {
+            throw .invalidArgument("config stream idle timeout must be at least 1000 ms")
+        }
+        clock = options.clock
+        logger = Self.logger(options.logger, of: client)
+        listeners = Self.listenerRegistry(of: client)
+        endpoint = ConfigEndpoint(client: client, logger: logger)
+        freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
+        backoff = options.reconnectBackoff
+        pollIntervalMilliseconds = options.pollIntervalMilliseconds
+        streamIdleTimeoutMilliseconds = options.streamIdleTimeoutMilliseconds
+
+        // A bundled file that cannot be used is reported and skipped: the
+        // config falls back to the cached tier or the caller's defaults.
+        var bundled: ConfigDocument?
+        var bundledProblem: AppNorthError?
+        if let path = options.bundledPath {
+            do {
+                bundled = try BundledConfig.load(path: path)
+            } catch {
+                bundledProblem = error
+                logger.log(.error, "bundled config ignored: \(error.message)")
+            }
+        }
+        bundledError = bundledProblem
+
+        var cache: ConfigCache?
+        var claimKey: String?
+        if let path = options.dataDirectory {
+            let directory = try DataDirectory(path: path)
+            let key = ConfigCacheClaims.key(directory: directory, appID: client.configuration.appID)
+            try ConfigCacheClaims.claim(key)
+            do {
+                cache = try ConfigCache(directory: directory, appID: client.configuration.appID, logger: logger)
+            } catch {
+                ConfigCacheClaims.release(key)
+                throw error
+            }
+            claimKey = key
+        }
+        self.cache = cache
+        self.claimKey = claimKey
+        let initial = ResolvedConfig.initial(cached: cache?.load(), bundled: bundled, clock: options.clock)
+        state = Lock(State(current: initial))
+        logger.log(.info, "config opened from the \(initial.tier) tier")
+    }
+
+    var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    // MARK: Reads
+
+    /// The effective config. When it is past its TTL (and no live stream is
+    /// connected, no background fetch is running and no retry delay is
+    /// pending), asks the background thread for a fetch, without waiting.
+    func current() -> ResolvedConfig {
+        let now = clock.monotonicNanoseconds()
+        let retryClock = timer.monotonicNanoseconds()
+        let (resolved, revalidate) = state.withLock { s -> (ResolvedConfig, Bool) in
+            let resolved = s.current
+            if s.streamConnected || s.revalidating || retryClock < max(s.retryNotBefore, s.serverNotBefore)
+                || freshness.isFresh(fetchedMonotonic: resolved.fetchedMonotonic, nowMonotonic: now) {
+                return (resolved, false)
+            }
+            s.revalidating = true
+            return (resolved, true)
+        }
+        if revalidate && !isClosed {
+            control.withLock { $0.fetchWanted = true }
+            if !ensureWorker() { finishRevalidation(failed: true) }
+        }
+        return resolved
+    }
+
+    var lastStatus: ConfigFetchStatus { state.withLock { $0.lastStatus } }
+
+    var isLive: Bool { control.withLock { $0.live } }
+
+    // MARK: Applying what the server sent
+
+    /// Applies a fetch or stream outcome, persists it, and delivers the
+    /// listener event (if the content changed) on this thread.
+    func apply(_ outcome: ConfigFetchOutcome) {
+        let wall = clock.wallMilliseconds()
+        let mono = Int64(clamping: clock.monotonicNanoseconds())
+        var tierBefore = ConfigTier.remote, tierAfter = ConfigTier.remote
+        var changedCount = 0
+        let persist = state.withLock { s -> (ConfigCache.Record, UInt64)? in
+            tierBefore = s.current.tier
+            tierAfter = tierBefore
+            s.lastStatus = ConfigFetchStatus(error: nil, wallMilliseconds: wall)
+            s.failures = 0
+            s.retryNotBefore = 0
+            switch outcome {
+            case .notModified(let etag):
+                // Only sent when we asked with the ETag of what we hold.
+                guard s.current.tier >= .cached else { return nil }
+                s.current = s.current.confirmed(wallMilliseconds: wall, monotonic: mono, etag: etag)
+            case .document(let served, let etag, let version):
+                let changed = served.changedKeys(from: s.current.document)
+                changedCount = changed.count
+                // Equal content keeps the text we hold, so that nothing a
+                // reader sees changes without a listener call.
+                let document = changed.isEmpty ? s.current.document : served
+                s.current = ResolvedConfig(document: document, tier: .remote, etag: etag, version: version,
+                                           fetchedWallMilliseconds: wall, fetchedMonotonic: mono)
+                if !changed.isEmpty {
+                    // Posted under the state lock, so events keep the order of changes.
+                    listeners.post(ConfigChange(config: document.text, changedKeys: changed, tier: .remote))
+                }
+            }
+            tierAfter = s.current.tier
+            s.sequence += 1
+            return (ConfigCache.Record(document: s.current.document, etag: s.current.etag, version: s.current.version,
+                                       fetchedWallMilliseconds: wall), s.sequence)
+        }
+        if let persist { cache?.save(persist.0, sequence: persist.1) }
+        if tierAfter != tierBefore { logger.log(.info, "config: tier changed from \(tierBefore) to \(tierAfter)") }
+        switch outcome {
+        case .notModified: logger.log(.debug, "config: not modified (HTTP 304)")
+        case .document: logger.log(.debug, "config: fetched; \(changedCount) top-level key(s) changed")
+        }
+        listeners.deliverPending()
+    }
+
+    func recordFailure(_ error: AppNorthError, _ what: String) {
+        let wall = clock.wallMilliseconds()
+        state.withLock { $0.lastStatus = ConfigFetchStatus(error: error, wallMilliseconds: wall) }
+        logger.log(.warning, "config \(what) failed: \(error.message)")
+    }
+
+    private func conditionalETag() -> String? {
+        state.withLock { $0.current.tier >= .cached ? $0.current.etag : nil }
+    }
+
+    // MARK: Refresh (caller's thread)
+
+    func refresh() throws(AppNorthError) {
+        guard !isClosed else { throw .wrongState("the config is closed") }
+        let outcome: ConfigFetchOutcome
+        do {
+            outcome = try endpoint.fetch(etag: conditionalETag(), cancel: nil, refused: noteRetryAfter)
+        } catch {
+            recordFailure(error, "refresh")
+            throw error
+        }
+        apply(outcome)
+    }
+
+    // MARK: Background fetches
+
+    /// One conditional GET on the background thread. Returns false when it
+    /// failed.
+    @discardableResult
+    func backgroundFetch(_ worker: BackgroundThread, _ cancel: StreamCancellation, what: String) -> Bool {
+        do {
+            let outcome = try endpoint.fetch(etag: conditionalETag(), cancel: cancel, refused: noteRetryAfter)
+            if worker.isStopping { return true }
+            apply(outcome)
+            return true
+        } catch {
+            if worker.isStopping { return true }
+            recordFailure(error, what)
+            return false
+        }
+    }
+
+    /// Records the wait a 429 or 503 asks for (capped at
+    /// `RetryAfter.defaultCapMilliseconds`); the background thread starts
+    /// no request before it has passed. A later answer replaces it.
+    func noteRetryAfter(_ response: HTTPResponse) {
+        guard let wait = RetryAfter.milliseconds(for: response, nowWallMs: timer.wallMilliseconds(),
+                                                 capMs: RetryAfter.defaultCapMilliseconds) else { return }
+        let until = timer.monotonicNanoseconds().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
+        state.withLock { $0.serverNotBefore = until }
+        logger.log(.info, "config: the server asked to retry after \(wait) ms (HTTP \(response.status))")
+    }
+
+    var serverNotBefore: UInt64 { state.withLock { $0.serverNotBefore } }
+
+    func finishRevalidation(failed: Bool) {
+        let now = timer.monotonicNanoseconds()
+        state.withLock { s in
+            s.revalidating = false
+            if failed {
+                s.failures += 1
+                let delay = backoff.delay(attempt: s.failures, random: Random.unit())
+                s.retryNotBefore = now.addingSaturating(UInt64(clamping: delay).multipliedSaturating(by: 1_000_000))
+            }
+        }
+    }
+}

@@ -17,6 +17,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 enum { ROUNDS = 200, IN_FLIGHT = 256, HOST_THREADS = 8, ROUNDS_256 = 7 };
 
@@ -96,6 +97,14 @@ static double transfer_thread_cpu_s(void) {
     }
     if (tasks) closedir(tasks);
     return total;
+}
+
+/* CPU seconds (user + system) of the whole process so far: the library's
+ * own cost per read, which the server's speed does not set. */
+static double process_cpu_s(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 static double blocking_read_ms(appnorth_client *c) {
@@ -187,23 +196,27 @@ int main(int argc, char **argv) {
     blocking_threads_rate(c);  /* warm: the 8 threads' connections */
     in_flight_rate(c, &threads_during, &ok);
     ok = 0;
-    double busy = 0, wall = 0;
+    double busy = 0, wall = 0, cpu_async[ROUNDS_256], cpu_threads[ROUNDS_256];
     for (int r = 0; r < ROUNDS_256; r++) {
-        double cpu0 = transfer_thread_cpu_s();
+        double cpu0 = transfer_thread_cpu_s(), p0 = process_cpu_s();
         uint64_t t0 = now_ns();
         rate_async[r] = in_flight_rate(c, &threads_during, &ok);
         wall += (double)(now_ns() - t0) / 1e9;
         busy += transfer_thread_cpu_s() - cpu0;
+        double p1 = process_cpu_s();
+        cpu_async[r] = (p1 - p0) * 1e6 / IN_FLIGHT;
         rate_threads[r] = blocking_threads_rate(c);
+        cpu_threads[r] = (process_cpu_s() - p1) * 1e6 / IN_FLIGHT;
     }
     int threads_after = thread_count();
     appnorth_client_free(c);
 
     double b50 = median(blocking, ROUNDS), a50 = median(nonblocking, ROUNDS);
     double ra = median(rate_async, ROUNDS_256), rt = median(rate_threads, ROUNDS_256);
+    double ca = median(cpu_async, ROUNDS_256), ct = median(cpu_threads, ROUNDS_256);
     fprintf(stderr, "read: blocking p50 %.3f ms, non-blocking p50 %.3f ms (%.2fx); 256 in flight %.0f/s vs "
-            "8 threads %.0f/s (transfer thread busy %.0f%% of the time); threads %d -> %d -> %d\n", b50, a50, a50 / b50,
-            ra, rt, wall > 0 ? 100 * busy / wall : 0, threads_before, threads_during, threads_after);
+            "8 threads %.0f/s (transfer thread busy %.0f%% of the time); client CPU per read %.0f vs %.0f us; threads %d -> %d -> %d\n",
+            b50, a50, a50 / b50, ra, rt, wall > 0 ? 100 * busy / wall : 0, ca, ct, threads_before, threads_during, threads_after);
     jw w;
     jw_begin(&w, stdout);
     jw_string(&w, "bench", "async");
@@ -217,6 +230,8 @@ int main(int argc, char **argv) {
     jw_int(&w, "in_flight_expected", IN_FLIGHT * ROUNDS_256);
     jw_num(&w, "in_flight_per_s", ra);
     jw_num(&w, "threads8_per_s", rt);
+    jw_num(&w, "in_flight_cpu_us_per_read", ca);
+    jw_num(&w, "threads8_cpu_us_per_read", ct);
     jw_num(&w, "transfer_thread_busy", wall > 0 ? busy / wall : 0);
     jw_int(&w, "threads_before", threads_before);
     jw_int(&w, "threads_during", threads_during);

@@ -16,6 +16,11 @@ final class EasyTransfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>? = nil
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let url: UnsafeMutablePointer<CChar>
+    /// "scheme://host:port" of the URL: the transfers that share a
+    /// connection limit (TransferEngine admits a few per origin at a time).
+    let origin: String
+    /// The whole transfer's limit in ms (0: none), counted from its start.
+    let totalTimeoutMs: Int
     private let body: UnsafeMutableRawBufferPointer
     private let unmanagedContext: Unmanaged<TransferContext>
 
@@ -25,6 +30,8 @@ final class EasyTransfer: @unchecked Sendable {
         handle = h
         self.context = context
         self.idleTimeoutMs = idleTimeoutMs
+        self.totalTimeoutMs = totalTimeoutMs
+        origin = Self.origin(of: request.url)
         maxResponseBytes = transport.maxResponseBytes
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -40,6 +47,25 @@ final class EasyTransfer: @unchecked Sendable {
         // No "Expect: 100-continue" round trip before a body.
         headerList = curl_slist_append(headerList, "Expect:")
         configure(request, transport, totalTimeoutMs: totalTimeoutMs, bodyBytes: bytes.count)
+    }
+
+    /// The URL up to the end of its authority ("http://127.0.0.1:8080"),
+    /// found in its UTF-8 (no Character iteration on this path).
+    static func origin(of url: String) -> String {
+        let bytes = Array(url.utf8)
+        var start = 0
+        if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes.count > colon + 2,
+           bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") {
+            start = colon + 3
+        }
+        let end = bytes[start...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+        return String(decoding: bytes[..<(end ?? bytes.count)], as: UTF8.self)
+    }
+
+    /// Sets the whole transfer's limit again before curl starts it, for the
+    /// time it already waited in TransferEngine's queue.
+    func setTotalTimeout(milliseconds: Int) {
+        cshim_setopt_long(handle, CURLOPT_TIMEOUT_MS, milliseconds)
     }
 
     deinit {

@@ -1,0 +1,100 @@
+import Glibc
+import XCTest
+@testable import AppNorthCore
+
+/// The transfer thread's turn-taking: at most `maxHostConnections`
+/// transfers per origin in curl's hands, the rest waiting in the engine's
+/// own queue (`AdmissionQueue`), where a cancel or a total timeout still
+/// ends them. The queue's rules on their own, then the engine against the
+/// real server.
+final class TransferEngineTests: XCTestCase {
+    func testTheQueueAdmitsAFewPerOriginInOrderAndHandsPlacesOver() {
+        var queue = AdmissionQueue<Int>(perOrigin: 2)
+        XCTAssertEqual(queue.arrive(1, origin: "http://a"), 1)
+        XCTAssertEqual(queue.arrive(2, origin: "http://a"), 2)
+        XCTAssertNil(queue.arrive(3, origin: "http://a"), "the third waits")
+        XCTAssertNil(queue.arrive(4, origin: "http://a"))
+        XCTAssertEqual(queue.arrive(5, origin: "http://b"), 5, "another origin has places of its own")
+        XCTAssertEqual(queue.waitingCount, 2)
+        XCTAssertEqual(queue.leave(origin: "http://a"), 3, "the first to wait takes the freed place")
+        XCTAssertEqual(queue.running(origin: "http://a"), 2)
+        XCTAssertEqual(queue.leave(origin: "http://a"), 4)
+        XCTAssertNil(queue.leave(origin: "http://a"))
+        XCTAssertNil(queue.leave(origin: "http://a"))
+        XCTAssertEqual(queue.running(origin: "http://a"), 0)
+        XCTAssertTrue(queue.isEmpty)
+        XCTAssertEqual(queue.arrive(6, origin: "http://a"), 6)
+    }
+
+    func testWaitingJobsCanBeTakenOutWithoutHoldingAPlace() {
+        var queue = AdmissionQueue<Int>(perOrigin: 1)
+        XCTAssertEqual(queue.arrive(1, origin: "o"), 1)
+        for job in 2...5 { XCTAssertNil(queue.arrive(job, origin: "o")) }
+        XCTAssertEqual(queue.removeWaiting(where: { $0 % 2 == 0 }), [2, 4])
+        XCTAssertEqual(queue.waitingCount, 2)
+        XCTAssertEqual(queue.leave(origin: "o"), 3, "order is kept")
+        XCTAssertEqual(queue.leave(origin: "o"), 5)
+        XCTAssertNil(queue.leave(origin: "o"))
+        XCTAssertEqual(AdmissionQueue<Int>(perOrigin: 0).perOrigin, 1, "a place at least")
+    }
+
+    func testTheOriginIsTheURLUpToItsPath() {
+        XCTAssertEqual(EasyTransfer.origin(of: "http://127.0.0.1:8080/v1/apps/x?y=1"), "http://127.0.0.1:8080")
+        XCTAssertEqual(EasyTransfer.origin(of: "https://h.example?q"), "https://h.example")
+        XCTAssertEqual(EasyTransfer.origin(of: "https://h.example"), "https://h.example")
+        XCTAssertEqual(EasyTransfer.origin(of: "no-scheme/x"), "no-scheme")
+        XCTAssertEqual(EasyTransfer.origin(of: ""), "")
+    }
+
+    /// Eight reads the server holds take every place of the origin; a
+    /// ninth waits in the engine's queue, where a cancel still ends it at once.
+    func testAReadWaitingForAPlaceEndsAtOnceWhenCancelled() throws {
+        try TestServer.reset()
+        let holder = try holdEveryPlace()
+        defer { holder.client.cancelInFlight() }
+        let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
+        let waiting = StreamCancellation()
+        let results = AsyncOperationTests.Results()
+        try client.start(.listBoards, operation: waiting) { results.put(0, $0) }
+        waiting.cancel()
+        let done = results.wait(for: 1)
+        guard case .failure(.cancelled) = done[0] else { return XCTFail("waiting: \(String(describing: done[0]))") }
+        XCTAssertTrue(holder.results.wait(for: 1, seconds: 0).isEmpty, "the held reads are still in flight")
+    }
+
+    /// A total timeout counts from the start call, not from the moment a
+    /// place freed: the waiting read times out while the eight are still held.
+    func testAReadWaitingForAPlaceTimesOutOnItsOwnClock() throws {
+        try TestServer.reset()
+        let holder = try holdEveryPlace()
+        defer { holder.client.cancelInFlight() }
+        let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 300))
+        let results = AsyncOperationTests.Results()
+        try client.start(.listBoards, operation: StreamCancellation()) { results.put(0, $0) }
+        let done = results.wait(for: 1)
+        guard case .failure(.network(let message)) = done[0] else {
+            return XCTFail("waiting: \(String(describing: done[0]))")
+        }
+        XCTAssertTrue(message.lowercased().contains("timeout"), message)
+        XCTAssertTrue(holder.results.wait(for: 1, seconds: 0).isEmpty, "the held reads are still in flight")
+    }
+
+    /// Starts `maxHostConnections` reads that the server holds for 60 s,
+    /// and returns once the server has all of them.
+    private func holdEveryPlace() throws -> (client: AppNorthClient, results: AsyncOperationTests.Results) {
+        let places = TransferEngine.maxHostConnections
+        _ = try TestServer.post("/admin/faults",
+                                #"{"delay_ms":60000,"count":\#(places),"path_prefix":"/v1/apps/swift/ideas/held/comments"}"#)
+        let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 120_000))
+        let results = AsyncOperationTests.Results()
+        for index in 0..<places {
+            try client.start(.listComments(ideaID: "held"), operation: StreamCancellation()) { results.put(index, $0) }
+        }
+        // The fault is used up once the server holds all of them.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while try (TestServer.get("/admin/faults")["faults"]?.count ?? 0) > 0 && ContinuousClock.now < deadline {
+            usleep(5_000)
+        }
+        return (client, results)
+    }
+}

@@ -59,22 +59,26 @@ static inline int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static inline void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* ---- the server ------------------------------------------------------------ */
 
-static inline void add_fault(const char *spec) {
-    long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
-    CHECK(status == 201, "fault %s: HTTP %ld", spec, status);
-}
+static inline void add_fault(const char *spec) { admin_add_fault(server, spec); }
 
 static inline void clear_faults(void) {
     long status = admin_request(server, "DELETE", "/admin/faults", NULL, NULL);
     CHECK(status == 200, "clear faults: HTTP %ld", status);
+}
+
+/* The start of each event suite's main(): the server, the slow-test switch
+ * (APPNORTH_TEST_SKIP_SLOW) and curl. False when there is no server. */
+static inline int events_suite_start(const char *name) {
+    server = test_start(name, 180);
+    if (!server) return 0;
+    const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
+    skip_slow = slow && *slow && strcmp(slow, "0") != 0;
+    curl_global_init(CURL_GLOBAL_ALL);
+    (void)admin_board; /* admin.h helpers the event suites do not need */
+    (void)admin_idea;
+    return 1;
 }
 
 /* "Disable connectivity": every API request is read and its connection

@@ -4,6 +4,8 @@
 #ifndef APPNORTH_TEST_FIXTURES_H
 #define APPNORTH_TEST_FIXTURES_H
 
+#include <appnorth.h>
+#include <errno.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -21,6 +23,60 @@ static inline int64_t mono_ms(void) {
 static inline void admin_reset(const char *base) {
     long status = admin_request(base, "POST", "/admin/reset", "{}", NULL);
     CHECK(status == 200, "admin reset: HTTP %ld", status);
+}
+
+/* Sleeps `ms` milliseconds, through signals. For pacing a poll of some
+ * state or for a negative check's window, never to wait for a result. */
+static inline void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+/* Adds a dev-server fault (POST /admin/faults with `spec`), checked. */
+static inline void admin_add_fault(const char *base, const char *spec) {
+    long status = admin_request(base, "POST", "/admin/faults", spec, NULL);
+    CHECK(status == 201, "fault %s: HTTP %ld", spec, status);
+}
+
+static inline void admin_clear_faults(const char *base) {
+    admin_request(base, "DELETE", "/admin/faults", NULL, NULL);
+}
+
+/* True while a fault on path prefix `prefix` waits for its request. */
+static inline int admin_fault_pending(const char *base, const char *prefix) {
+    json_t *reply = NULL;
+    admin_request(base, "GET", "/admin/faults", NULL, &reply);
+    int found = 0;
+    size_t i;
+    json_t *fault;
+    json_array_foreach(json_object_get(reply, "faults"), i, fault) {
+        const char *p = json_string_value(json_object_get(fault, "path_prefix"));
+        if (p && strcmp(p, prefix) == 0) found = 1;
+    }
+    json_decref(reply);
+    return found;
+}
+
+/* Waits (up to 15 s) until the server has taken the request of the fault
+ * on `prefix`: the request is then held at the server. */
+static inline void admin_wait_fault_taken(const char *base, const char *prefix) {
+    int64_t deadline = mono_ms() + 15000;
+    while (mono_ms() < deadline && admin_fault_pending(base, prefix)) sleep_ms(20);
+}
+
+/* A client of `app` on `base` with the given API and config timeouts
+ * (a "patient" client outlasts the server's holds: only a cancel ends one). */
+static inline appnorth_client *client_with_timeouts(const char *base, const char *app, int32_t api_ms,
+                                                    int32_t config_ms) {
+    appnorth_error err;
+    appnorth_client_options *o = appnorth_client_options_new();
+    CHECK_STATUS(appnorth_client_options_set_api_url(o, base, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_app_id(o, app, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_client_options_set_timeouts(o, api_ms, config_ms, &err), APPNORTH_OK, err);
+    appnorth_client *c = NULL;
+    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
+    appnorth_client_options_free(o);
+    return c;
 }
 
 #endif

@@ -28,11 +28,6 @@
 
 static const char *server;
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- Completions ----------------------------------------------------------- */
 
 #define MAX_OPS 300
@@ -107,44 +102,6 @@ static int done_count(batch *b) {
 }
 
 /* ---- Server helpers -------------------------------------------------------- */
-
-static void add_fault(const char *spec) {
-    long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
-    CHECK(status == 201, "fault %s: HTTP %ld", spec, status);
-}
-
-static void clear_faults(void) { admin_request(server, "DELETE", "/admin/faults", NULL, NULL); }
-
-/* Waits (up to 15 s) until no fault on `prefix` is left waiting for its request. */
-static void wait_fault_taken(const char *prefix) {
-    int64_t deadline = mono_ms() + 15000;
-    while (mono_ms() < deadline) {
-        json_t *reply = NULL;
-        admin_request(server, "GET", "/admin/faults", NULL, &reply);
-        int found = 0;
-        size_t i;
-        json_t *fault;
-        json_array_foreach(json_object_get(reply, "faults"), i, fault) {
-            const char *p = json_string_value(json_object_get(fault, "path_prefix"));
-            if (p && strcmp(p, prefix) == 0) found = 1;
-        }
-        json_decref(reply);
-        if (!found) return;
-        sleep_ms(20);
-    }
-}
-
-static appnorth_client *patient_client(void) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 60000, 60000, &err), APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    return c;
-}
 
 static int thread_count(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -221,11 +178,11 @@ static void test_results_equal_the_blocking_calls(void) {
 /* One held read among twenty: cancelling it ends it at once with
  * APPNORTH_E_CANCELLED; the other nineteen complete normally. */
 static void test_cancel_one_among_many(void) {
-    appnorth_client *c = patient_client();
+    appnorth_client *c = client_with_timeouts(server, APP, 60000, 60000);
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held/comments", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     batch b;
     batch_init(&b);
     appnorth_error err;
@@ -236,7 +193,7 @@ static void test_cancel_one_among_many(void) {
     }
     CHECK(wait_done(&b, 19) >= 19, "the nineteen others complete while one is held");
     CHECK(b.calls[0] == 0, "the held one is still in flight");
-    wait_fault_taken(prefix);
+    admin_wait_fault_taken(server, prefix);
     int64_t cancelled_at = mono_ms();
     CHECK_STATUS(appnorth_op_cancel(held, &err), APPNORTH_OK, err);
     CHECK(wait_done(&b, 20) == 20, "the held one completes after its cancel");
@@ -253,7 +210,7 @@ static void test_cancel_one_among_many(void) {
     CHECK_STATUS(appnorth_op_cancel(0, NULL), APPNORTH_E_NOT_FOUND, err);
     CHECK_STATUS(appnorth_op_cancel(UINT64_MAX, &err), APPNORTH_E_NOT_FOUND, err);
     batch_free(&b);
-    clear_faults();
+    admin_clear_faults(server);
     appnorth_client_free(c);
 }
 
@@ -331,18 +288,18 @@ static void test_bad_input_starts_nothing(void) {
 /* Freeing a client with held operations: each completes with
  * APPNORTH_E_CANCELLED before the free returns. */
 static void test_free_with_operations_in_flight(void) {
-    appnorth_client *c = patient_client();
+    appnorth_client *c = client_with_timeouts(server, APP, 60000, 60000);
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held-free/comments", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":3,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     batch b;
     batch_init(&b);
     appnorth_error err;
     for (int i = 0; i < 3; i++) {
         CHECK_STATUS(appnorth_client_list_comments_async(c, "held-free", on_done, &slots[i], NULL, &err), APPNORTH_OK, err);
     }
-    wait_fault_taken(prefix);
+    admin_wait_fault_taken(server, prefix);
     int64_t start = mono_ms();
     appnorth_client_free(c);
     int64_t took = mono_ms() - start;
@@ -355,7 +312,7 @@ static void test_free_with_operations_in_flight(void) {
     }
     CHECK(took < 5000, "free took %lld ms", (long long)took);
     batch_free(&b);
-    clear_faults();
+    admin_clear_faults(server);
 }
 
 /* A completion that frees its own client: the free does not wait (it runs
@@ -422,11 +379,11 @@ static void test_queue_config_and_events(void) {
     char spec[256];
     /* Two drops: libcurl retries once on a reused connection that turns out closed. */
     snprintf(spec, sizeof spec, "{\"drop\":true,\"count\":2,\"path_prefix\":\"/v1/apps/%s/ideas\"}", APP);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     CHECK_STATUS(appnorth_queue_submit_idea_async(q, c, board, "queued async", NULL, NULL, on_done, &slots[0], NULL, &err),
                  APPNORTH_OK, err);
     CHECK(wait_done(&b, 1) == 1 && b.status[0] == APPNORTH_OK, "submit: %d", b.status[0]);
-    clear_faults();
+    admin_clear_faults(server);
     CHECK(b.json[0] && strcmp(b.json[0], "{\"submitted\":false}") == 0, "queued: %s", b.json[0] ? b.json[0] : "(null)");
     CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[1], NULL, &err), APPNORTH_OK, err);
     CHECK(wait_done(&b, 2) == 2 && b.status[1] == APPNORTH_OK, "flush: %d", b.status[1]);
@@ -475,7 +432,7 @@ static void test_queue_config_and_events(void) {
     remove_tree(dir);
     batch_free(&b);
     free(board);
-    clear_faults();
+    admin_clear_faults(server);
     appnorth_client_free(c);
 }
 
@@ -524,14 +481,14 @@ static void test_dispatch_mode_completions_run_on_the_dispatching_thread(void) {
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas/held-dispatch/comments", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":2,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     batch h;
     batch_init(&h);
     for (int i = 0; i < 2; i++) {
         CHECK_STATUS(appnorth_client_list_comments_async(c, "held-dispatch", on_done, &slots[i], NULL, &err),
                      APPNORTH_OK, err);
     }
-    wait_fault_taken(prefix);
+    admin_wait_fault_taken(server, prefix);
     CHECK(done_count(&h) == 0, "nothing runs outside dispatch");
     appnorth_client_free(c);
     CHECK(done_count(&h) == 2, "free ran both completions: %d", done_count(&h));
@@ -540,7 +497,7 @@ static void test_dispatch_mode_completions_run_on_the_dispatching_thread(void) {
               "held %d: status %d, on the freeing thread", i, h.status[i]);
     }
     batch_free(&h);
-    clear_faults();
+    admin_clear_faults(server);
 }
 
 int main(void) {

@@ -25,46 +25,6 @@
 
 static const char *server;
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* A client whose timeouts outlast the server's hold: only a cancel ends
- * a held request early. */
-static appnorth_client *patient_client(void) {
-    appnorth_error err;
-    appnorth_client_options *o = appnorth_client_options_new();
-    CHECK_STATUS(appnorth_client_options_set_api_url(o, server, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_app_id(o, APP, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_credential(o, NULL, NULL, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_client_options_set_timeouts(o, 60000, 60000, &err), APPNORTH_OK, err);
-    appnorth_client *c = NULL;
-    CHECK_STATUS(appnorth_client_new(o, &c, &err), APPNORTH_OK, err);
-    appnorth_client_options_free(o);
-    return c;
-}
-
-static void add_fault(const char *spec) {
-    long status = admin_request(server, "POST", "/admin/faults", spec, NULL);
-    CHECK(status == 201, "fault %s: HTTP %ld", spec, status);
-}
-
-/* True while a fault on `prefix` waits for its request. */
-static int fault_pending(const char *prefix) {
-    json_t *reply = NULL;
-    admin_request(server, "GET", "/admin/faults", NULL, &reply);
-    int found = 0;
-    size_t i;
-    json_t *fault;
-    json_array_foreach(json_object_get(reply, "faults"), i, fault) {
-        const char *p = json_string_value(json_object_get(fault, "path_prefix"));
-        if (p && strcmp(p, prefix) == 0) found = 1;
-    }
-    json_decref(reply);
-    return found;
-}
-
 /* Cancels the client once the server has taken the held request. */
 typedef struct {
     appnorth_client *client;
@@ -76,7 +36,7 @@ typedef struct {
 static void *cancel_when_held(void *arg) {
     canceller *c = arg;
     int64_t deadline = mono_ms() + 15000;
-    while (fault_pending(c->prefix) && mono_ms() < deadline) sleep_ms(20);
+    while (admin_fault_pending(server, c->prefix) && mono_ms() < deadline) sleep_ms(20);
     /* The server took the request; give it a moment to start waiting. */
     sleep_ms(100);
     appnorth_error err;
@@ -86,11 +46,11 @@ static void *cancel_when_held(void *arg) {
 }
 
 static void test_cancel_ends_a_held_request(void) {
-    appnorth_client *c = patient_client();
+    appnorth_client *c = client_with_timeouts(server, APP, 60000, 60000);
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/boards", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
 
     canceller cancel = {c, prefix, 0, -1};
     pthread_t thread;
@@ -142,7 +102,7 @@ static int server_count(appnorth_client *c, const char *title) {
 }
 
 static void test_cancelled_flush_loses_nothing(void) {
-    appnorth_client *c = patient_client();
+    appnorth_client *c = client_with_timeouts(server, APP, 60000, 60000);
     char *board = admin_board(server, APP, "cancel-board");
     CHECK(board != NULL, "board");
     appnorth_error err;
@@ -156,7 +116,7 @@ static void test_cancelled_flush_loses_nothing(void) {
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/ideas", APP);
     /* Offline: three ideas are queued. */
     snprintf(spec, sizeof spec, "{\"drop\":true,\"count\":3,\"path_prefix\":\"%s\"}", prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     const char *titles[3] = {"cancel one", "cancel two", "cancel three"};
     for (int i = 0; i < 3; i++) {
         int32_t submitted = -1;
@@ -167,9 +127,9 @@ static void test_cancelled_flush_loses_nothing(void) {
 
     /* The first replay passes at once, the second is held and cancelled. */
     snprintf(spec, sizeof spec, "{\"delay_ms\":0,\"count\":1,\"path_prefix\":\"%s\"}", prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     canceller cancel = {c, prefix, 0, -1};
     pthread_t thread;
     pthread_create(&thread, NULL, cancel_when_held, &cancel);
@@ -197,7 +157,7 @@ static void test_cancelled_flush_loses_nothing(void) {
 
     /* A cancelled submit is queued like a network failure. */
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     pthread_create(&thread, NULL, cancel_when_held, &cancel);
     int32_t submitted = -1;
     CHECK_STATUS(appnorth_queue_submit_idea(q, c, board, "cancel four", NULL, NULL, &submitted, &err), APPNORTH_OK, err);
@@ -216,7 +176,7 @@ static void test_cancelled_flush_loses_nothing(void) {
 /* An events flush waiting on a held upload returns CANCELLED; the event
  * stays queued and the next flush delivers it. */
 static void test_cancelled_events_flush_keeps_the_events(void) {
-    appnorth_client *c = patient_client();
+    appnorth_client *c = client_with_timeouts(server, APP, 60000, 60000);
     char *dir = make_temp_dir("cancel-events");
     appnorth_error err;
     appnorth_events_options *o = appnorth_events_options_new();
@@ -234,7 +194,7 @@ static void test_cancelled_events_flush_keeps_the_events(void) {
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/events", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
-    add_fault(spec);
+    admin_add_fault(server, spec);
     canceller cancel = {c, prefix, 0, -1};
     pthread_t thread;
     pthread_create(&thread, NULL, cancel_when_held, &cancel);

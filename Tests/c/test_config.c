@@ -13,6 +13,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "fixtures.h"
 #include "support.h"
 
 static const char *server;
@@ -25,11 +26,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
 /* A fresh App ID per test, so tests never see each other's config. */
@@ -128,6 +124,16 @@ static void on_change(const char *json, const char *keys, int32_t tier, void *us
     r->calls++;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+}
+
+/* Starts recording `config`'s changes in `r` (initialized here); returns
+ * the listener's removal token. */
+static int64_t record_changes(appnorth_config *config, recorder *r) {
+    recorder_init(r);
+    appnorth_error err;
+    int64_t token = 0;
+    CHECK_STATUS(appnorth_config_add_listener(config, on_change, r, &token, &err), APPNORTH_OK, err);
+    return token;
 }
 
 /* Waits until the recorder has seen `calls` calls; returns 1 if it did. */
@@ -322,9 +328,7 @@ static void test_tiers_getters_and_exact_numbers(void) {
      * by the reads above may apply the remote config as soon as the faults
      * are cleared, and a listener added after that would see no change. */
     recorder r;
-    recorder_init(&r);
-    int64_t token = 0;
-    CHECK_STATUS(appnorth_config_add_listener(config, on_change, &r, &token, &err), APPNORTH_OK, err);
+    int64_t token = record_changes(config, &r);
     CHECK(token > 0, "token %lld", (long long)token);
     admin_request(server, "DELETE", "/admin/faults", NULL, NULL);
 
@@ -448,9 +452,7 @@ static void test_refresh_delivers_on_the_calling_thread(void) {
     appnorth_config *config = NULL;
     CHECK_STATUS(open_config(app, NULL, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
     recorder r;
-    recorder_init(&r);
-    int64_t token = 0;
-    CHECK_STATUS(appnorth_config_add_listener(config, on_change, &r, &token, &err), APPNORTH_OK, err);
+    record_changes(config, &r);
     /* No read before: no background fetch competes with the refresh. */
     CHECK_STATUS(appnorth_config_refresh(config, &err), APPNORTH_OK, err);
     CHECK(recorder_calls(&r) == 1, "delivered before refresh returned: %d", recorder_calls(&r));
@@ -477,9 +479,7 @@ static void test_ttl_stale_while_revalidate(void) {
 
     CHECK_STATUS(open_config(app, dir, NULL, 60, clock, &config, &err), APPNORTH_OK, err);
     recorder r;
-    recorder_init(&r);
-    int64_t token = 0;
-    CHECK_STATUS(appnorth_config_add_listener(config, on_change, &r, &token, &err), APPNORTH_OK, err);
+    record_changes(config, &r);
     int64_t v = 0;
     appnorth_clock_advance(clock, 59000, &err);
     appnorth_config_get_int(config, "v", 0, &v, &err);
@@ -523,9 +523,7 @@ static void test_live_updates(void) {
     appnorth_config *config = NULL;
     CHECK_STATUS(open_config(app, NULL, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
     recorder r;
-    recorder_init(&r);
-    int64_t token = 0;
-    CHECK_STATUS(appnorth_config_add_listener(config, on_change, &r, &token, &err), APPNORTH_OK, err);
+    record_changes(config, &r);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err); /* idempotent */
     CHECK(recorder_wait(&r, 1, 3000), "stream's first event");
@@ -681,9 +679,7 @@ static void test_publish_to_callback_latency(void) {
     appnorth_config *config = NULL;
     CHECK_STATUS(open_config(app, NULL, NULL, 0, NULL, &config, &err), APPNORTH_OK, err);
     recorder r;
-    recorder_init(&r);
-    int64_t token = 0;
-    CHECK_STATUS(appnorth_config_add_listener(config, on_change, &r, &token, &err), APPNORTH_OK, err);
+    record_changes(config, &r);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
     CHECK(recorder_wait(&r, 1, 3000), "connected");
     double samples[N];

@@ -23,6 +23,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "fixtures.h"
 
 static const char *server;
 
@@ -30,11 +31,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
 /* The library's functions, looked up with dlsym. */

@@ -636,13 +636,7 @@ static void test_oversize_event_is_refused_and_the_queue_still_works(void) {
 }
 
 int main(void) {
-    server = test_start("test_events", 180);
-    if (!server) return 2;
-    const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
-    skip_slow = slow && *slow && strcmp(slow, "0") != 0;
-    curl_global_init(CURL_GLOBAL_ALL);
-    (void)admin_board; /* admin.h helpers this suite does not need */
-    (void)admin_idea;
+    if (!events_suite_start("test_events")) return 2;
 
     RUN(test_bad_input_is_refused_and_nothing_is_stored);
     RUN(test_track_is_on_disk_before_it_returns);

@@ -372,13 +372,7 @@ static void test_host_secure_store_is_used_instead_of_the_file(void) {
 }
 
 int main(void) {
-    server = test_start("test_events_consent", 180);
-    if (!server) return 2;
-    const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
-    skip_slow = slow && *slow && strcmp(slow, "0") != 0;
-    curl_global_init(CURL_GLOBAL_ALL);
-    (void)admin_board; /* admin.h helpers this suite does not need */
-    (void)admin_idea;
+    if (!events_suite_start("test_events_consent")) return 2;
 
     RUN(test_consent_revoke_drops_purges_and_is_remembered);
     RUN(test_require_consent_stores_nothing_before_a_choice);

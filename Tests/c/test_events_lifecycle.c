@@ -192,13 +192,7 @@ static void test_eight_threads_track_while_flushes_and_consent_changes_run(void)
 }
 
 int main(void) {
-    server = test_start("test_events_lifecycle", 180);
-    if (!server) return 2;
-    const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
-    skip_slow = slow && *slow && strcmp(slow, "0") != 0;
-    curl_global_init(CURL_GLOBAL_ALL);
-    (void)admin_board; /* admin.h helpers this suite does not need */
-    (void)admin_idea;
+    if (!events_suite_start("test_events_lifecycle")) return 2;
 
     RUN(test_a_resend_after_a_crash_is_deduplicated);
     RUN(test_close_flushes_within_its_bound);

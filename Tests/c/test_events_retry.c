@@ -415,13 +415,7 @@ static void test_one_rejected_event_leaves_its_batch_mates_delivered(void) {
 }
 
 int main(void) {
-    server = test_start("test_events_retry", 180);
-    if (!server) return 2;
-    const char *slow = getenv("APPNORTH_TEST_SKIP_SLOW");
-    skip_slow = slow && *slow && strcmp(slow, "0") != 0;
-    curl_global_init(CURL_GLOBAL_ALL);
-    (void)admin_board; /* admin.h helpers this suite does not need */
-    (void)admin_idea;
+    if (!events_suite_start("test_events_retry")) return 2;
 
     RUN(test_server_errors_retried_three_times_then_kept);
     RUN(test_network_errors_keep_the_events);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixtures.h"
 #include "support.h"
 
 typedef struct {
@@ -39,11 +40,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* Waits for *flag to become non-zero; 0 when `ms` passed first. */

@@ -20,14 +20,10 @@
 
 #include "admin.h"
 #include "check.h"
+#include "fixtures.h"
 #include "support.h"
 
 static const char *server;
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
-}
 
 /* Voluntary context switches (wakeups) of every thread of this process named `name`; -1 if none. */
 static long switches_of(const char *name) {

@@ -22,12 +22,6 @@
 
 static const char *server;
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* Logged API requests with this method whose path ends with `suffix`. */
 static size_t requests_now(const char *method, const char *suffix) {
     json_t *reply = NULL;

@@ -21,7 +21,7 @@ extension AppNorthEvents {
             // Events purged at import count as consent drops too, and drops
             // past the limits are counted by the store (EventStore).
             let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed)
-                : reason == "queue_limit" ? store.limitDropped.load(ordering: .relaxed) : 0
+                : reason == "queue_limit" ? store.limitDropped.count : 0
             dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
         }
         // Damaged journal stretches and table rows found and skipped.

@@ -51,7 +51,7 @@ final class EventStore: Sendable {
     /// Rows dropped past the limits since open (`queue_limit`). Counted with
     /// the deletion, under the drain lock, so that a caller that waited for
     /// another thread's trim, or saw the queue it left, sees its count too.
-    let limitDropped = Atomic<Int>(0)
+    let limitDropped = DropCount()
     /// Journaled events purged at import because a revocation of consent
     /// came after their segment was opened (ConsentRecord).
     let consentDropped = Atomic<Int>(0)

@@ -80,8 +80,7 @@ extension AppNorthEvents {
         }
         defer {
             deleteDelivered()
-            // The last attempt was delivered, or its failure already released it.
-            store.releaseLease(failed: false)
+            store.releaseLease()  // every attempt has ended (`endAttempt`)
         }
         while !thread.isStopping {
             refreshConsent()
@@ -178,7 +177,7 @@ extension AppNorthEvents {
             // read are not sent; the rest is leased for the attempt.
             try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
             let floor = store.leaseFloor.load(ordering: .relaxed)
-            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor, afterFailure: retry > 0) else {
+            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
                 return .failed(.storage("cannot read the event queue"), kept: true)
             }
             if rest.isEmpty { return .delivered }
@@ -194,6 +193,7 @@ extension AppNorthEvents {
                 return send(body, cancel: cancel, whileWaiting: whileWaiting)
             }
             whileWaiting = nil
+            store.endAttempt(delivered: attempt.map { UploadStatusPolicy.outcome(for: $0.0) == .delivered } ?? false)
             guard let (status, response, error) = attempt else { return .abandoned }
             // Another handle's revocation during the attempt is adopted now:
             // the batch is then left alone (that revocation purged it).
@@ -254,8 +254,6 @@ extension AppNorthEvents {
                 }
                 let failure = error ?? .network("no response")
                 record(failure)
-                // Not leased while it waits: past a limit, a trim may drop it.
-                if store.leaseFloor.load(ordering: .relaxed) == Int64.max { store.releaseLease(failed: true) }
                 retry += 1
                 guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
                     logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")

@@ -10,10 +10,11 @@ import Synchronization
 /// go, which its owner (or whoever recovers the file) then skips.
 ///
 /// Rows of a batch in flight (or delivered and not yet deleted) are leased
-/// (`lease`): a trim skips them, so an event is never both counted as
-/// dropped and delivered. A batch whose rows a trim deleted while it
-/// waited for a retry is read again before its next attempt (`lease`
-/// returns what is left), so it is not sent.
+/// (`BatchLease`): a trim deletes them like any other but does not count
+/// them; the lease's owner counts those of a failed attempt, so an event is
+/// never both counted as dropped and delivered. A batch whose rows a trim
+/// deleted while it waited for a retry is read again before its next
+/// attempt (`lease` returns what is left), so it is not sent.
 extension EventStore {
     /// A journal file, read as it is now: its records not imported yet
     /// (from its progress mark on).
@@ -130,8 +131,10 @@ extension EventStore {
             var excess = (census.count - limits.count, census.bytes - limits.bytes)
             guard excess.0 > 0 || excess.1 > 0 else { return 0 }
             let leases = try activeLeases(conn)
-            var table = TableCursor(leases: leases.map(\.range))
+            var table = TableCursor(leases: leases.map(\.lease))
             var taken = [Int](repeating: 0, count: census.foreign.count)
+            // Only rows no lease protects: a leased one is its owner's to
+            // count, when its attempt ends (BatchLease).
             var dropped = 0
             while excess.0 > 0 || excess.1 > 0 {
                 try table.fill(conn)
@@ -148,25 +151,20 @@ extension EventStore {
                 if let index = oldest {
                     size = census.foreign[index].records[taken[index]].size
                     taken[index] += 1
+                    dropped += 1
                 } else {
-                    size = table.take()
+                    let row = table.take()
+                    size = row.size
+                    if !row.leased { dropped += 1 }
                 }
                 excess.0 -= 1
                 excess.1 -= size
-                dropped += 1
             }
             try table.delete(conn, self)
-            // Leased rows went too, noted on their lease: dropped if its
-            // attempt fails, delivered if not. This handle's own count now
-            // (and are taken back after a delivery); another's, by its owner.
             for (index, count) in table.owed {
-                let lease = leases[index]
-                let mine = lease.key == leaseKey
-                let value = String(lease.range.lowerBound) + ":" + String(lease.range.upperBound) + ":"
-                    + String(lease.owed.total + count) + ":" + String(lease.owed.counted + (mine ? count : 0))
-                try conn.run("UPDATE kv SET value = ? WHERE namespace = ? AND key = ?",
-                             [.blob(Array(value.utf8)), .text(Self.leaseNamespace), .text(lease.key)])
-                if !mine { dropped -= count }
+                var lease = leases[index].lease
+                lease.owed += count
+                try putLease(conn, key: leases[index].key, lease, touch: false)
             }
             for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
                 try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
@@ -176,7 +174,7 @@ extension EventStore {
             return dropped
         }
         if gone > 0 { removals.add(1, ordering: .releasing) }
-        limitDropped.add(gone, ordering: .releasing)
+        limitDropped.add(gone)
         return gone
     }
 
@@ -185,16 +183,16 @@ extension EventStore {
     /// thread's events of one millisecond in the order it tracked them),
     /// fetched a page at a time, leased ones skipped.
     struct TableCursor {
-        let leases: [ClosedRange<Int64>]
+        let leases: [BatchLease]
         var rows: [(seq: Int64, id: String, ms: Int64, size: Int)] = []
         var index = 0
         var exhausted = false
         var taken: [Int64] = []
-        /// Leased rows taken, per lease.
+        /// Rows taken in an attempt, per lease.
         var owed: [Int: Int] = [:]
         var after: (String, Int64) = ("", Int64.min)
 
-        init(leases: [ClosedRange<Int64>]) { self.leases = leases }
+        init(leases: [BatchLease]) { self.leases = leases }
 
         var head: (seq: Int64, id: String, ms: Int64, size: Int)? { index < rows.count ? rows[index] : nil }
 
@@ -210,14 +208,17 @@ extension EventStore {
             }
         }
 
-        /// Takes the head (deleted). A leased one (in flight) is noted
-        /// on its lease: its owner counts it (`lease`, `releaseLease`).
-        mutating func take() -> Int {
+        /// Takes the head (deleted). `leased`: a lease protects it, so it
+        /// is not this trim's drop: one in an attempt is noted on its
+        /// lease (`owed`), for the attempt's end to count; one delivered
+        /// is gone already.
+        mutating func take() -> (size: Int, leased: Bool) {
             let row = rows[index]
             index += 1
-            if let lease = leases.firstIndex(where: { $0.contains(row.seq) }) { owed[lease, default: 0] += 1 }
             taken.append(row.seq)
-            return row.size
+            guard let lease = leases.firstIndex(where: { $0.covers(row.seq) }) else { return (row.size, false) }
+            if leases[lease].isInAttempt(row.seq) { owed[lease, default: 0] += 1 }
+            return (row.size, true)
         }
 
         /// Deletes every row taken.
@@ -238,82 +239,6 @@ extension EventStore {
         var total = db.bytesOnDisk
         for name in journal.journalNames() { total += journal.directory.fileSize(name) }
         return total
-    }
-
-    // MARK: Leases
-
-    static let leaseNamespace = "events_lease"
-    /// A lease older than this belongs to a process that died mid-request
-    /// (requests time out after 30 s).
-    static let leaseLifetimeMs: Int64 = 120_000
-
-    /// The leased ranges of every handle, as a trim sees them.
-    func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError)
-        -> [(key: String, range: ClosedRange<Int64>, owed: (total: Int, counted: Int))] {
-        let now = Self.wallMilliseconds()
-        return try conn.query("SELECT key, value FROM kv WHERE namespace = ? AND updated_ms > ?",
-                              [.text(Self.leaseNamespace), .int(now - Self.leaseLifetimeMs)]) {
-            ($0.text(0), String(decoding: $0.blob(1), as: UTF8.self))
-        }.compactMap { key, value in
-            let parts = value.split(separator: ":")
-            guard parts.count >= 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low <= high else { return nil }
-            return (key, low...high, Self.owed(parts))
-        }
-    }
-
-    /// Before an attempt: the rows of `batch` still queued (a trim, a
-    /// purge or another handle may have deleted some since it was read),
-    /// leased from `floor` (a delivered batch not deleted yet) to its last
-    /// row, in one transaction. An empty result is not leased.
-    /// `afterFailure`: the lease it replaces was of an attempt that failed
-    /// (a retry), whose rows a trim deleted are counted dropped now.
-    func lease(_ batch: [StoredEvent], from floor: Int64?, afterFailure: Bool) throws(AppNorthError) -> [StoredEvent] {
-        guard let first = batch.first?.seq, let last = batch.last?.seq else { return [] }
-        return try db.transaction { conn throws(AppNorthError) -> [StoredEvent] in
-            let previous = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                          [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
-            settleOwed(previous, failed: afterFailure)
-            let present = Set(try conn.query("SELECT seq FROM events WHERE seq BETWEEN ? AND ?",
-                                             [.int(first), .int(last)]) { $0.int64(0) })
-            let rest = present.count == batch.count ? batch : batch.filter { present.contains($0.seq) }
-            guard let low = rest.first?.seq else { return [] }
-            let value = String(min(low, floor ?? low)) + ":" + String(last)
-            try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?)",
-                         [.text(Self.leaseNamespace), .text(leaseKey), .blob(Array(value.utf8)), .int(Self.wallMilliseconds())])
-            return rest
-        }
-    }
-
-    /// Ends this handle's lease. `failed`: its attempt failed, so the
-    /// rows a trim deleted under it meanwhile were dropped, and are counted
-    /// now (`queue_limit`); after a delivery they were delivered instead.
-    func releaseLease(failed: Bool) {
-        let values = try? db.withConnection { conn throws(AppNorthError) in
-            try conn.query("DELETE FROM kv WHERE namespace = ? AND key = ? RETURNING value",
-                           [.text(Self.leaseNamespace), .text(leaseKey)]) { String(decoding: $0.blob(0), as: UTF8.self) }
-        }
-        settleOwed(values ?? [], failed: failed)
-    }
-
-    /// A lease's owed rows: all of them, and those already counted.
-    static func owed(_ parts: [Substring]) -> (total: Int, counted: Int) {
-        let total = parts.count > 2 ? max(0, Int(parts[2]) ?? 0) : 0
-        return (total, parts.count > 3 ? min(total, max(0, Int(parts[3]) ?? 0)) : 0)
-    }
-
-    /// The rows trims deleted under this handle's lease: after a failed
-    /// attempt, dropped (those not counted yet are added to
-    /// `limitDropped`); after a delivery, delivered (those counted are
-    /// taken back).
-    func settleOwed(_ values: [String], failed: Bool) {
-        for value in values {
-            let owed = Self.owed(value.split(separator: ":"))
-            if failed {
-                limitDropped.add(owed.total - owed.counted, ordering: .releasing)
-            } else {
-                limitDropped.subtract(owed.counted, ordering: .releasing)
-            }
-        }
     }
 
     static func wallMilliseconds() -> Int64 { SystemClock().wallMilliseconds() }

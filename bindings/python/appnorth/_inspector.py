@@ -136,9 +136,13 @@ def inspect(directory: str) -> Dict[str, Any]:
                 except ValueError:
                     pass
             elif namespace == "events_lease":
-                low, _, high = bytes(value).decode("ascii", "replace").partition(":")
-                if low.lstrip("-").isdigit() and high.lstrip("-").isdigit():
-                    leases.append((int(low), int(high)))
+                # low:high[:owed:0:from]: rows from `from` on are in an attempt.
+                parts = bytes(value).decode("ascii", "replace").split(":")
+                if len(parts) >= 2 and all(p.lstrip("-").isdigit() for p in parts[:2]):
+                    low, high = int(parts[0]), int(parts[1])
+                    if len(parts) >= 5 and parts[4].lstrip("-").isdigit():
+                        low = max(low, int(parts[4]))
+                    leases.append((low, high))
         in_flight = 0
         if "events" in tables:
             count, size = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events").fetchone()

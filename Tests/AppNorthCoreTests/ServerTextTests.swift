@@ -20,7 +20,7 @@ final class ServerTextTests: XCTestCase {
 
     func testServerErrorMessagesAreEscaped() {
         let body = Array(#"{"error":{"code":"a\r\nb","message":"m\u001b[2J"}}"#.utf8)
-        let message = AppNorthClient.serverMessage(HTTPResponse(status: 400, headers: [], body: body))
+        let message = HTTPResponse(status: 400, headers: [], body: body).serverMessage
         XCTAssertEqual(message, "HTTP 400 a\\x0D\\x0Ab: m\\x1B[2J")
     }
 

@@ -83,11 +83,10 @@ extension AppNorthClient {
             case .failure(let error):
                 logger.log(.warning, "\(what): \(error.message)")
                 completion(.failure(error))
-            case .success(let response) where !response.isSuccess:
+            case .success(let response):
+                guard let error = response.error else { return completion(result) }
                 logger.log(.warning, "\(what) -> HTTP \(response.status)")
-                completion(.failure(AppNorthError.fromHTTP(status: response.status, message: Self.serverMessage(response))))
-            case .success:
-                completion(result)
+                completion(.failure(error))
             }
         }
         guard let packed = compression.compressed(request, as: .write) else {

@@ -103,8 +103,7 @@ public final class AppNorthClient: Sendable {
             configuration.logger.log(.warning, "\(method.rawValue) \(path.split(separator: "?").first ?? ""): \(error.message)")
             throw error
         }
-        guard response.isSuccess else {
-            let error = AppNorthError.fromHTTP(status: response.status, message: Self.serverMessage(response))
+        if let error = response.error {
             configuration.logger.log(.warning, "\(method.rawValue) \(path.split(separator: "?").first ?? "") -> HTTP \(response.status)")
             throw error
         }
@@ -139,17 +138,5 @@ public final class AppNorthClient: Sendable {
             throw .invalidJSON("server response is not a JSON object", position: 0)
         }
         return String(decoding: response.body, as: UTF8.self)
-    }
-
-    /// The message of an `{"error":{"code","message"}}` body, or a generic
-    /// one when the body is not in that shape.
-    static func serverMessage(_ response: HTTPResponse) -> String {
-        if let parsed = try? JSON.parse(response.body), let error = parsed["error"] {
-            // Server text in an error message: escaped (Text.escapingControls).
-            let code = Text.escapingControls(error["code"]?.stringValue ?? "error")
-            let message = Text.escapingControls(error["message"]?.stringValue ?? "")
-            return "HTTP \(response.status) \(code)" + (message.isEmpty ? "" : ": \(message)")
-        }
-        return "HTTP \(response.status)"
     }
 }

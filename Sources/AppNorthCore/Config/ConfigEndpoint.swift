@@ -61,12 +61,9 @@ struct ConfigEndpoint: Sendable {
             body = response.body
         }
         if response.status == 304 { return .notModified(etag: EntityTag.validated(response.header("ETag"))) }
-        guard response.isSuccess else {
+        if let error = response.error {
             refused(response)
-            throw AppNorthError.fromHTTP(status: response.status,
-                                         message: AppNorthClient.serverMessage(HTTPResponse(status: response.status,
-                                                                                            headers: response.headers,
-                                                                                            body: body)))
+            throw error
         }
         let (document, version) = try Self.parsePayload(body, what: "config response")
         let etag = EntityTag.validated(response.header("ETag")) ?? version.map { "\"\($0)\"" }

@@ -63,18 +63,4 @@ public enum AppNorthError: Error, Sendable, Equatable {
         default: return 0
         }
     }
-
-    /// Maps an HTTP error response to its case. `message` is the server's
-    /// error message when it sent one.
-    public static func fromHTTP(status: Int, message: String) -> AppNorthError {
-        switch status {
-        case 400, 422: return .validation(message, httpStatus: status)
-        case 401, 403: return .authentication(message, httpStatus: status)
-        case 404: return .notFound(message)
-        case 409: return .conflict(message)
-        case 413: return .tooLarge(message, httpStatus: status)
-        case 500...599: return .server(message, httpStatus: status)
-        default: return .http(message, httpStatus: status)
-        }
-    }
 }

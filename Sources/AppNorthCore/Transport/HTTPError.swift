@@ -1,0 +1,49 @@
+/// The one mapping from an HTTP answer to the core's error taxonomy: the
+/// status picks the `AppNorthError` case, the body's
+/// `{"error":{"code","message"}}` gives its message. Every caller (the
+/// client's calls, the event uploads, the config fetch and stream) reads
+/// non-2xx answers through `HTTPResponse.error`; what each then does about
+/// the status (the events' retry/split/bisect table in `UploadStatusPolicy`,
+/// the config's backoff) is that caller's policy over this mapping.
+/// Retry-After is read in one place too: `RetryAfter`.
+extension HTTPResponse {
+    /// The error this answer means; nil for a 2xx answer.
+    public var error: AppNorthError? {
+        isSuccess ? nil : AppNorthError.fromHTTP(status: status, message: serverMessage)
+    }
+
+    /// "HTTP 409 conflict: idempotency key reused" from an
+    /// `{"error":{"code","message"}}` body, or "HTTP 409" when the body is
+    /// not in that shape. Server text is escaped (Text.escapingControls).
+    public var serverMessage: String {
+        if let parsed = try? JSON.parse(body), let error = parsed["error"] {
+            let code = Text.escapingControls(error["code"]?.stringValue ?? "error")
+            let message = Text.escapingControls(error["message"]?.stringValue ?? "")
+            return "HTTP \(status) \(code)" + (message.isEmpty ? "" : ": \(message)")
+        }
+        return "HTTP \(status)"
+    }
+}
+
+extension AppNorthError {
+    /// Maps an HTTP error status to its case. `message` is the server's
+    /// error message when it sent one.
+    public static func fromHTTP(status: Int, message: String) -> AppNorthError {
+        switch status {
+        case 400, 422: return .validation(message, httpStatus: status)
+        case 401, 403: return .authentication(message, httpStatus: status)
+        case 404: return .notFound(message)
+        case 409: return .conflict(message)
+        case 413: return .tooLarge(message, httpStatus: status)
+        case 500...599: return .server(message, httpStatus: status)
+        default: return .http(message, httpStatus: status)
+        }
+    }
+}
+
+extension AppNorthClient {
+    /// `response.serverMessage`, for the callers not yet moved to
+    /// `HTTPResponse.error` (Config/RemoteConfig.swift, Events/EventUploader.swift,
+    /// being reshaped by other work); goes once they read `response.error`.
+    static func serverMessage(_ response: HTTPResponse) -> String { response.serverMessage }
+}

@@ -26,7 +26,7 @@ final class AsyncOperationTests: XCTestCase {
         func wait(for count: Int, seconds: Int = 15) -> [Int: Result<String, AppNorthError>] {
             condition.locked {
                 condition.wait(until: { values.count >= count },
-                               deadline: MonotonicCondition.deadline(milliseconds: seconds * 1000))
+                               deadline: Deadline.fromNow(milliseconds: seconds * 1000))
                 return values
             }
         }

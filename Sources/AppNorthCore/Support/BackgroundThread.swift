@@ -48,29 +48,17 @@ final class MonotonicCondition: @unchecked Sendable {
     /// With the mutex held: wakes every waiter.
     func broadcast() { pthread_cond_broadcast(cond) }
 
-    /// With the mutex held: waits until `done()` or the deadline (nil: none).
-    func wait(until done: () -> Bool, deadline: timespec?) {
-        if var deadline {
+    /// With the mutex held: waits until `done()` or the deadline (nil:
+    /// none), a `Deadline` on `SystemClock` (CLOCK_MONOTONIC, the clock the
+    /// condition's timeouts run on).
+    func wait(until done: () -> Bool, deadline: Deadline?) {
+        if var timeout = deadline?.monotonicTimespec {
             while !done() {
-                if pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT { break }
+                if pthread_cond_timedwait(cond, mutex, &timeout) == ETIMEDOUT { break }
             }
         } else {
             while !done() { pthread_cond_wait(cond, mutex) }
         }
-    }
-
-    /// The monotonic time `milliseconds` from now.
-    static func deadline(milliseconds: Int) -> timespec {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let ms = max(0, milliseconds)
-        deadline.tv_sec += ms / 1000
-        deadline.tv_nsec += (ms % 1000) * 1_000_000
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
-        }
-        return deadline
     }
 }
 
@@ -93,7 +81,7 @@ final class WakeSignal: @unchecked Sendable {
     /// Returns true when woken.
     @discardableResult
     func wait(milliseconds: Int?) -> Bool {
-        let deadline = milliseconds.map { MonotonicCondition.deadline(milliseconds: $0) }
+        let deadline = milliseconds.map { Deadline.fromNow(milliseconds: $0) }
         return condition.locked {
             condition.wait(until: { pending }, deadline: deadline)
             defer { pending = false }
@@ -184,7 +172,7 @@ final class GenerationWaiter: @unchecked Sendable {
     /// Waits until the counter reaches `target` or `milliseconds` pass.
     /// Returns true when it was reached.
     func wait(for target: UInt64, milliseconds: Int) -> Bool {
-        let deadline = MonotonicCondition.deadline(milliseconds: milliseconds)
+        let deadline = Deadline.fromNow(milliseconds: milliseconds)
         return condition.locked {
             condition.wait(until: { value >= target }, deadline: deadline)
             return value >= target

@@ -122,9 +122,7 @@ private final class ForkState: @unchecked Sendable {
     }
 
     func prepare() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let giveUp = now.tv_sec + 10
+        let giveUp = Deadline.fromNow(milliseconds: 10_000)
         while true {
             pthread_mutex_lock(registry)
             let all = locks.map(Quiesced.lock) + sqliteMutexes
@@ -134,8 +132,7 @@ private final class ForkState: @unchecked Sendable {
                 return
             }
             pthread_mutex_unlock(registry)
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            if now.tv_sec >= giveUp { return }
+            if giveUp.hasPassed(at: SystemClock().monotonicNanoseconds()) { return }
             sched_yield()
         }
     }

@@ -156,22 +156,22 @@ public final class HTTPTransport: Sendable {
             cancel?.detach()
             curl_multi_remove_handle(multi, h)
         }
-        let idleNs = UInt64(clamping: idleTimeoutMs).multipliedSaturating(by: 1_000_000)
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
         var mcode = curl_multi_perform(multi, &running)
         while mcode == CURLM_OK && running > 0 && !context.isCancelled {
             var waitMs: Int32 = 1000
-            if idleNs > 0 {
-                let silent = monotonicNow() &- context.lastActivityNs
-                if silent >= idleNs {
+            if idleTimeoutMs > 0 {
+                let now = monotonicNow()
+                let idle = Deadline(milliseconds: idleTimeoutMs, after: context.lastActivityNs)
+                if idle.hasPassed(at: now) {
                     context.idledOut = true
                     return CURLE_OPERATION_TIMEDOUT
                 }
                 // A stream sleeps until data, its idle deadline, or a wake-up
                 // (a cancel or stop calls curl_multi_wakeup): an idle stream
                 // wakes once per server keepalive, not once a second.
-                waitMs = Int32(clamping: (idleNs - silent) / 1_000_000 + 1)
+                waitMs = Int32(clamping: idle.sleepMilliseconds(at: now))
             }
             if let waiting = context.whileWaiting, requestSent(h, context) {
                 context.whileWaiting = nil

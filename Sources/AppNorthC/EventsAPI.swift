@@ -124,7 +124,7 @@ public func appnorth_events_options_set_retry(_ options: OpaquePointer?, _ baseM
 public func appnorth_events_options_set_retry_jitter(_ options: OpaquePointer?, _ percent: Int32,
                                                      _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in
-        box.options.retry.jitterFraction = try jitterFraction(percent)
+        box.options.retry.jitter = try jitterFraction(percent)
     }
 }
 

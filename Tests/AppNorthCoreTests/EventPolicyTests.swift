@@ -22,7 +22,7 @@ final class EventPolicyTests: XCTestCase {
     }
 
     func testRetryScheduleIsOneTwoFourSecondsWithJitter() {
-        let schedule = RetrySchedule()
+        let schedule = Backoff(retries: 3)
         XCTAssertEqual((1...3).map { schedule.nominalDelay(retry: $0) }, [1000, 2000, 4000])
         XCTAssertNil(schedule.nominalDelay(retry: 4), "three retries, then the batch waits for the next cycle")
         XCTAssertEqual(schedule.delay(retry: 1, unit: 0), 800)
@@ -82,7 +82,7 @@ final class EventPolicyTests: XCTestCase {
     /// appnorth_config_options_set_reconnect_jitter) set these fractions to
     /// 0: every client then waits exactly the same.
     func testWithoutJitterEveryDelayIsTheNominalOne() {
-        let retry = RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: 0)
+        let retry = Backoff(retries: 3, baseMilliseconds: 1000, spread: 0)
         for unit in [0, 0.3, 0.999_999] {
             XCTAssertEqual((1...3).map { retry.delay(retry: $0, unit: unit) }, [1000, 2000, 4000])
         }
@@ -90,7 +90,7 @@ final class EventPolicyTests: XCTestCase {
         for unit in [0, 0.3, 0.999_999] {
             XCTAssertEqual((1...8).map { backoff.delay(attempt: $0, random: unit) }, [100, 200, 400, 800, 1600, 3200, 6000, 6000])
         }
-        XCTAssertEqual(RetrySchedule().jitterFraction, 0.2, "the shipped retries keep +/- 20 %")
+        XCTAssertEqual(Backoff(retries: 3).jitter, 0.2, "the shipped retries keep +/- 20 %")
     }
 
     /// A server's Retry-After is outside input: no value it sends may trap.
@@ -158,11 +158,11 @@ final class EventPolicyTests: XCTestCase {
     }
 
     func testRetryScheduleNeverTrapsOnHostValues() {
-        let schedule = RetrySchedule(baseMilliseconds: .max, retries: 64, jitterFraction: .nan)
+        let schedule = Backoff(retries: 64, baseMilliseconds: .max, spread: .nan)
         for n in [1, 2, 32, 33, 64] {
             if let delay = schedule.delay(retry: n, unit: 0.5) { XCTAssertGreaterThanOrEqual(delay, 0) }
         }
-        XCTAssertEqual(RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: .infinity).delay(retry: 2, unit: 0.9), 2000)
+        XCTAssertEqual(Backoff(retries: 3, baseMilliseconds: 1000, spread: .infinity).delay(retry: 2, unit: 0.9), 2000)
     }
 
     func testPayloadIntegersAndEscapes() throws {

@@ -74,4 +74,81 @@ final class TransportVocabularyTests: XCTestCase {
         XCTAssertTrue((2.5...3.5).contains(seconds), "\(seconds)")
         XCTAssertTrue((0..<1_000_000_000).contains(deadline.tv_nsec))
     }
+
+    // MARK: Backoff
+
+    /// The merged type gives exactly what the two it replaced gave: their
+    /// code, kept here as the reference, over extreme and ordinary inputs.
+    func testBothJitterModesGiveWhatTheTypesTheyReplacedGave() {
+        let ints = [Int.min, -1000, -1, 0, 1, 2, 3, 20, 999, 1000, 60_000, 1 << 40, Int.max / 2, Int.max]
+        let units = [-1, 0, 0.25, 0.5, 0.999_999, 1, 2, .nan, .infinity]
+        let shares = [0, 0.2, 0.5, 1, 1.5, -0.5, .nan, .infinity]
+        for base in ints {
+            for share in shares {
+                let events = Backoff(retries: 40, baseMilliseconds: base, spread: share)
+                for n in [Int.min, -1, 0, 1, 2, 3, 4, 31, 32, 33, 40, 41, Int.max] {
+                    XCTAssertEqual(events.nominalDelay(retry: n), Reference.nominal(base, 40, n), "\(base) \(n)")
+                    for unit in units {
+                        XCTAssertEqual(events.delay(retry: n, unit: unit), Reference.retry(base, 40, share, n, unit),
+                                       "\(base) \(share) \(n) \(unit)")
+                    }
+                }
+                for cap in ints {
+                    let config = Backoff(baseMilliseconds: base, maxMilliseconds: cap, jitter: share)
+                    for attempt in [Int.min, 0, 1, 2, 7, 62, 63, 64, Int.max] {
+                        let old = Reference.Old(base, cap, share)
+                        XCTAssertEqual(config.ceiling(attempt: attempt), old.ceiling(attempt))
+                        for unit in units {
+                            XCTAssertEqual(config.delay(attempt: attempt, random: unit), old.delay(attempt, unit),
+                                           "\(base) \(cap) \(share) \(attempt) \(unit)")
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(Backoff(retries: 3).jitterMode, .aroundNominal)
+        XCTAssertEqual(Backoff.default.jitterMode, .belowCeiling)
+        XCTAssertEqual(Backoff.default.retries, .max, "the config reconnects for as long as it runs")
+    }
+
+    /// The code of `RetrySchedule` and the old `Backoff`, as they were.
+    private enum Reference {
+        static func nominal(_ base: Int, _ retries: Int, _ n: Int) -> Int? {
+            guard n >= 1, n <= retries, n <= 32 else { return nil }
+            return max(0, base).multipliedSaturating(by: 1 << (n - 1))
+        }
+
+        static func retry(_ base: Int, _ retries: Int, _ jitter: Double, _ n: Int, _ unit: Double) -> Int? {
+            guard let nominal = nominal(base, retries, n) else { return nil }
+            let fraction = jitter.isFinite ? min(max(jitter, 0), 1) : 0
+            let spread = Double(nominal) * fraction
+            let delay = (Double(nominal) - spread + 2 * spread * min(max(unit, 0), 1)).rounded()
+            return Int(exactly: delay) ?? nominal
+        }
+
+        struct Old {
+            let base: Int, cap: Int, jitter: Double
+            init(_ base: Int, _ cap: Int, _ jitter: Double) {
+                self.base = max(1, base)
+                self.cap = max(self.base, cap)
+                self.jitter = jitter.isFinite ? min(1, max(0, jitter)) : 0
+            }
+
+            func ceiling(_ attempt: Int) -> Int {
+                guard attempt > 1 else { return base }
+                var delay = base
+                for _ in 1..<min(attempt, 63) {
+                    if delay >= cap { break }
+                    delay = delay > cap / 2 ? cap : delay * 2
+                }
+                return min(delay, cap)
+            }
+
+            func delay(_ attempt: Int, _ random: Double) -> Int {
+                let ceiling = Double(ceiling(attempt))
+                let r = min(max(random, 0), 1)
+                return Int(exactly: (ceiling * (1 - jitter * r)).rounded()) ?? cap
+            }
+        }
+    }
 }

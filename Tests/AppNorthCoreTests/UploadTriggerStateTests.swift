@@ -5,7 +5,7 @@ import XCTest
 /// without threads, clocks or sleeps.
 final class UploadTriggerStateTests: XCTestCase {
     let ms: UInt64 = 1_000_000
-    let schedule = RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: 0)
+    let schedule = Backoff(retries: 3, baseMilliseconds: 1000, spread: 0)
 
     func trigger() -> UploadTrigger { UploadTrigger(threshold: 20, intervalMilliseconds: 30_000, openedAt: 0) }
 
@@ -78,7 +78,7 @@ final class UploadTriggerStateTests: XCTestCase {
     func testHugeFiguresSaturate() {
         var t = UploadTrigger(threshold: Int.max, intervalMilliseconds: Int.max, openedAt: UInt64.max)
         _ = t.cycleEnded(.kept, at: UInt64.max, flushTarget: .max, queued: Int.max, failures: Int.max,
-                         schedule: RetrySchedule(baseMilliseconds: Int.max, retries: 40), retryAfterUntil: .max)
+                         schedule: Backoff(retries: 40, baseMilliseconds: Int.max), retryAfterUntil: .max)
         XCTAssertEqual(t.triggerCount, Int.max)
         _ = t.next(seen(0, queued: Int.max, flush: .max))
     }

@@ -62,7 +62,7 @@ final class UploadTriggerTests: EventsTestCase {
         let events = try open(quiet {
             $0.batchThreshold = 20
             $0.retry.baseMilliseconds = base
-            $0.retry.jitterFraction = 0
+            $0.retry.jitter = 0
         })
         try failEventPosts(count: 4)  // the first attempt and its 3 retries
         for i in 0..<20 { try events.track("first\(i)") }

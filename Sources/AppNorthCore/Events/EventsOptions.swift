@@ -11,7 +11,7 @@ public struct AppNorthEventsOptions: Sendable {
     /// One event larger than this (its upload JSON) is refused by `track`.
     public var maxEventBytes = 64 * 1024
     /// 3 retries after 1 s, 2 s, 4 s, with jitter.
-    public var retry = RetrySchedule()
+    public var retry = Backoff(retries: 3)
     /// A server's Retry-After is honoured up to this.
     public var retryAfterCapMilliseconds = RetryAfter.defaultCapMilliseconds
     /// Uploads pause after this many consecutive failures.

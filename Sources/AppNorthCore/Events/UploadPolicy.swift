@@ -52,37 +52,6 @@ public enum UploadStatusPolicy {
     }
 }
 
-/// After a failed request the uploader retries 3 times, waiting 1 s, 2 s
-/// and 4 s (the base is configurable), each with up to ±20 % jitter so
-/// that many clients do not retry in step.
-public struct RetrySchedule: Sendable, Equatable {
-    public var baseMilliseconds: Int
-    public var retries: Int
-    public var jitterFraction: Double
-
-    public init(baseMilliseconds: Int = 1000, retries: Int = 3, jitterFraction: Double = 0.2) {
-        self.baseMilliseconds = baseMilliseconds
-        self.retries = retries
-        self.jitterFraction = jitterFraction
-    }
-
-    /// The nominal delay before retry `n` (1-based): base × 2^(n-1).
-    public func nominalDelay(retry n: Int) -> Int? {
-        guard n >= 1, n <= retries, n <= 32 else { return nil }
-        return max(0, baseMilliseconds).multipliedSaturating(by: 1 << (n - 1))
-    }
-
-    /// The delay with jitter; `unit` is a random number in [0, 1).
-    public func delay(retry n: Int, unit: Double) -> Int? {
-        guard let nominal = nominalDelay(retry: n) else { return nil }
-        // Fractions come from the host: a NaN or huge one must not reach Int().
-        let fraction = jitterFraction.isFinite ? min(max(jitterFraction, 0), 1) : 0
-        let spread = Double(nominal) * fraction
-        let delay = (Double(nominal) - spread + 2 * spread * min(max(unit, 0), 1)).rounded()
-        return Int(exactly: delay) ?? nominal
-    }
-}
-
 /// Counts consecutive failed uploads. Five in a row pause uploads until the
 /// host starts a new session or comes to the foreground; one success
 /// resets the count.

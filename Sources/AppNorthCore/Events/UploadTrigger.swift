@@ -82,7 +82,7 @@ struct UploadTrigger: Sendable, Equatable {
     /// the end of a server's Retry-After (0: none). Returns the count at
     /// which `track` wakes the thread from now on.
     mutating func cycleEnded(_ result: CycleResult, at end: UInt64, flushTarget: UInt64, queued: Int, failures: Int,
-                             schedule: RetrySchedule, retryAfterUntil: UInt64) -> Int {
+                             schedule: Backoff, retryAfterUntil: UInt64) -> Int {
         lastCycleEnd = end
         completedFlush = max(completedFlush, flushTarget)
         switch result {

@@ -1,0 +1,93 @@
+import CCurl
+
+/// State shared with curl's C callbacks for one transfer.
+final class TransferContext {
+    var body: [UInt8] = []
+    var headers: [(name: String, value: String)] = []
+    var status = 0
+    let limit: Int
+    let onData: (([UInt8]) -> Bool)?
+    var cancel: StreamCancellation?
+    /// The operation this transfer serves (a non-blocking call's, or the
+    /// calling thread's `OperationScope`): cancelling it ends the transfer
+    /// with `.cancelled`.
+    var operation: StreamCancellation?
+    /// The transport's in-flight set and its generation when this transfer
+    /// began: a later generation means the client cancelled it.
+    var inFlight: InFlightTransfers?
+    var generation: UInt64 = 0
+    var overflowed = false
+    var connectionsOpened = 0
+    var protocolName = ""
+    var stoppedByReceiver = false
+    /// When bytes last arrived (monotonic ns), for the stream idle timeout.
+    var lastActivityNs: UInt64 = 0
+    var idledOut = false
+    /// `perform`'s work to overlap the server's, until it has run.
+    var whileWaiting: (() -> Void)?
+    var requestBodyBytes = 0
+
+    init(limit: Int, onData: (([UInt8]) -> Bool)?) {
+        self.limit = limit
+        self.onData = onData
+    }
+
+    var cancelledByClient: Bool { inFlight.map { $0.generation != generation } ?? false }
+
+    /// The host's stream cancellation or a client cancel ended it.
+    var isCancelled: Bool { cancel?.isCancelled == true || operation?.isCancelled == true || cancelledByClient }
+
+    var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
+}
+
+func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                               _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
+    let chunk = UnsafeRawBufferPointer(start: data, count: length)
+    if context.isStreamingSuccess, let onData = context.onData {
+        if !onData(Array(chunk)) {
+            context.stoppedByReceiver = true
+            return 0
+        }
+        return length
+    }
+    if context.body.count + length > context.limit {
+        context.overflowed = true
+        return 0
+    }
+    context.body.append(contentsOf: chunk)
+    return length
+}
+
+func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                 _ user: UnsafeMutableRawPointer?) -> Int {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    let length = size * count
+    guard let data, length > 0 else { return length }
+    context.lastActivityNs = monotonicNow()
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        // A new status line (after 100 Continue or a redirect) starts over.
+        context.headers.removeAll()
+        let parts = line.split(separator: " ")
+        if parts.count >= 2, let status = Int(parts[1]) { context.status = status }
+        return length
+    }
+    if let colon = line.firstIndex(of: ":") {
+        let name = String(line[..<colon])
+        let value = String(Text.trimmed(String(line[line.index(after: colon)...])))
+        context.headers.append((name, value))
+    }
+    return length
+}
+
+func transferProgress(_ user: UnsafeMutableRawPointer?, _ dlTotal: curl_off_t, _ dlNow: curl_off_t,
+                              _ ulTotal: curl_off_t, _ ulNow: curl_off_t) -> Int32 {
+    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+    return context.isCancelled ? 1 : 0
+}
+
+func monotonicNow() -> UInt64 { SystemClock().monotonicNanoseconds() }

@@ -1,0 +1,86 @@
+import CCurl
+
+/// A curl multi handle; curl_multi_wakeup may be called from any thread.
+struct MultiHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+}
+
+/// An owned curl multi handle and its connection cache. Only one transfer
+/// uses it at a time.
+final class TransferSlot: @unchecked Sendable {
+    let multi: UnsafeMutableRawPointer
+    init(_ multi: UnsafeMutableRawPointer) { self.multi = multi }
+    func close() { curl_multi_cleanup(multi) }
+}
+
+extension HTTPTransport {
+    /// Runs a transfer on the slot's multi handle, whose connection cache
+    /// outlives the easy handle. A cancellable transfer is woken at once by
+    /// `StreamCancellation.cancel()` (curl's easy loop only checks the
+    /// progress callback about once a second while a stream is idle), and
+    /// its idle time is measured exactly (curl's low-speed check averages
+    /// over several seconds, so a burst at connect would hide a silent
+    /// stream).
+    static func perform(_ h: UnsafeMutableRawPointer, on slot: TransferSlot, context: TransferContext,
+                                idleTimeoutMs: Int) -> CURLcode {
+        let multi = slot.multi
+        let cancel = context.cancel
+        // Registered first, so a client cancel from now on wakes this
+        // transfer, and one since it began is seen by the check below.
+        context.inFlight?.register(slot)
+        defer { context.inFlight?.unregister(slot) }
+        // Cancelled before it started: send nothing (the first multi_perform
+        // below may already write the request).
+        if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
+        guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
+        cancel?.attach(multi)
+        context.operation?.attach(multi)
+        defer {
+            context.operation?.detach()
+            cancel?.detach()
+            curl_multi_remove_handle(multi, h)
+        }
+        context.lastActivityNs = monotonicNow()
+        var running: Int32 = 0
+        var mcode = curl_multi_perform(multi, &running)
+        while mcode == CURLM_OK && running > 0 && !context.isCancelled {
+            var waitMs: Int32 = 1000
+            if idleTimeoutMs > 0 {
+                let now = monotonicNow()
+                let idle = Deadline(milliseconds: idleTimeoutMs, after: context.lastActivityNs)
+                if idle.hasPassed(at: now) {
+                    context.idledOut = true
+                    return CURLE_OPERATION_TIMEDOUT
+                }
+                // A stream sleeps until data, its idle deadline, or a wake-up
+                // (a cancel or stop calls curl_multi_wakeup): an idle stream
+                // wakes once per server keepalive, not once a second.
+                waitMs = Int32(clamping: idle.sleepMilliseconds(at: now))
+            }
+            if let waiting = context.whileWaiting, requestSent(h, context) {
+                context.whileWaiting = nil
+                waiting()
+                if context.isCancelled { break }
+            }
+            mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
+            if mcode != CURLM_OK || context.isCancelled { break }
+            mcode = curl_multi_perform(multi, &running)
+        }
+        if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
+        guard mcode == CURLM_OK else { return CURLE_RECV_ERROR }
+        var result = CURLE_RECV_ERROR
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
+        }
+        return result
+    }
+
+    /// Whether the request, body included, has gone out (curl counts the
+    /// body bytes it has sent; the headers go before them).
+    fileprivate static func requestSent(_ h: UnsafeMutableRawPointer, _ context: TransferContext) -> Bool {
+        var sent: curl_off_t = 0
+        guard cshim_getinfo_offset(h, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK else { return false }
+        return sent >= curl_off_t(context.requestBodyBytes)
+    }
+}

@@ -63,19 +63,8 @@ public final class HTTPTransport: Sendable {
         context.operation = OperationScope.current
         context.whileWaiting = whileWaiting
         context.requestBodyBytes = request.body?.count ?? 0
-        context.generation = inFlight.generation
-        let trace = RequestTrace(request, logger ?? self.logger)
-        let status: Int
-        do {
-            status = try run(request, context: context,
-                             totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
-        } catch {
-            trace.failed(error)
-            throw error
-        }
-        trace.finished(status: status, received: context.body.count, over: context.protocolName)
-        return HTTPResponse(status: status, headers: context.headers, body: context.body,
-                            connectionsOpened: context.connectionsOpened, protocolName: context.protocolName)
+        return try exchange(request, context, logger: logger,
+                            totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
     }
 
     /// Sends a request and hands each received chunk of a 2xx body to
@@ -88,18 +77,7 @@ public final class HTTPTransport: Sendable {
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.cancel = cancel
-        context.generation = inFlight.generation
-        let trace = RequestTrace(request, logger ?? self.logger)
-        let status: Int
-        do {
-            status = try run(request, context: context, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
-        } catch {
-            trace.failed(error)
-            throw error
-        }
-        trace.finished(status: status, received: context.body.count, over: context.protocolName)
-        return HTTPResponse(status: status, headers: context.headers, body: context.body,
-                            protocolName: context.protocolName)
+        return try exchange(request, context, logger: logger, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
     }
 
     /// Ends every transfer in flight at this moment with `.cancelled`, at
@@ -115,15 +93,25 @@ public final class HTTPTransport: Sendable {
 
     // MARK: -
 
-    private func run(_ request: HTTPRequest, context: TransferContext,
-                     totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> Int {
-        let slot = try borrow()
-        defer { giveBack(slot) }
+    /// What `perform` and `stream` share: a slot from the pool, a fresh
+    /// easy handle for `request`, the transfer on this thread, its trace.
+    private func exchange(_ request: HTTPRequest, _ context: TransferContext, logger: Logger?,
+                          totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> HTTPResponse {
         context.inFlight = inFlight
-        let easy = try EasyTransfer(request, context: context, transport: self,
-                                    totalTimeoutMs: totalTimeoutMs, idleTimeoutMs: idleTimeoutMs)
-        let code = Self.perform(easy.handle, on: slot, context: context, idleTimeoutMs: idleTimeoutMs)
-        return try easy.finish(code)
+        context.generation = inFlight.generation
+        let trace = RequestTrace(request, logger ?? self.logger)
+        do throws(AppNorthError) {
+            let slot = try borrow()
+            defer { giveBack(slot) }
+            let easy = try EasyTransfer(request, context: context, transport: self,
+                                        totalTimeoutMs: totalTimeoutMs, idleTimeoutMs: idleTimeoutMs)
+            let status = try easy.finish(slot.run(easy))
+            trace.finished(status: status, received: context.body.count, over: context.protocolName)
+            return context.response(status: status)
+        } catch {
+            trace.failed(error)
+            throw error
+        }
     }
 
     /// CA, TLS floor, pins and proxy (HTTPTrust.apply), set on every

@@ -38,6 +38,12 @@ final class TransferContext {
     var isCancelled: Bool { cancel?.isCancelled == true || operation?.isCancelled == true || cancelledByClient }
 
     var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
+
+    /// The answer of a transfer that ended with `status` (`EasyTransfer.finish`).
+    func response(status: Int) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, body: body,
+                     connectionsOpened: connectionsOpened, protocolName: protocolName)
+    }
 }
 
 func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

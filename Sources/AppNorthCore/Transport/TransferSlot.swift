@@ -11,9 +11,7 @@ final class TransferSlot: @unchecked Sendable {
     let multi: UnsafeMutableRawPointer
     init(_ multi: UnsafeMutableRawPointer) { self.multi = multi }
     func close() { curl_multi_cleanup(multi) }
-}
 
-extension HTTPTransport {
     /// Runs a transfer on the slot's multi handle, whose connection cache
     /// outlives the easy handle. A cancellable transfer is woken at once by
     /// `StreamCancellation.cancel()` (curl's easy loop only checks the
@@ -21,14 +19,15 @@ extension HTTPTransport {
     /// its idle time is measured exactly (curl's low-speed check averages
     /// over several seconds, so a burst at connect would hide a silent
     /// stream).
-    static func perform(_ h: UnsafeMutableRawPointer, on slot: TransferSlot, context: TransferContext,
-                                idleTimeoutMs: Int) -> CURLcode {
-        let multi = slot.multi
+    func run(_ transfer: EasyTransfer) -> CURLcode {
+        let h = transfer.handle
+        let context = transfer.context
+        let idleTimeoutMs = transfer.idleTimeoutMs
         let cancel = context.cancel
         // Registered first, so a client cancel from now on wakes this
         // transfer, and one since it began is seen by the check below.
-        context.inFlight?.register(slot)
-        defer { context.inFlight?.unregister(slot) }
+        context.inFlight?.register(self)
+        defer { context.inFlight?.unregister(self) }
         // Cancelled before it started: send nothing (the first multi_perform
         // below may already write the request).
         if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
@@ -40,6 +39,12 @@ extension HTTPTransport {
             cancel?.detach()
             curl_multi_remove_handle(multi, h)
         }
+        return pump(h, context, idleTimeoutMs: idleTimeoutMs)
+    }
+
+    /// Drives the transfer added to `multi` until it ends, is cancelled or
+    /// idles out; runs `whileWaiting` once the request has gone out.
+    private func pump(_ h: UnsafeMutableRawPointer, _ context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
         var mcode = curl_multi_perform(multi, &running)
@@ -57,7 +62,7 @@ extension HTTPTransport {
                 // wakes once per server keepalive, not once a second.
                 waitMs = Int32(clamping: idle.sleepMilliseconds(at: now))
             }
-            if let waiting = context.whileWaiting, requestSent(h, context) {
+            if let waiting = context.whileWaiting, Self.requestSent(h, context) {
                 context.whileWaiting = nil
                 waiting()
                 if context.isCancelled { break }
@@ -78,7 +83,7 @@ extension HTTPTransport {
 
     /// Whether the request, body included, has gone out (curl counts the
     /// body bytes it has sent; the headers go before them).
-    fileprivate static func requestSent(_ h: UnsafeMutableRawPointer, _ context: TransferContext) -> Bool {
+    private static func requestSent(_ h: UnsafeMutableRawPointer, _ context: TransferContext) -> Bool {
         var sent: curl_off_t = 0
         guard cshim_getinfo_offset(h, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK else { return false }
         return sent >= curl_off_t(context.requestBodyBytes)

@@ -39,7 +39,7 @@ enum BlockingCall {
 
 /// One call's progress, shared by the worker thread and the cancel handler.
 private final class CallState: Sendable {
-    private let operation = StreamCancellation()
+    private let operation = CancellationToken()
 
     func run<T>(_ work: () throws -> T) throws -> T {
         if operation.isCancelled { throw CancellationError() }

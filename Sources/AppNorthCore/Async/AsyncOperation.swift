@@ -11,7 +11,7 @@ public final class AsyncOperation: Sendable {
     /// Process-wide, never 0, never reused.
     public let id: UInt64
     /// Given to the transfers and waits the operation makes.
-    public let cancellation = StreamCancellation()
+    public let cancellation = CancellationToken()
     let owners: [ObjectIdentifier]
     /// Set by `OperationTable.end`, with the table's lock held.
     nonisolated(unsafe) var ended = false

@@ -16,14 +16,14 @@ public enum OperationScope {
     }()
 
     /// The cancellation of the operation this thread runs, if any.
-    public static var current: StreamCancellation? {
+    public static var current: CancellationToken? {
         guard let key, let raw = pthread_getspecific(key) else { return nil }
-        return Unmanaged<StreamCancellation>.fromOpaque(raw).takeUnretainedValue()
+        return Unmanaged<CancellationToken>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// Runs `body` as part of the operation `cancellation` (nested scopes:
     /// the innermost wins, and the outer one comes back after).
-    public static func with<R, E: Error>(_ cancellation: StreamCancellation,
+    public static func with<R, E: Error>(_ cancellation: CancellationToken,
                                          _ body: () throws(E) -> R) throws(E) -> R {
         guard let key else { return try body() }
         let previous = pthread_getspecific(key)
@@ -39,7 +39,7 @@ public enum OperationScope {
 struct WaitCancellation {
     private let transport: HTTPTransport
     private let generation: UInt64
-    private let operation: StreamCancellation?
+    private let operation: CancellationToken?
 
     init(_ transport: HTTPTransport) {
         self.transport = transport

@@ -59,7 +59,7 @@ extension AppNorthClient {
     /// object's text) or error; `.cancelled` once `operation` is cancelled
     /// or on `cancelInFlight()`. Throws, without calling `completion`, for
     /// bad input or when nothing could be started.
-    public func start(_ call: ClientCall, operation: StreamCancellation,
+    public func start(_ call: ClientCall, operation: CancellationToken,
                       completion: @escaping @Sendable (Result<String, AppNorthError>) -> Void) throws(AppNorthError) {
         let prepared = try prepare(call)
         try sendAsync(prepared, operation: operation) { result in
@@ -71,7 +71,7 @@ extension AppNorthClient {
 
     /// `send` without blocking: the same headers, gzip and 415 fallback
     /// (`upload`), logging and status mapping.
-    private func sendAsync(_ call: PreparedCall, operation: StreamCancellation,
+    private func sendAsync(_ call: PreparedCall, operation: CancellationToken,
                            completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
         var headers = standardHeaders() + call.extraHeaders
         if call.body != nil { headers.append(("Content-Type", "application/json")) }

@@ -118,7 +118,7 @@ public final class AppNorthClient: Sendable {
     /// runs at most once, on this thread, once the request is sent and
     /// before its answer is read (`HTTPTransport.perform`).
     func upload(_ request: HTTPRequest, as body: UploadCompression.Body, packed: [UInt8]? = nil,
-                cancel: StreamCancellation? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
+                cancel: CancellationToken? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         guard let packed = compression.compressed(request, as: body, packed: packed) else {
             return try transport.perform(request, cancel: cancel, whileWaiting: whileWaiting)
         }

@@ -36,7 +36,7 @@ struct ConfigEndpoint: Sendable {
     /// for a request timeout); without it, it runs on the keep-alive pool.
     /// `refused` sees an error answer (its status and headers, for a
     /// Retry-After) before it is thrown as an error.
-    func fetch(etag: String?, cancel: StreamCancellation?,
+    func fetch(etag: String?, cancel: CancellationToken?,
                refused: (HTTPResponse) -> Void = { _ in }) throws(AppNorthError) -> ConfigFetchOutcome {
         let request = fetchRequest(etag: etag)
         let response: HTTPResponse

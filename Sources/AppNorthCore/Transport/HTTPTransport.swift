@@ -56,7 +56,7 @@ public final class HTTPTransport: Sendable {
     /// overlap the server's (the event upload prepares its next batch). It
     /// should take milliseconds, not seconds; it does not run when the
     /// transfer ends first.
-    public func perform(_ request: HTTPRequest, cancel: StreamCancellation? = nil,
+    public func perform(_ request: HTTPRequest, cancel: CancellationToken? = nil,
                         logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
@@ -73,7 +73,7 @@ public final class HTTPTransport: Sendable {
     /// `idleTimeoutMs`, when `onChunk` returns false, or when `cancel` is
     /// set from another thread. Returns the final response; its body holds
     /// the body of a non-2xx answer.
-    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: StreamCancellation, logger: Logger? = nil,
+    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: CancellationToken, logger: Logger? = nil,
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.cancel = cancel

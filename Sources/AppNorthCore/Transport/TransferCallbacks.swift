@@ -7,11 +7,11 @@ final class TransferContext {
     var status = 0
     let limit: Int
     let onData: (([UInt8]) -> Bool)?
-    var cancel: StreamCancellation?
+    var cancel: CancellationToken?
     /// The operation this transfer serves (a non-blocking call's, or the
     /// calling thread's `OperationScope`): cancelling it ends the transfer
     /// with `.cancelled`.
-    var operation: StreamCancellation?
+    var operation: CancellationToken?
     /// The transport's in-flight set and its generation when this transfer
     /// began: a later generation means the client cancelled it.
     var inFlight: InFlightTransfers?

@@ -234,7 +234,7 @@ extension HTTPTransport {
     /// with what `perform` would have returned or thrown: `.cancelled` once
     /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
     /// calls `completion`) only when the transfer cannot be set up.
-    public func start(_ request: HTTPRequest, operation: StreamCancellation, logger: Logger? = nil,
+    public func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
                       completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.operation = operation

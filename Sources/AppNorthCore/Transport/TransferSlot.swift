@@ -14,7 +14,7 @@ final class TransferSlot: @unchecked Sendable {
 
     /// Runs a transfer on the slot's multi handle, whose connection cache
     /// outlives the easy handle. A cancellable transfer is woken at once by
-    /// `StreamCancellation.cancel()` (curl's easy loop only checks the
+    /// `CancellationToken.cancel()` (curl's easy loop only checks the
     /// progress callback about once a second while a stream is idle), and
     /// its idle time is measured exactly (curl's low-speed check averages
     /// over several seconds, so a burst at connect would hide a silent

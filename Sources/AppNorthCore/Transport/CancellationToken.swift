@@ -1,10 +1,19 @@
 import CCurl
 import Synchronization
 
-/// Lets another thread end a streaming transfer. Cancelling wakes a
-/// transfer in progress at once; one started after `cancel()` ends at once.
-/// A cancellation may serve several transfers in turn (one at a time).
-public final class StreamCancellation: Sendable {
+/// The core's one cancellation token: lets another thread end a piece of
+/// work. It is what a non-blocking call's operation holds
+/// (`AsyncOperation.cancellation`), what `OperationScope` makes current for
+/// a thread, what an event upload attempt and a config stream or fetch
+/// are ended by, and what a Swift task's cancel handler sets.
+///
+/// Cancelling wakes the transfer in progress at once (its curl multi
+/// handle); a transfer started after `cancel()` ends at once. A token may
+/// serve several transfers in turn (one at a time). Cancelling is final.
+/// The other two ways work ends are a client's `cancelInFlight()` (a
+/// generation, `InFlightTransfers`) and, for waits, `WaitCancellation`,
+/// which reads both.
+public final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
     /// The multi handle of the transfer in progress, woken by cancel().
     private let running = Lock<MultiHandle?>(nil)
@@ -62,3 +71,7 @@ final class InFlightTransfers: Sendable {
         _ = running.withLock { $0.removeValue(forKey: key) }
     }
 }
+
+/// The token's former name, for the code not yet moved to it
+/// (Events/, Config/RemoteConfig.swift, tests); goes once they are.
+public typealias StreamCancellation = CancellationToken

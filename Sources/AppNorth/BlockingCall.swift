@@ -20,9 +20,10 @@ enum BlockingCall {
         let call = CallState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                BlockingWorkers.shared.submit {
+                let submitted = BlockingWorkers.shared.submit {
                     continuation.resume(with: Result { try call.run(work) })
                 }
+                if !submitted { continuation.resume(throwing: AppNorthError.internal("cannot start a worker thread")) }
             }
         } onCancel: {
             call.cancel()

@@ -1,0 +1,111 @@
+import CSystem
+import Glibc
+
+/// A few library threads that run jobs in the order they came: threads
+/// start on demand, up to `maxThreads`, while the waiting jobs outnumber
+/// the idle threads (so one job's long network call never holds up
+/// another's); jobs beyond the cap wait their turn. With an
+/// `idleMilliseconds`, a thread ends after that long without work;
+/// without, it lives as long as the process.
+///
+/// Two pools use it: the non-blocking C calls' workers (`OperationWorkers`:
+/// 2 threads, never ending) and the Swift product's async calls
+/// (`BlockingWorkers`: 32 threads, ending after 10 s idle). A thread
+/// parked in `whileWaiting` (waiting for a host's async storage, which may
+/// itself need a worker) does not count against the cap.
+package final class WorkerPool: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only with `condition` locked.
+    package let maxThreads: Int
+    let idleMilliseconds: Int?
+    let threadName: String
+    private let condition = MonotonicCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var next = 0  // index of the oldest job in `jobs`
+    private var threads = 0
+    private var idle = 0
+    private var parked = 0
+
+    package init(maxThreads: Int, idleMilliseconds: Int?, threadName: String) {
+        self.maxThreads = max(1, maxThreads)
+        self.idleMilliseconds = idleMilliseconds.map { max(0, $0) }
+        self.threadName = threadName
+    }
+
+    /// Runs `job` on a worker, soon. False, and `job` is dropped, only when
+    /// no worker runs and none could be started.
+    @discardableResult
+    package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.locked {
+            jobs.append(job)
+            condition.broadcast()
+            if startThreadIfNeeded() || threads > 0 { return true }
+            // No thread at all to run it: take it back.
+            jobs.removeLast()
+            return false
+        }
+    }
+
+    /// Runs `wait` (a wait for async host code) with this worker parked:
+    /// not counted against `maxThreads` meanwhile.
+    package func whileWaiting<T>(_ wait: () throws -> T) rethrows -> T {
+        condition.locked {
+            parked += 1
+            _ = startThreadIfNeeded()
+        }
+        defer { condition.locked { parked -= 1 } }
+        return try wait()
+    }
+
+    /// Threads started and not yet ended, parked ones included (for tests).
+    package var threadCount: Int { condition.locked { threads } }
+
+    /// With the lock held: starts a thread when the waiting jobs outnumber
+    /// the idle threads and the cap allows. False when none was needed or
+    /// none could start.
+    private func startThreadIfNeeded() -> Bool {
+        guard jobs.count - next > idle && threads - parked < maxThreads else { return false }
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        defer { pthread_attr_destroy(&attributes) }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, &attributes, { raw in
+            let pool = Unmanaged<WorkerPool>.fromOpaque(raw!).takeRetainedValue()
+            appnorth_set_thread_name(pool.threadName)
+            pool.work()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<WorkerPool>.fromOpaque(context).release()
+            return false
+        }
+        threads += 1
+        return true
+    }
+
+    private func work() {
+        condition.locked {
+            while true {
+                if next < jobs.count {
+                    let job = jobs[next]
+                    next += 1
+                    if next == jobs.count {
+                        jobs.removeAll(keepingCapacity: true)
+                        next = 0
+                    }
+                    condition.unlocked { job() }
+                    continue
+                }
+                idle += 1
+                let deadline = idleMilliseconds.map { Deadline.fromNow(milliseconds: $0) }
+                condition.wait(until: { next < jobs.count }, deadline: deadline)
+                idle -= 1
+                if deadline != nil && next >= jobs.count {
+                    threads -= 1
+                    return
+                }
+            }
+        }
+    }
+}

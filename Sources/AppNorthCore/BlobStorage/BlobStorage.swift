@@ -59,19 +59,19 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
     }
 
     public func load() throws -> [UInt8]? {
-        try store.kvGet(namespace: "blob", key: name)?.value
+        try store.kvGet(namespace: Schema.Namespace.blob, key: name)?.value
     }
 
     public func save(_ data: [UInt8]?) throws {
         if let data {
-            try store.kvPut(namespace: "blob", key: name, value: data, updatedMs: clock.wallMilliseconds())
+            try store.kvPut(namespace: Schema.Namespace.blob, key: name, value: data, updatedMs: clock.wallMilliseconds())
         } else {
-            try store.kvDelete(namespace: "blob", key: name)
+            try store.kvDelete(namespace: Schema.Namespace.blob, key: name)
         }
     }
 
     public func update<T>(_ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
-        try store.kvUpdate(namespace: "blob", key: name, updatedMs: clock.wallMilliseconds(), change)
+        try store.kvUpdate(namespace: Schema.Namespace.blob, key: name, updatedMs: clock.wallMilliseconds(), change)
     }
 }
 

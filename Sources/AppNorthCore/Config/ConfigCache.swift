@@ -7,7 +7,7 @@ import Glibc
 /// A row that cannot be read back (not JSON, another format, a config that
 /// is not an object) is deleted and the SDK carries on without it.
 final class ConfigCache: Sendable {
-    static let namespace = "config"
+    static let namespace = Schema.Namespace.config
     static let format = "appnorth.config-cache"
     static let formatVersion: Int64 = 1
 

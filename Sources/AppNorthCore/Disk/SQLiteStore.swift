@@ -7,34 +7,7 @@ import Glibc
 /// Thread-safe: one connection, serialised by a mutex. Each component keeps
 /// its statements short, so the lock is held for microseconds.
 public final class SQLiteStore: Sendable {
-    /// Schema migrations. Entry N moves the schema from version N to N+1.
-    /// Append only: never edit a migration that has shipped.
-    static let migrations: [String] = [
-        // 1: key/value rows for small documents (config cache, consent,
-        // blobs of the pluggable queue and cache storage).
-        """
-        CREATE TABLE kv (
-            namespace TEXT NOT NULL,
-            key TEXT NOT NULL,
-            value BLOB NOT NULL,
-            updated_ms INTEGER NOT NULL,
-            PRIMARY KEY (namespace, key)
-        );
-        """,
-        // 2: the analytics event queue. `seq` orders events oldest first;
-        // `id` is the UUIDv7 the server deduplicates on; `payload` is the
-        // event's JSON object exactly as it will be uploaded.
-        """
-        CREATE TABLE events (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            payload BLOB NOT NULL,
-            bytes INTEGER NOT NULL
-        );
-        """,
-    ]
-
-    public static var schemaVersion: Int { migrations.count }
+    public static var schemaVersion: Int { Schema.migrations.count }
 
     private let connection: Lock<Connection>
     public let path: String
@@ -194,74 +167,19 @@ public final class SQLiteStore: Sendable {
             let current = try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
             // A damaged header can hold any 32-bit value; only 0...count are ours.
             guard current >= 0 else { throw .storage("database schema version \(current) is not valid: the file is damaged") }
-            guard current <= migrations.count else {
-                throw .storage("database schema version \(current) is newer than this library (\(migrations.count))")
+            guard current <= Schema.migrations.count else {
+                throw .storage("database schema version \(current) is newer than this library (\(Schema.migrations.count))")
             }
-            for version in current..<migrations.count {
-                try conn.exec(migrations[version])
+            for version in current..<Schema.migrations.count {
+                try conn.exec(Schema.migrations[version])
             }
-            if current < migrations.count {
-                try conn.exec("PRAGMA user_version = \(migrations.count)")
+            if current < Schema.migrations.count {
+                try conn.exec("PRAGMA user_version = \(Schema.migrations.count)")
             }
             try conn.exec("COMMIT")
         } catch {
             try? conn.exec("ROLLBACK")
             throw error
-        }
-    }
-
-    // MARK: Key/value rows
-
-    public func kvGet(namespace: String, key: String) throws(AppNorthError) -> (value: [UInt8], updatedMs: Int64)? {
-        try withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT value, updated_ms FROM kv WHERE namespace = ? AND key = ?",
-                           [.text(namespace), .text(key)]) { ($0.blob(0), $0.int64(1)) }.first
-        }
-    }
-
-    public func kvPut(namespace: String, key: String, value: [UInt8], updatedMs: Int64) throws(AppNorthError) {
-        _ = try withConnection { conn throws(AppNorthError) in
-            try conn.run("INSERT INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?) "
-                         + "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms",
-                         [.text(namespace), .text(key), .blob(value), .int(updatedMs)])
-        }
-    }
-
-    public func kvDelete(namespace: String, key: String) throws(AppNorthError) {
-        _ = try withConnection { conn throws(AppNorthError) in
-            try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(namespace), .text(key)])
-        }
-    }
-
-    /// Reads a row, lets `change` compute its new value (nil deletes it),
-    /// and writes it back, all in one write transaction: a concurrent
-    /// writer, another handle or another process, waits instead of having
-    /// its change overwritten. `change` must not call back into this store.
-    public func kvUpdate<T>(namespace: String, key: String, updatedMs: Int64,
-                            _ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
-        var failure: (any Error)?
-        do {
-            return try transaction { conn throws(AppNorthError) -> T in
-                let current = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                             [.text(namespace), .text(key)]) { $0.blob(0) }.first
-                let next: (value: [UInt8]?, result: T)
-                do {
-                    next = try change(current)
-                } catch {
-                    failure = error
-                    throw .storage("update abandoned")  // rolls back; the caller sees `failure`
-                }
-                if let value = next.value {
-                    try conn.run("INSERT INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?) "
-                                 + "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms",
-                                 [.text(namespace), .text(key), .blob(value), .int(updatedMs)])
-                } else {
-                    try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(namespace), .text(key)])
-                }
-                return next.result
-            }
-        } catch {
-            throw failure ?? error
         }
     }
 

@@ -138,25 +138,21 @@ final class ConsentWatch: Sendable {
 /// before a revocation is purged, never imported, whichever process finds
 /// it and however late.
 enum ConsentRecord {
-    static let namespace = "consent"
+    static let namespace = Schema.Namespace.consent
     static let choiceKey = "analytics"
     static let revocationsKey = "revocations"
 
     /// The revocation count; 0 before the first. A damaged value reads as
     /// `Int64.max`, which counting never reaches (it wraps to 1 there).
     static func revocations(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> Int64 {
-        let rows = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                  [.text(namespace), .text(revocationsKey)]) { $0.blob(0) }
-        guard let value = rows.first else { return 0 }
+        guard let value = try conn.kvValue(namespace, revocationsKey) else { return 0 }
         return Int64(String(decoding: value, as: UTF8.self)).flatMap { $0 >= 0 ? $0 : nil } ?? Int64.max
     }
 
     /// The stored choice, nil when none was made; `.unknown` stands for a
     /// damaged row (the caller deletes it).
     static func choice(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> ConsentState? {
-        let rows = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                  [.text(namespace), .text(choiceKey)]) { $0.blob(0) }
-        guard let value = rows.first else { return nil }
+        guard let value = try conn.kvValue(namespace, choiceKey) else { return nil }
         switch value {
         case Array("granted".utf8): return .granted
         case Array("revoked".utf8): return .revoked
@@ -177,8 +173,6 @@ enum ConsentRecord {
     }
 
     private static func put(_ conn: SQLiteStore.Connection, _ key: String, _ value: [UInt8], _ nowMs: Int64) throws(AppNorthError) {
-        try conn.run("INSERT INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?) "
-                     + "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_ms = excluded.updated_ms",
-                     [.text(namespace), .text(key), .blob(value), .int(nowMs)])
+        try conn.kvPut(namespace, key, value, updatedMs: nowMs)
     }
 }

@@ -49,8 +49,8 @@ extension EventStore {
         try importClaimed()
         if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
         let marks = try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT namespace, key FROM kv WHERE namespace IN (?, ?)",
-                           [.text(Self.importedNamespace), .text(Self.progressNamespace)]) { ($0.text(0), $0.text(1)) }
+            try conn.kvKeys(Self.importedNamespace).map { (Self.importedNamespace, $0) }
+                + conn.kvKeys(Self.progressNamespace).map { (Self.progressNamespace, $0) }
         }
         // Marks of deleted files: this scan's, and any a process left when
         // it ended (or closed) before its next import dropped them.

@@ -4,9 +4,10 @@
 //
 // How the names fit together. The whole core is re-exported, so
 // `import AppNorth` alone gives a host `AppNorthClient`, its configuration
-// and credential, `IdeaQuery`, `AppNorthFeedback`, `AppNorthError`,
-// `AppNorthOfflineQueueError`, the clocks and the rest. Four names exist in
-// both modules with different shapes: `AppNorthOfflineQueue`,
+// and credential, `IdeaQuery`, `AppNorthFeedback`, `AppNorthError`, the
+// clocks and the rest (`AppNorthOfflineQueueError` is this module's own:
+// the core reports a full queue as `AppNorthError.queueFull`). Four names
+// exist in both modules with different shapes: `AppNorthOfflineQueue`,
 // `AppNorthReadCache`, `AppNorthOfflineQueueStorage` and
 // `AppNorthReadCacheStorage` (the core's are synchronous and take bytes;
 // these are async and take `Data`, as the seed page shows). Swift's

@@ -1,6 +1,13 @@
 import AppNorthCore
 import Foundation
 
+/// Thrown (as the seed's API has it) when a write had to be queued but the
+/// queue is at its limit; nothing was added. The core reports it as
+/// `AppNorthError.queueFull` (APPNORTH_E_QUEUE_FULL in the C API).
+public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
+    case full
+}
+
 /// Community writes that survive being offline, for Swift hosts: the core's
 /// offline queue (its codec, account scoping, idempotency keys, limit and
 /// ordering) behind async calls that run on the library's threads.
@@ -68,8 +75,12 @@ public final class AppNorthOfflineQueue: Sendable {
     public func submit(_ write: CommunityWrite, using client: AppNorthClient,
                        idempotencyKey: String? = nil) async throws -> Bool {
         let core = self.core
-        return try await BlockingCall.run(cancelling: client) {
-            try core.get().submit(write, using: client, idempotencyKey: idempotencyKey)
+        do {
+            return try await BlockingCall.run(cancelling: client) {
+                try core.get().submit(write, using: client, idempotencyKey: idempotencyKey)
+            }
+        } catch AppNorthError.queueFull {
+            throw AppNorthOfflineQueueError.full
         }
     }
 

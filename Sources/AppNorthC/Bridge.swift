@@ -22,6 +22,7 @@ extension AppNorthError {
         case .conflict: return Int32(APPNORTH_E_CONFLICT)
         case .server: return Int32(APPNORTH_E_SERVER)
         case .http: return Int32(APPNORTH_E_HTTP)
+        case .queueFull: return Int32(APPNORTH_E_QUEUE_FULL)
         case .storage: return Int32(APPNORTH_E_STORAGE)
         case .wrongState: return Int32(APPNORTH_E_WRONG_STATE)
         case .timeout: return Int32(APPNORTH_E_TIMEOUT)
@@ -73,8 +74,6 @@ func statusReport(_ error: any Error) -> (code: Int32, httpStatus: Int, message:
     switch error {
     case let error as AppNorthError:
         return (error.status, error.httpStatus, error.message)
-    case AppNorthOfflineQueueError.full:
-        return (Int32(APPNORTH_E_QUEUE_FULL), 0, "the offline queue is full; nothing was added")
     default:
         return (Int32(APPNORTH_E_INTERNAL), 0, "unexpected error: \(error)")
     }

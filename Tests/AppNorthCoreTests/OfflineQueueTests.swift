@@ -143,7 +143,7 @@ final class OfflineQueueTests: XCTestCase {
         }
         try TestServer.offline {
             XCTAssertThrowsError(try queue.submitComment(using: client, handle: ideaID, body: "c3")) {
-                XCTAssertEqual($0 as? AppNorthOfflineQueueError, .full)
+                XCTAssertEqual($0 as? AppNorthError, .queueFull("the offline queue is full; nothing was added"))
             }
         }
         XCTAssertEqual(try queue.pendingCount(), 2)

@@ -96,7 +96,7 @@ final class SeedDefaultsTests: EventsTestCase {
                 XCTAssertFalse(try queue.submitIdea(using: client, boardID: board, title: "idea \(i)"), "queued \(i)")
             }
             XCTAssertThrowsError(try queue.submitIdea(using: client, boardID: board, title: "one too many")) {
-                XCTAssertEqual($0 as? AppNorthOfflineQueueError, .full)
+                XCTAssertEqual($0 as? AppNorthError, .queueFull("the offline queue is full; nothing was added"))
             }
         }
         XCTAssertEqual(try queue.flush(using: client), 50)

@@ -28,6 +28,9 @@ public enum AppNorthError: Error, Sendable, Equatable {
     case server(String, httpStatus: Int)
     /// Any other unexpected HTTP status.
     case http(String, httpStatus: Int)
+    /// A write had to be queued, but the offline queue is at its limit;
+    /// nothing was added.
+    case queueFull(String)
     /// SQLite, the file system or host storage failed.
     case storage(String)
     /// The call is not allowed in the current state (for instance, closed).
@@ -43,7 +46,7 @@ public enum AppNorthError: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .network(let m), .invalidArgument(let m), .invalidUTF8(let m),
-             .notFound(let m), .conflict(let m), .storage(let m),
+             .notFound(let m), .conflict(let m), .queueFull(let m), .storage(let m),
              .wrongState(let m), .timeout(let m), .cancelled(let m), .internal(let m):
             return m
         case .invalidJSON(let m, _), .tooLarge(let m, _), .validation(let m, _),

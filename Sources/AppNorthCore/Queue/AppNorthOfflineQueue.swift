@@ -1,9 +1,4 @@
 
-/// Thrown when a write had to be queued but the queue is at its limit.
-public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
-    case full
-}
-
 /// Community writes that survive being offline.
 ///
 /// `submitIdea`, `submitComment` and `submitFeedback` try the request at
@@ -24,6 +19,8 @@ public enum AppNorthOfflineQueueError: Error, Sendable, Equatable {
 /// has one owner: its blob is loaded once and overwritten on each change.
 public final class AppNorthOfflineQueue: Sendable {
     public static let defaultLimit = 50
+    /// The message of the `.queueFull` error (APPNORTH_E_QUEUE_FULL).
+    static let fullMessage = "the offline queue is full; nothing was added"
 
     public let limit: Int
     public let storage: any AppNorthOfflineQueueStorage
@@ -198,7 +195,7 @@ public final class AppNorthOfflineQueue: Sendable {
 
     private func append(_ entry: QueueEntry) throws {
         try modify { list in
-            guard list.count < limit else { throw AppNorthOfflineQueueError.full }
+            guard list.count < limit else { throw AppNorthError.queueFull(AppNorthOfflineQueue.fullMessage) }
             list.append(entry)
         }
     }
@@ -256,12 +253,12 @@ public final class AppNorthOfflineQueue: Sendable {
         }
     }
 
-    /// A full queue stays `.full`; storage failures become `.storage`.
+    /// A full queue stays `.queueFull`; storage failures become `.storage`.
     private func sharedStorageCall<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as AppNorthOfflineQueueError {
-            throw error
+        } catch AppNorthError.queueFull(let message) {
+            throw AppNorthError.queueFull(message)
         } catch {
             return try storageCall("saving the offline queue") { throw error }
         }

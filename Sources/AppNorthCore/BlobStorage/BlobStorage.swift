@@ -99,13 +99,15 @@ enum StorageClaims {
     }
 }
 
-/// Turns a storage implementation's error into the core's taxonomy.
+/// Turns a storage implementation's error into the core's taxonomy (a
+/// full queue, met inside a storage transaction, stays what it is).
 func storageCall<T>(_ what: String, _ body: () throws -> T) throws(AppNorthError) -> T {
     do {
         return try body()
     } catch let error as AppNorthError {
         if case .storage = error { throw error }
         if case .wrongState = error { throw error }
+        if case .queueFull = error { throw error }
         throw .storage("\(what) failed: \(error.message)")
     } catch {
         throw .storage("\(what) failed: \(error)")

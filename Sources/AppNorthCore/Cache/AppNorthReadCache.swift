@@ -14,37 +14,18 @@ public final class AppNorthReadCache: Sendable {
     public static let defaultTTLSeconds = 300
 
     public let ttlSeconds: Int
-    private let storage: any AppNorthReadCacheStorage
     private let clock: any AppNorthClock
-    private let entries: Lock<[CacheEntry]>
-    private let gate = OperationGate()
-    private let shared: (any AppNorthAtomicBlobStorage)?
-
-    /// Damaged stored entries dropped: logged, and counted since open.
-    private let damage: StoredDamageReporter
+    /// The entries, in their stored blob.
+    private let stored: StoredList<CacheCodec>
 
     /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard (1...31_536_000).contains(ttlSeconds) else { throw .invalidArgument("cache TTL must be 1 to 31536000 seconds") }
-        try StorageClaims.claim(storage, as: .cache)
-        damage = StoredDamageReporter(what: "read cache", logger: logger)
-        var found = StoredDamage()
-        do {
-            let loaded = try storageCall("loading the read cache") { try storage.load() }
-            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try CacheCodec.decode(bytes, damage: &found) } ?? [])
-        } catch {
-            StorageClaims.release(storage)
-            throw error
-        }
-        damage.report(found)
-        self.storage = storage
-        shared = storage as? any AppNorthAtomicBlobStorage
+        stored = try StoredList(storage: storage, load: { try storage.load() }, save: { try storage.save($0) }, logger: logger)
         self.ttlSeconds = ttlSeconds
         self.clock = clock
     }
-
-    deinit { StorageClaims.release(storage) }
 
     // MARK: Reading
 
@@ -78,16 +59,14 @@ public final class AppNorthReadCache: Sendable {
 
     /// Removes a scope's boards and ideas.
     public func clear(scope: String) throws {
-        try update { $0.filter { $0.scope != scope } }
+        try stored.modify { list in list.removeAll { $0.scope == scope } }
     }
 
     // MARK: -
 
     private func fresh(kind: CacheEntry.Kind, scope: String, query: String) -> String? {
         let now = (clock.monotonicNanoseconds(), clock.wallMilliseconds())
-        return entries.withLock { list in
-            list.first { $0.kind == kind && $0.scope == scope && $0.query == query && isFresh($0, now: now) }?.value
-        }
+        return stored.loaded.first { $0.kind == kind && $0.scope == scope && $0.query == query && isFresh($0, now: now) }?.value
     }
 
     /// Monotonic age when the entry was stored by this process (wall-clock
@@ -108,42 +87,14 @@ public final class AppNorthReadCache: Sendable {
         let entry = CacheEntry(kind: kind, scope: scope, query: query, value: value,
                                storedWallMs: clock.wallMilliseconds(), storedMono: clock.monotonicNanoseconds())
         let now = (clock.monotonicNanoseconds(), clock.wallMilliseconds())
-        try update { list in
+        try stored.modify { list in
             // Replace the same key and drop what has expired.
-            list.filter { !($0.kind == kind && $0.scope == scope && $0.query == query) && isFresh($0, now: now) } + [entry]
+            list = list.filter { !($0.kind == kind && $0.scope == scope && $0.query == query) && isFresh($0, now: now) } + [entry]
         }
     }
 
     /// Damaged stored entries found and dropped since this cache opened.
-    public var damagedDropped: Int { damage.dropped.load(ordering: .relaxed) }
-
-    private func update(_ change: ([CacheEntry]) -> [CacheEntry]) throws {
-        var found = StoredDamage()
-        defer { damage.report(found) }  // after the gate and the storage's transaction
-        try gate.run("the read cache") {
-            guard let shared else {
-                let after = change(entries.withLock { $0 })
-                let blob = after.isEmpty ? nil : CacheCodec.encode(after)
-                try storageCall("saving the read cache") { try storage.save(blob) }
-                entries.withLock { $0 = after }
-                return
-            }
-            let mine = entries.withLock { $0 }
-            let after = try storageCall("saving the read cache") {
-                try shared.update { blob throws -> (value: [UInt8]?, result: [CacheEntry]) in
-                    // Entries this process stored keep their monotonic time.
-                    found = StoredDamage()  // a retried transaction reads the blob again
-                    let stored = try blob.map { bytes throws(AppNorthError) in try CacheCodec.decode(bytes, damage: &found) } ?? []
-                    let merged = stored.map { entry in
-                        mine.first { $0.sameStore(as: entry) } ?? entry
-                    }
-                    let after = change(merged)
-                    return (after.isEmpty ? nil : CacheCodec.encode(after), after)
-                }
-            }
-            entries.withLock { $0 = after }
-        }
-    }
+    public var damagedDropped: Int { stored.damagedDropped }
 
     /// The array to cache: the text itself if it is an array, else the
     /// named member of a response object.
@@ -174,7 +125,15 @@ struct CacheEntry: Sendable {
     }
 }
 
-enum CacheCodec {
+enum CacheCodec: StoredListCodec {
+    static let what = "read cache"
+    static let role = StorageClaims.Role.cache
+
+    /// Entries this process stored keep their monotonic time.
+    static func adopt(_ stored: [CacheEntry], loaded mine: [CacheEntry]) -> [CacheEntry] {
+        stored.map { entry in mine.first { $0.sameStore(as: entry) } ?? entry }
+    }
+
     static let format = "appnorth.read-cache"
     static let version: Int64 = 1
 

@@ -25,40 +25,20 @@ public final class AppNorthOfflineQueue: Sendable {
     public let limit: Int
     public let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
-    /// The loaded entries; always equal to what was last saved or read.
-    private let entries: Lock<[QueueEntry]>
-    /// Set when the storage changes atomically: the stored blob, not
-    /// `entries`, is then the truth, re-read inside every change.
-    private let shared: (any AppNorthAtomicBlobStorage)?
-    /// One storage update at a time (the storage may be host code).
-    private let gate = OperationGate()
+    /// The entries, in their stored blob.
+    private let stored: StoredList<QueueCodec>
     /// One flush at a time, so two flushes never send the same entry.
     private let flushGate = OperationGate()
-    /// Damaged stored entries dropped: logged, and counted since open.
-    private let damage: StoredDamageReporter
 
     /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthOfflineQueueStorage, limit: Int = AppNorthOfflineQueue.defaultLimit,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard (1...10_000).contains(limit) else { throw .invalidArgument("queue limit must be 1 to 10000") }
-        try StorageClaims.claim(storage, as: .queue)
-        damage = StoredDamageReporter(what: "offline queue", logger: logger)
-        var found = StoredDamage()
-        do {
-            let loaded = try storageCall("loading the offline queue") { try storage.load() }
-            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? [])
-        } catch {
-            StorageClaims.release(storage)
-            throw error
-        }
-        damage.report(found)
+        stored = try StoredList(storage: storage, load: { try storage.load() }, save: { try storage.save($0) }, logger: logger)
         self.storage = storage
-        shared = storage as? any AppNorthAtomicBlobStorage
         self.limit = limit
         self.clock = clock
     }
-
-    deinit { StorageClaims.release(storage) }
 
     // MARK: Submitting
 
@@ -136,7 +116,7 @@ public final class AppNorthOfflineQueue: Sendable {
         }
         try flushGate.run("flush") {
             let scope = client.scope
-            let mine = try current().filter { $0.scope == scope }
+            let mine = try stored.current().filter { $0.scope == scope }
             for entry in mine {
                 do throws(AppNorthError) {
                     _ = try client.post(entry.path, body: entry.body, key: entry.idempotencyKey)
@@ -147,7 +127,7 @@ public final class AppNorthOfflineQueue: Sendable {
                     failed = entry.id
                     throw error
                 }
-                try modify { list in list.removeAll { $0.id == entry.id } }
+                try stored.modify { list in list.removeAll { $0.id == entry.id } }
                 count += 1
             }
         }
@@ -157,22 +137,22 @@ public final class AppNorthOfflineQueue: Sendable {
 
     /// Entries pending over all stored scopes.
     /// Damaged stored entries found and dropped since this queue opened.
-    public var damagedDropped: Int { damage.dropped.load(ordering: .relaxed) }
+    public var damagedDropped: Int { stored.damagedDropped }
 
     public func pendingCount() throws -> Int {
-        try current().count
+        try stored.current().count
     }
 
     /// The pending entries, oldest first.
     public func pendingEntries() throws -> [QueueEntry] {
-        try current()
+        try stored.current()
     }
 
     /// Discards the entries of one scope, or all when `scope` is nil (for
     /// logout). Returns how many.
     @discardableResult
     public func discard(scope: String?) throws -> Int {
-        try modify { list in
+        try stored.modify { list in
             let before = list.count
             list.removeAll { scope == nil || $0.scope == scope }
             return before - list.count
@@ -184,7 +164,7 @@ public final class AppNorthOfflineQueue: Sendable {
     /// it was sent or discarded already, perhaps by another process.
     @discardableResult
     public func discard(entryID: String) throws -> Bool {
-        try modify { list in
+        try stored.modify { list in
             let before = list.count
             list.removeAll { $0.id == entryID }
             return list.count != before
@@ -194,73 +174,17 @@ public final class AppNorthOfflineQueue: Sendable {
     // MARK: Storage updates
 
     private func append(_ entry: QueueEntry) throws {
-        try modify { list in
+        try stored.modify { list in
             guard list.count < limit else { throw AppNorthError.queueFull(AppNorthOfflineQueue.fullMessage) }
             list.append(entry)
         }
     }
 
     private func recordFailure(of entryID: String, _ message: String) throws {
-        try modify { list in
+        try stored.modify { list in
             guard let index = list.firstIndex(where: { $0.id == entryID }) else { return }
             list[index].attempts = list[index].attempts < Int(Int32.max) ? list[index].attempts + 1 : list[index].attempts
             list[index].lastError = message
-        }
-    }
-
-    /// The entries as stored now: re-read from a shared storage (another
-    /// handle or process may have changed them), else the loaded copy.
-    private func current() throws -> [QueueEntry] {
-        guard shared != nil else { return entries.withLock { $0 } }
-        let loaded = try storageCall("loading the offline queue") { try storage.load() }
-        var found = StoredDamage()
-        let list = try loaded.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? []
-        damage.report(found)
-        entries.withLock { $0 = list }
-        return list
-    }
-
-    /// Applies `change` to the entries and stores the result. A shared
-    /// storage applies it to the stored blob inside one transaction; any
-    /// other saves first and updates memory after, so memory never runs
-    /// ahead of storage. Runs inside the gate, outside the data lock.
-    @discardableResult
-    private func modify<R>(_ change: (inout [QueueEntry]) throws -> R) throws -> R {
-        var found = StoredDamage()
-        defer { damage.report(found) }  // after the gate and the storage's transaction
-        return try gate.run("the offline queue") {
-            if let shared {
-                let (list, result) = try sharedStorageCall {
-                    try shared.update { blob throws -> (value: [UInt8]?, result: ([QueueEntry], R)) in
-                        found = StoredDamage()  // a retried transaction reads the blob again
-                        var list = try blob.map { bytes throws(AppNorthError) in try QueueCodec.decode(bytes, damage: &found) } ?? []
-                        let result = try change(&list)
-                        return (list.isEmpty ? nil : QueueCodec.encode(list), (list, result))
-                    }
-                }
-                entries.withLock { $0 = list }
-                return result
-            }
-            let before = entries.withLock { $0 }
-            var list = before
-            let result = try change(&list)
-            if list != before {
-                let blob = list.isEmpty ? nil : QueueCodec.encode(list)
-                try storageCall("saving the offline queue") { try storage.save(blob) }
-                entries.withLock { $0 = list }
-            }
-            return result
-        }
-    }
-
-    /// A full queue stays `.queueFull`; storage failures become `.storage`.
-    private func sharedStorageCall<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch AppNorthError.queueFull(let message) {
-            throw AppNorthError.queueFull(message)
-        } catch {
-            return try storageCall("saving the offline queue") { throw error }
         }
     }
 }

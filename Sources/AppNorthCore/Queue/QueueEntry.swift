@@ -19,7 +19,11 @@ public struct QueueEntry: Sendable, Equatable {
 }
 
 /// The queue's stored blob: a tagged, versioned JSON document.
-enum QueueCodec {
+enum QueueCodec: StoredListCodec {
+    static let what = "offline queue"
+    static let role = StorageClaims.Role.queue
+    static func unchanged(_ before: [QueueEntry], _ after: [QueueEntry]) -> Bool { before == after }
+
     static let format = "appnorth.offline-queue"
     static let version: Int64 = 1
 

@@ -98,10 +98,10 @@ func flag(_ value: Int32, _ name: String) throws(AppNorthError) -> Bool {
 
 /// A jitter share given in percent (0 to 100), as the core's fraction.
 func jitterFraction(_ percent: Int32) throws(AppNorthError) -> Double {
-    guard (0...100).contains(percent) else {
-        throw .invalidArgument("percent must be 0 to 100, not \(percent)")
+    guard Limits.jitterPercent.contains(percent) else {
+        throw .invalidArgument("percent must be \(Limits.jitterPercent.lowerBound) to \(Limits.jitterPercent.upperBound), not \(percent)")
     }
-    return Double(percent) / 100
+    return Double(percent) / Double(Limits.jitterPercent.upperBound)
 }
 
 /// A required UTF-8 string argument.

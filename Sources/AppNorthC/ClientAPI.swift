@@ -73,8 +73,8 @@ public func appnorth_client_options_allow_cleartext_host(_ options: OpaquePointe
     guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
         let name = try Cleartext.validatedHost(requiredString(host, "host", maxBytes: Cleartext.maxHostBytes))
-        guard opts.cleartextHosts.count < 16 || opts.cleartextHosts.contains(name) else {
-            throw AppNorthError.invalidArgument("at most 16 cleartext hosts")
+        guard opts.cleartextHosts.count < Limits.cleartextHosts || opts.cleartextHosts.contains(name) else {
+            throw AppNorthError.invalidArgument("at most \(Limits.cleartextHosts) cleartext hosts")
         }
         if !opts.cleartextHosts.contains(name) { opts.cleartextHosts.append(name) }
     }
@@ -86,9 +86,9 @@ public func appnorth_client_options_set_timeouts(_ options: OpaquePointer?, _ ap
                                                  _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ClientOptions.self, "options")
-        let range: ClosedRange<Int32> = 1...600_000
-        guard range.contains(apiRequestMs), range.contains(resourceDownloadMs) else {
-            throw AppNorthError.invalidArgument("timeouts must be 1 to 600000 ms")
+        let range = Limits.timeoutMilliseconds
+        guard range.contains(Int(apiRequestMs)), range.contains(Int(resourceDownloadMs)) else {
+            throw AppNorthError.invalidArgument("timeouts must be \(Limits.spelled(range)) ms")
         }
         opts.timeouts.apiRequestMilliseconds = Int(apiRequestMs)
         opts.timeouts.resourceDownloadMilliseconds = Int(resourceDownloadMs)

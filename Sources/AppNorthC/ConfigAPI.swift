@@ -63,8 +63,8 @@ public func appnorth_config_options_set_ttl_seconds(_ options: OpaquePointer?, _
                                                     _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
-        guard ttlSeconds == 0 || (1...31_536_000).contains(ttlSeconds) else {
-            throw AppNorthError.invalidArgument("ttl_seconds must be 0 (default) or 1 to 31536000")
+        guard ttlSeconds == 0 || Limits.ttlSeconds.contains(Int(ttlSeconds)) else {
+            throw AppNorthError.invalidArgument("ttl_seconds must be 0 (default) or \(Limits.spelled(Limits.ttlSeconds))")
         }
         opts.options.ttlSeconds = ttlSeconds == 0 ? AppNorthRemoteConfig.defaultTTLSeconds : Int(ttlSeconds)
     }
@@ -84,8 +84,9 @@ public func appnorth_config_options_set_poll_interval_ms(_ options: OpaquePointe
                                                          _ err: ErrorOut?) -> Int32 {
     guarded(err) {
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
-        guard pollIntervalMs == 0 || (10...86_400_000).contains(pollIntervalMs) else {
-            throw AppNorthError.invalidArgument("poll_interval_ms must be 0 (default) or 10 to 86400000")
+        guard pollIntervalMs == 0 || Limits.pollIntervalMilliseconds.contains(Int(pollIntervalMs)) else {
+            throw AppNorthError.invalidArgument(
+                "poll_interval_ms must be 0 (default) or \(Limits.spelled(Limits.pollIntervalMilliseconds))")
         }
         opts.options.pollIntervalMilliseconds =
             pollIntervalMs == 0 ? AppNorthRemoteConfig.defaultPollIntervalMilliseconds : Int(pollIntervalMs)
@@ -99,8 +100,9 @@ public func appnorth_config_options_set_reconnect_backoff_ms(_ options: OpaquePo
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
         let base = baseMs == 0 ? Backoff.default.baseMilliseconds : Int(baseMs)
         let max = maxMs == 0 ? Backoff.default.maxMilliseconds : Int(maxMs)
-        guard base >= 1, base <= max, max <= 3_600_000 else {
-            throw AppNorthError.invalidArgument("backoff must satisfy 1 <= base_ms <= max_ms <= 3600000 (0 for defaults)")
+        guard base >= 1, base <= max, max <= Limits.backoffMaxMilliseconds else {
+            throw AppNorthError.invalidArgument(
+                "backoff must satisfy 1 <= base_ms <= max_ms <= \(Limits.backoffMaxMilliseconds) (0 for defaults)")
         }
         opts.options.reconnectBackoff = Backoff(baseMilliseconds: base, maxMilliseconds: max,
                                                 jitter: opts.options.reconnectBackoff.jitter)

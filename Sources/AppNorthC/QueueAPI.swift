@@ -10,7 +10,9 @@ public func appnorth_queue_new(_ storage: OpaquePointer?, _ maxEntries: Int32,
     return guarded(err) {
         let out = try required(outQueue, "out_queue")
         let box = try Handle.get(storage, as: StorageBox.self, "storage")
-        guard maxEntries >= 0 else { throw AppNorthError.invalidArgument("max_entries must be 0 (default) to 10000") }
+        guard maxEntries >= 0 else {
+            throw AppNorthError.invalidArgument("max_entries must be 0 (default) to \(Limits.queueEntries.upperBound)")
+        }
         let limit = maxEntries == 0 ? AppNorthOfflineQueue.defaultLimit : Int(maxEntries)
         out.pointee = Handle.make(try AppNorthOfflineQueue(storage: box.storage, limit: limit, logger: box.logger.withLock { $0 }))
     }

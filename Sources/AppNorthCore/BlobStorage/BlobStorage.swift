@@ -45,13 +45,13 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
     private let clock: any AppNorthClock
 
     public init(store: SQLiteStore, name: String, clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
-        guard (1...64).contains(name.utf8.count),
+        guard Limits.storageNameBytes.contains(name.utf8.count),
               name.utf8.allSatisfy({ b in
                   (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(b)
                       || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || b == UInt8(ascii: ".")
                       || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
               }) else {
-            throw .invalidArgument("storage name must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+            throw .invalidArgument("storage name must be \(Limits.spelled(Limits.storageNameBytes)) characters of A-Z a-z 0-9 . _ -")
         }
         self.store = store
         self.name = name

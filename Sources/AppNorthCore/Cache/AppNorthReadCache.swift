@@ -21,7 +21,9 @@ public final class AppNorthReadCache: Sendable {
     /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
-        guard (1...31_536_000).contains(ttlSeconds) else { throw .invalidArgument("cache TTL must be 1 to 31536000 seconds") }
+        guard Limits.ttlSeconds.contains(ttlSeconds) else {
+            throw .invalidArgument("cache TTL must be \(Limits.spelled(Limits.ttlSeconds)) seconds")
+        }
         stored = try StoredList(storage: storage, load: { try storage.load() }, save: { try storage.save($0) }, logger: logger)
         self.ttlSeconds = ttlSeconds
         self.clock = clock

@@ -33,7 +33,9 @@ public final class AppNorthOfflineQueue: Sendable {
     /// `logger` gets a warning for stored entries found damaged and dropped.
     public init(storage: any AppNorthOfflineQueueStorage, limit: Int = AppNorthOfflineQueue.defaultLimit,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
-        guard (1...10_000).contains(limit) else { throw .invalidArgument("queue limit must be 1 to 10000") }
+        guard Limits.queueEntries.contains(limit) else {
+            throw .invalidArgument("queue limit must be \(Limits.spelled(Limits.queueEntries))")
+        }
         stored = try StoredList(storage: storage, load: { try storage.load() }, save: { try storage.save($0) }, logger: logger)
         self.storage = storage
         self.limit = limit

@@ -31,11 +31,11 @@ enum EventSoundness {
     /// The verdict from the top-level members of text `JSONValidator` has
     /// found to be one valid object; nil when only jansson can tell.
     static func quickVerdict(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool? {
-        var walker = MemberWalker(bytes: bytes)
+        var walker = JSONMemberWalker(bytes)
         var id: Range<Int>?, name: Range<Int>?, timestamp: Range<Int>?
         while let member = walker.next() {
-            guard let key = member.key else { return nil }  // escaped: only a decoder can compare it
-            switch key {
+            guard !member.keyEscaped else { return nil }  // only a decoder can compare it
+            switch String(decoding: UnsafeBufferPointer(rebasing: bytes[member.key]), as: UTF8.self) {
             case "id": id = member.value
             case "name": name = member.value
             case "timestamp": timestamp = member.value
@@ -52,88 +52,5 @@ enum EventSoundness {
         guard digits.count <= 15, digits.allSatisfy(JSONValidator.isDigit) else { return nil }
         let value = digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
         return StoredWallTime.range.contains(first == UInt8(ascii: "-") ? -value : value)
-    }
-
-    /// The members of a valid JSON object, in order: each key's raw text
-    /// (nil when it holds an escape) and its value's byte range. Only for
-    /// text that `JSONValidator` has accepted as an object.
-    struct MemberWalker {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var i = 0
-        var started = false
-
-        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
-
-        mutating func next() -> (key: String?, value: Range<Int>)? {
-            if !started {
-                started = true
-                skipSpace()
-                i += 1  // "{"
-            }
-            skipSpace()
-            guard i < bytes.count, bytes[i] != UInt8(ascii: "}") else { return nil }
-            if bytes[i] == UInt8(ascii: ",") {
-                i += 1
-                skipSpace()
-            }
-            let keyStart = i + 1
-            let escaped = skipString()
-            let key = escaped ? nil : String(decoding: UnsafeBufferPointer(rebasing: bytes[keyStart..<(i - 1)]), as: UTF8.self)
-            skipSpace()
-            i += 1  // ":"
-            skipSpace()
-            let valueStart = i
-            skipValue()
-            return (key, valueStart..<i)
-        }
-
-        private mutating func skipSpace() {
-            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
-        }
-
-        /// Past the string starting at `i`; true when it held an escape.
-        private mutating func skipString() -> Bool {
-            var escaped = false
-            i += 1
-            while i < bytes.count {
-                let b = bytes[i]
-                if b == UInt8(ascii: "\\") {
-                    escaped = true
-                    i += 2
-                    continue
-                }
-                i += 1
-                if b == UInt8(ascii: "\"") { break }
-            }
-            return escaped
-        }
-
-        /// Past the value starting at `i` (containers whole).
-        private mutating func skipValue() {
-            var depth = 0
-            while i < bytes.count {
-                let b = bytes[i]
-                switch b {
-                case UInt8(ascii: "\""):
-                    _ = skipString()
-                    if depth == 0 { return }
-                    continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    if depth == 0 { return }
-                    depth -= 1
-                    if depth == 0 {
-                        i += 1
-                        return
-                    }
-                case UInt8(ascii: ","), 0x20, 0x0A, 0x0D, 0x09:
-                    if depth == 0 { return }
-                default:
-                    break
-                }
-                i += 1
-            }
-        }
     }
 }

@@ -394,6 +394,26 @@ final class RemoteConfigTests: XCTestCase {
         XCTAssertEqual(try requests(since: seq, path: "/config/stream").count, 1, "the stream is retried after its backoff only")
     }
 
+    func testTheWorkerLogsEachPhaseChange() throws {
+        try publish(#"{"v":1}"#)
+        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","status":503,"count":1}"#)
+        let lines = Lock<[String]>([])
+        let options = AppNorthRemoteConfig.Options(
+            dataDirectory: dir + "/data", clock: ManualClock(), reconnectBackoff: Backoff(baseMilliseconds: 20, maxMilliseconds: 200),
+            logger: Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } })
+        let config = try AppNorthRemoteConfig(client: try client(), options: options)
+        opened.append(config)
+        let changes = try listen(config)
+        try config.startLiveUpdates()
+        XCTAssertTrue(waitUntil { changes.count == 1 }, "the poll after the refused stream brings v1")
+        let logged = lines.withLock { $0 }.filter { $0.hasPrefix("config worker: ") }
+        XCTAssertTrue(logged.contains { $0.hasPrefix("config worker: exited -> ready") }, "\(logged)")
+        XCTAssertTrue(logged.contains { $0.hasPrefix("config worker: ready -> streaming") }, "\(logged)")
+        XCTAssertTrue(logged.contains { $0.hasPrefix("config worker: streaming -> down (reconnect in ") && $0.contains("refused") },
+                      "\(logged)")
+        XCTAssertTrue(logged.contains { $0.hasPrefix("config worker: down (") && $0.contains(" -> polling") }, "\(logged)")
+    }
+
     func testStopLiveClosesTheStreamAndJoinsTheThreadAtOnce() throws {
         try publish(#"{"v":1}"#)
         let config = try open()

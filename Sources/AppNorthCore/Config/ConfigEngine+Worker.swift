@@ -1,19 +1,31 @@
-// The background thread of a ConfigEngine: live updates (the stream and
-// the polls while it is down) and background fetches.
+// The background thread of a ConfigEngine: a thin loop that runs what
+// ConfigWorkerState decides (the stream, the polls while it is down, and
+// background fetches), and feeds back how each ended.
 extension ConfigEngine {
-    /// Sleeps until a server's Retry-After has passed. False when the
-    /// thread must end.
-    private func waitForServer(_ thread: BackgroundThread) -> Bool {
-        while !thread.isStopping {
-            let until = serverNotBefore
-            let now = timer.monotonicNanoseconds()
-            if now >= until { return true }
-            if !thread.sleep(milliseconds: Int(clamping: (until - now) / 1_000_000).addingSaturating(1)) { return false }
+    // MARK: The worker state's one logged entry
+
+    /// Changes the worker state under the state lock (with the timer's
+    /// `now`) and logs a phase change at debug level.
+    @discardableResult
+    func step<R: Sendable>(_ cause: @autoclosure () -> String, _ body: (inout State, UInt64) -> R) -> R {
+        let now = timer.monotonicNanoseconds()
+        let (result, before, after) = state.withLock { s -> (R, ConfigWorkerState.Phase, ConfigWorkerState.Phase) in
+            let before = s.worker.phase
+            let result = body(&s, now)
+            return (result, before, s.worker.phase)
         }
-        return false
+        if before != after {
+            logger.log(.debug, "config worker: \(before.description(now: now)) -> \(after.description(now: now)) (\(cause()))")
+        }
+        return result
     }
 
-    // MARK: The background thread
+    func send(_ event: ConfigWorkerState.Event) {
+        let random = Random.unit()
+        step("\(event)") { s, now in s.worker.handle(event, now: now, random: random) }
+    }
+
+    // MARK: Starting and stopping the thread
 
     /// Makes sure the background thread runs and has seen the latest
     /// requests. Returns false if no thread could be started.
@@ -21,23 +33,23 @@ extension ConfigEngine {
     func ensureWorker() -> Bool {
         var finished: BackgroundThread?
         var failure: AppNorthError?
-        let ok = control.withLock { c -> Bool in
+        let ok = step("thread needed") { s, now -> Bool in
             if isClosed { return false }
-            if let worker = c.worker, !c.workerExiting, !worker.thread.isStopping {
-                worker.thread.wake()
+            if let running = s.thread, s.worker.phase != .exited, !running.thread.isStopping {
+                running.thread.wake()
                 return true
             }
-            finished = c.worker?.thread
+            finished = s.thread?.thread
             let cancel = StreamCancellation()
             do throws(AppNorthError) {
                 let thread = try BackgroundThread(name: "appnorth-config") { [self] thread in
                     self.run(thread, cancel)
                 }
-                c.worker = Worker(thread: thread, cancel: cancel)
-                c.workerExiting = false
+                s.thread = WorkerThread(thread: thread, cancel: cancel)
+                s.worker.handle(.threadStarted, now: now)
                 return true
             } catch {
-                c.worker = nil
+                s.thread = nil
                 failure = error
                 return false
             }
@@ -49,29 +61,24 @@ extension ConfigEngine {
 
     func startLive() throws(AppNorthError) {
         guard !isClosed else { throw .wrongState("the config is closed") }
-        control.withLock { $0.live = true }
+        send(.startLive)
         guard ensureWorker() else {
-            control.withLock { $0.live = false }
+            send(.startLiveFailed)
             throw .internal("cannot start the config thread")
         }
     }
 
     func stopLive() {
-        let worker = control.withLock { c -> Worker? in
-            c.live = false
-            c.fetchWanted = false
-            let worker = c.worker
-            c.worker = nil
-            c.workerExiting = false
-            return worker
+        let running = step("stop") { s, now -> WorkerThread? in
+            s.worker.handle(.stopLive, now: now)
+            let running = s.thread
+            s.thread = nil
+            return running
         }
-        guard let worker else { return }
-        worker.cancel.cancel()
-        worker.thread.stop()
-        state.withLock { s in
-            s.streamConnected = false
-            s.revalidating = false
-        }
+        guard let running else { return }
+        running.cancel.cancel()
+        running.thread.stop()
+        send(.threadJoined)
     }
 
     func close() {
@@ -81,52 +88,27 @@ extension ConfigEngine {
         if let claimKey { ConfigCacheClaims.release(claimKey) }
     }
 
-    /// The background thread's body: one-shot fetches while live updates
-    /// are off, the stream/poll loop while they are on. It returns when it
-    /// has nothing left to do or when stopped.
+    // MARK: The loop
+
+    /// The background thread's body: runs the worker state's actions until
+    /// it answers `.exit` or the thread is stopped.
     private func run(_ thread: BackgroundThread, _ cancel: StreamCancellation) {
-        var attempt = 0
         while !thread.isStopping {
-            let (live, fetch) = control.withLock { c -> (Bool, Bool) in
-                let fetch = c.fetchWanted
-                c.fetchWanted = false
-                if !c.live && !fetch { c.workerExiting = true }
-                return (c.live, fetch)
-            }
-            if live {
-                // A stream (re)connection answers a pending revalidation too.
-                if fetch { finishRevalidation(failed: false) }
-                if !waitForServer(thread) { return }
+            let action = step("next") { s, now in s.worker.next(now: now) }
+            switch action {
+            case .exit:
+                return
+            case .sleep(let until):
+                let ms = ConfigWorkerState.sleepMilliseconds(now: timer.monotonicNanoseconds(), until: until)
+                if !thread.sleep(milliseconds: ms) { return }
+            case .openStream:
                 let outcome = runStream(thread, cancel)
                 if thread.isStopping { return }
-                attempt = outcome == .connected ? 1 : attempt + 1
-                let delay = backoff.delay(attempt: attempt, random: Random.unit())
-                logger.log(.debug, "config stream ended (\(outcome)); reconnecting in \(delay) ms")
-                if !waitBeforeReconnect(thread, cancel, delayMilliseconds: delay,
-                                        pollNow: outcome == .refused) { return }
-            } else if fetch {
-                if !waitForServer(thread) { return }
-                let ok = backgroundFetch(thread, cancel, what: "background fetch")
-                finishRevalidation(failed: !ok)
-            } else {
-                return
-            }
-        }
-    }
-
-    enum StreamOutcome: Sendable, CustomStringConvertible {
-        /// The stream was open (something arrived) and then ended.
-        case connected
-        /// The server answered with an error status: polling takes over.
-        case refused
-        /// No connection, or it ended before anything arrived.
-        case failed
-
-        var description: String {
-            switch self {
-            case .connected: return "connected, then closed"
-            case .refused: return "refused"
-            case .failed: return "failed"
+                send(.streamEnded(outcome))
+            case .fetch(let kind):
+                let ok = backgroundFetch(thread, cancel, what: kind.rawValue)
+                if thread.isStopping { return }
+                send(.fetchEnded(ok: ok))
             }
         }
     }
@@ -145,13 +127,12 @@ extension ConfigEngine {
         var connected = false
         var overLimit = false
         let request = endpoint.streamRequest(lastEventID: lastEventID)
-        defer { state.withLock { $0.streamConnected = false } }
         do {
             let response = try endpoint.transport.stream(request, idleTimeoutMs: streamIdleTimeoutMilliseconds,
                                                          cancel: cancel, logger: logger) { [self] chunk in
                 if !connected {
                     connected = true
-                    state.withLock { $0.streamConnected = true }
+                    send(.streamOpened)
                     logger.log(.debug, "config stream connected")
                 }
                 for event in parser.feed(chunk) {
@@ -189,44 +170,5 @@ extension ConfigEngine {
         } catch {
             recordFailure(error, "stream event")
         }
-    }
-
-    /// Waits `delayMilliseconds` before the next stream attempt, polling
-    /// every poll interval meanwhile (at once if `pollNow`), and at once
-    /// when a read asks for a fetch; a server's Retry-After (noted by the
-    /// stream or a poll) holds back both the polls and the reconnect.
-    /// Returns false when the thread must end.
-    private func waitBeforeReconnect(_ thread: BackgroundThread, _ cancel: StreamCancellation,
-                                     delayMilliseconds: Int, pollNow: Bool) -> Bool {
-        let start = timer.monotonicNanoseconds()
-        let deadline = start.addingSaturating(UInt64(clamping: delayMilliseconds).multipliedSaturating(by: 1_000_000))
-        let interval = UInt64(clamping: pollIntervalMilliseconds).multipliedSaturating(by: 1_000_000)
-        var nextPoll = pollNow ? start : start.addingSaturating(interval)
-        while !thread.isStopping {
-            let (live, asked) = control.withLock { c -> (Bool, Bool) in
-                let asked = c.fetchWanted
-                c.fetchWanted = false
-                return (c.live, asked)
-            }
-            if !live { return true }
-            var now = timer.monotonicNanoseconds()
-            var notBefore = serverNotBefore
-            if asked { nextPoll = now }
-            if now >= max(nextPoll, notBefore) && max(nextPoll, notBefore) < max(deadline, notBefore) {
-                let ok = backgroundFetch(thread, cancel, what: "poll")
-                if asked { finishRevalidation(failed: !ok) }
-                now = timer.monotonicNanoseconds()
-                nextPoll = now.addingSaturating(interval)
-                notBefore = serverNotBefore
-            } else if asked {
-                finishRevalidation(failed: false)
-            }
-            let end = max(deadline, notBefore)
-            if now >= end { return !thread.isStopping }
-            let wake = min(end, max(nextPoll, notBefore))
-            let ms = Int(clamping: (wake > now ? wake - now : 0) / 1_000_000).addingSaturating(1)
-            if !thread.sleep(milliseconds: ms) { return false }
-        }
-        return false
     }
 }

@@ -10,8 +10,6 @@ final class ConfigEngine: Sendable {
     let clock: any AppNorthClock
     let logger: Logger
     let freshness: ConfigFreshness
-    let backoff: Backoff
-    let pollIntervalMilliseconds: Int
     let streamIdleTimeoutMilliseconds: Int
     let cache: ConfigCache?
     let claimKey: String?
@@ -27,31 +25,18 @@ final class ConfigEngine: Sendable {
         var lastStatus = ConfigFetchStatus.none
         /// Persist order of fetched records.
         var sequence: UInt64 = 0
-        var streamConnected = false
-        /// A background fetch was asked for and has not finished.
-        var revalidating = false
-        var failures = 0
-        var retryNotBefore: UInt64 = 0
-        /// A 429 or 503 with Retry-After: no background request (stream,
-        /// poll, fetch) starts before this (on `timer`).
-        var serverNotBefore: UInt64 = 0
+        /// What the background thread does next; its times are on `timer`.
+        var worker: ConfigWorkerState
+        /// The background thread, while one runs.
+        var thread: WorkerThread?
     }
 
-    struct Worker: Sendable {
+    struct WorkerThread: Sendable {
         let thread: BackgroundThread
         let cancel: StreamCancellation
     }
 
-    struct Control: Sendable {
-        var live = false
-        var fetchWanted = false
-        var worker: Worker?
-        /// The worker's body has returned or is about to.
-        var workerExiting = false
-    }
-
     let state: Lock<State>
-    let control = Lock(Control())
 
     init(client: AppNorthClient, options: AppNorthRemoteConfig.Options) throws(AppNorthError) {
         guard (1...31_536_000).contains(options.ttlSeconds) else {
@@ -68,8 +53,6 @@ final class ConfigEngine: Sendable {
         listeners = Self.listenerRegistry(of: client)
         endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
-        backoff = options.reconnectBackoff
-        pollIntervalMilliseconds = options.pollIntervalMilliseconds
         streamIdleTimeoutMilliseconds = options.streamIdleTimeoutMilliseconds
 
         // A bundled file that cannot be used is reported and skipped: the
@@ -103,7 +86,9 @@ final class ConfigEngine: Sendable {
         self.cache = cache
         self.claimKey = claimKey
         let initial = ResolvedConfig.initial(cached: cache?.load(), bundled: bundled, clock: options.clock)
-        state = Lock(State(current: initial))
+        let worker = ConfigWorkerState(backoff: options.reconnectBackoff,
+                                       pollIntervalMilliseconds: options.pollIntervalMilliseconds)
+        state = Lock(State(current: initial, worker: worker))
         logger.log(.info, "config opened from the \(initial.tier) tier")
     }
 
@@ -119,23 +104,20 @@ final class ConfigEngine: Sendable {
         let retryClock = timer.monotonicNanoseconds()
         let (resolved, revalidate) = state.withLock { s -> (ResolvedConfig, Bool) in
             let resolved = s.current
-            if s.streamConnected || s.revalidating || retryClock < max(s.retryNotBefore, s.serverNotBefore)
+            if !s.worker.mayRevalidate(now: retryClock)
                 || freshness.isFresh(fetchedMonotonic: resolved.fetchedMonotonic, nowMonotonic: now) {
                 return (resolved, false)
             }
-            s.revalidating = true
+            s.worker.handle(.readFoundStale, now: retryClock)
             return (resolved, true)
         }
-        if revalidate && !isClosed {
-            control.withLock { $0.fetchWanted = true }
-            if !ensureWorker() { finishRevalidation(failed: true) }
-        }
+        if revalidate && !isClosed && !ensureWorker() { send(.fetchNotStarted) }
         return resolved
     }
 
     var lastStatus: ConfigFetchStatus { state.withLock { $0.lastStatus } }
 
-    var isLive: Bool { control.withLock { $0.live } }
+    var isLive: Bool { state.withLock { $0.worker.live } }
 
     // MARK: Applying what the server sent
 
@@ -150,8 +132,7 @@ final class ConfigEngine: Sendable {
             tierBefore = s.current.tier
             tierAfter = tierBefore
             s.lastStatus = ConfigFetchStatus(error: nil, wallMilliseconds: wall)
-            s.failures = 0
-            s.retryNotBefore = 0
+            s.worker.handle(.serverAnswered, now: 0)
             switch outcome {
             case .notModified(let etag):
                 // Only sent when we asked with the ETag of what we hold.
@@ -232,22 +213,7 @@ final class ConfigEngine: Sendable {
     func noteRetryAfter(_ response: HTTPResponse) {
         guard let wait = RetryAfter.milliseconds(for: response, nowWallMs: timer.wallMilliseconds(),
                                                  capMs: RetryAfter.defaultCapMilliseconds) else { return }
-        let until = timer.monotonicNanoseconds().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
-        state.withLock { $0.serverNotBefore = until }
+        send(.serverAskedToWait(milliseconds: wait))
         logger.log(.info, "config: the server asked to retry after \(wait) ms (HTTP \(response.status))")
-    }
-
-    var serverNotBefore: UInt64 { state.withLock { $0.serverNotBefore } }
-
-    func finishRevalidation(failed: Bool) {
-        let now = timer.monotonicNanoseconds()
-        state.withLock { s in
-            s.revalidating = false
-            if failed {
-                s.failures += 1
-                let delay = backoff.delay(attempt: s.failures, random: Random.unit())
-                s.retryNotBefore = now.addingSaturating(UInt64(clamping: delay).multipliedSaturating(by: 1_000_000))
-            }
-        }
     }
 }

@@ -128,9 +128,9 @@ final class EasyTransfer: @unchecked Sendable {
         }
     }
 
-    /// The HTTP status of a transfer that ended with `code`, or the error
-    /// that ended it.
-    func finish(_ code: CURLcode) throws(AppNorthError) -> Int {
+    /// The answer of a transfer that ended with `code`, or the error that
+    /// ended it.
+    func finish(_ code: CURLcode) throws(AppNorthError) -> HTTPResponse {
         if code != CURLE_OK {
             if context.operation?.isCancelled == true {
                 throw .cancelled("operation cancelled")
@@ -160,6 +160,6 @@ final class EasyTransfer: @unchecked Sendable {
         var version = 0
         cshim_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         context.protocolName = HTTPResponse.protocolName(curlVersion: version)
-        return status
+        return context.response(status: status)
     }
 }

@@ -80,6 +80,27 @@ public final class HTTPTransport: Sendable {
         return try exchange(request, context, logger: logger, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
     }
 
+    /// Starts `request` on the process's transfer thread (TransferEngine)
+    /// and returns at once. `completion` runs exactly once, on that thread,
+    /// with what `perform` would have returned or thrown: `.cancelled` once
+    /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
+    /// calls `completion`) only when the transfer cannot be set up.
+    public func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
+                      completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
+        let context = TransferContext(limit: maxResponseBytes, onData: nil)
+        context.operation = operation
+        context.inFlight = inFlight
+        context.generation = inFlight.generation
+        let transfer = try EasyTransfer(request, context: context, transport: self,
+                                        totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
+        let trace = RequestTrace(request, logger ?? self.logger)
+        try TransferEngine.shared().add(TransferEngine.Job(transfer: transfer) { code in
+            completion(Result { () throws(AppNorthError) -> HTTPResponse in
+                try trace.record { () throws(AppNorthError) -> HTTPResponse in try transfer.finish(code) }
+            })
+        })
+    }
+
     /// Ends every transfer in flight at this moment with `.cancelled`, at
     /// once; transfers started afterwards run normally. Callable from any
     /// thread; never blocks on a transfer.
@@ -99,18 +120,12 @@ public final class HTTPTransport: Sendable {
                           totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> HTTPResponse {
         context.inFlight = inFlight
         context.generation = inFlight.generation
-        let trace = RequestTrace(request, logger ?? self.logger)
-        do throws(AppNorthError) {
+        return try RequestTrace(request, logger ?? self.logger).record { () throws(AppNorthError) -> HTTPResponse in
             let slot = try borrow()
             defer { giveBack(slot) }
             let easy = try EasyTransfer(request, context: context, transport: self,
                                         totalTimeoutMs: totalTimeoutMs, idleTimeoutMs: idleTimeoutMs)
-            let status = try easy.finish(slot.run(easy))
-            trace.finished(status: status, received: context.body.count, over: context.protocolName)
-            return context.response(status: status)
-        } catch {
-            trace.failed(error)
-            throw error
+            return try easy.finish(slot.run(easy))
         }
     }
 

@@ -25,13 +25,26 @@ struct RequestTrace {
         startedNs = SystemClock().monotonicNanoseconds()
     }
 
-    func finished(status: Int, received: Int, over protocolName: String) {
-        guard startedNs != 0 else { return }
-        let over = protocolName.isEmpty ? "" : " over \(protocolName)"
-        logger.log(.debug, "HTTP \(method) \(path) -> \(status) in \(elapsedMs) ms\(over) (sent \(sent) B\(encoding), received \(received) B)")
+    /// Runs `exchange` (the request's transfer) and traces its answer or error.
+    func record(_ exchange: () throws(AppNorthError) -> HTTPResponse) throws(AppNorthError) -> HTTPResponse {
+        do {
+            let response = try exchange()
+            finished(response)
+            return response
+        } catch {
+            failed(error)
+            throw error
+        }
     }
 
-    func failed(_ error: AppNorthError) {
+    private func finished(_ response: HTTPResponse) {
+        guard startedNs != 0 else { return }
+        let over = response.protocolName.isEmpty ? "" : " over \(response.protocolName)"
+        logger.log(.debug, "HTTP \(method) \(path) -> \(response.status) in \(elapsedMs) ms\(over) "
+                   + "(sent \(sent) B\(encoding), received \(response.body.count) B)")
+    }
+
+    private func failed(_ error: AppNorthError) {
         guard startedNs != 0 else { return }
         logger.log(.debug, "HTTP \(method) \(path) failed after \(elapsedMs) ms: \(error.message)")
     }

@@ -227,36 +227,3 @@ final class TransferEngine: @unchecked Sendable {
         job.done(code)
     }
 }
-
-extension HTTPTransport {
-    /// Starts `request` on the process's transfer thread (TransferEngine)
-    /// and returns at once. `completion` runs exactly once, on that thread,
-    /// with what `perform` would have returned or thrown: `.cancelled` once
-    /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
-    /// calls `completion`) only when the transfer cannot be set up.
-    public func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
-                      completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
-        let context = TransferContext(limit: maxResponseBytes, onData: nil)
-        context.operation = operation
-        context.inFlight = inFlight
-        context.generation = inFlight.generation
-        let transfer = try EasyTransfer(request, context: context, transport: self,
-                                        totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
-        let trace = RequestTrace(request, logger ?? self.logger)
-        try TransferEngine.shared().add(TransferEngine.Job(transfer: transfer) { code in
-            let status: Int
-            do throws(AppNorthError) {
-                status = try transfer.finish(code)
-            } catch {
-                trace.failed(error)
-                completion(.failure(error))
-                return
-            }
-            let context = transfer.context
-            trace.finished(status: status, received: context.body.count, over: context.protocolName)
-            completion(.success(HTTPResponse(status: status, headers: context.headers, body: context.body,
-                                             connectionsOpened: context.connectionsOpened,
-                                             protocolName: context.protocolName)))
-        })
-    }
-}

@@ -40,7 +40,7 @@ extension ConfigEngine {
                 return true
             }
             finished = s.thread?.thread
-            let cancel = StreamCancellation()
+            let cancel = CancellationToken()
             do throws(AppNorthError) {
                 let thread = try BackgroundThread(name: "appnorth-config") { [self] thread in
                     self.run(thread, cancel)
@@ -92,15 +92,14 @@ extension ConfigEngine {
 
     /// The background thread's body: runs the worker state's actions until
     /// it answers `.exit` or the thread is stopped.
-    private func run(_ thread: BackgroundThread, _ cancel: StreamCancellation) {
+    private func run(_ thread: BackgroundThread, _ cancel: CancellationToken) {
         while !thread.isStopping {
             let action = step("next") { s, now in s.worker.next(now: now) }
             switch action {
             case .exit:
                 return
             case .sleep(let until):
-                let ms = ConfigWorkerState.sleepMilliseconds(now: timer.monotonicNanoseconds(), until: until)
-                if !thread.sleep(milliseconds: ms) { return }
+                if !thread.sleep(milliseconds: until.sleepMilliseconds(at: timer.monotonicNanoseconds())) { return }
             case .openStream:
                 let outcome = runStream(thread, cancel)
                 if thread.isStopping { return }
@@ -117,7 +116,7 @@ extension ConfigEngine {
     static let maxStreamEventBytes = 16 << 20
 
     /// Runs one stream connection until it ends.
-    private func runStream(_ thread: BackgroundThread, _ cancel: StreamCancellation) -> StreamOutcome {
+    private func runStream(_ thread: BackgroundThread, _ cancel: CancellationToken) -> StreamOutcome {
         // Last-Event-ID only for what this object received from the server,
         // so that the first connection confirms a cached copy.
         let lastEventID = state.withLock { s -> String? in
@@ -149,9 +148,8 @@ extension ConfigEngine {
                 }
                 return !thread.isStopping
             }
-            if response.isSuccess { return connected ? .connected : .failed }
+            guard let error = response.error else { return connected ? .connected : .failed }
             noteRetryAfter(response)
-            let error = AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response))
             recordFailure(error, "stream")
             return .refused
         } catch {

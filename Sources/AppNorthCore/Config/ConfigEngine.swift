@@ -33,17 +33,17 @@ final class ConfigEngine: Sendable {
 
     struct WorkerThread: Sendable {
         let thread: BackgroundThread
-        let cancel: StreamCancellation
+        let cancel: CancellationToken
     }
 
     let state: Lock<State>
 
     init(client: AppNorthClient, options: AppNorthRemoteConfig.Options) throws(AppNorthError) {
-        guard (1...31_536_000).contains(options.ttlSeconds) else {
-            throw .invalidArgument("config TTL must be 1 to 31536000 seconds")
+        guard Limits.ttlSeconds.contains(options.ttlSeconds) else {
+            throw .invalidArgument("config TTL must be \(Limits.spelled(Limits.ttlSeconds)) seconds")
         }
-        guard (10...86_400_000).contains(options.pollIntervalMilliseconds) else {
-            throw .invalidArgument("config poll interval must be 10 to 86400000 ms")
+        guard Limits.pollIntervalMilliseconds.contains(options.pollIntervalMilliseconds) else {
+            throw .invalidArgument("config poll interval must be \(Limits.spelled(Limits.pollIntervalMilliseconds)) ms")
         }
         guard options.streamIdleTimeoutMilliseconds >= 1000 else {
             throw .invalidArgument("config stream idle timeout must be at least 1000 ms")
@@ -194,7 +194,7 @@ final class ConfigEngine: Sendable {
     /// One conditional GET on the background thread. Returns false when it
     /// failed.
     @discardableResult
-    func backgroundFetch(_ worker: BackgroundThread, _ cancel: StreamCancellation, what: String) -> Bool {
+    func backgroundFetch(_ worker: BackgroundThread, _ cancel: CancellationToken, what: String) -> Bool {
         do {
             let outcome = try endpoint.fetch(etag: conditionalETag(), cancel: cancel, refused: noteRetryAfter)
             if worker.isStopping { return true }

@@ -2,7 +2,7 @@
 /// feeds it events (`handle`) and runs the action `next` answers. No
 /// clock, thread, lock or random source inside: `now` (monotonic
 /// nanoseconds on the engine's real-time timer) and the jitter's random
-/// number come in as arguments, so tests drive it with plain numbers
+/// number come in as arguments, every moment it keeps is a `Deadline`, so tests drive it with plain numbers
 /// (ConfigWorkerStateTests). docs/architecture.md has the diagram.
 ///
 /// - Live updates on: open the stream; when it ends, wait the reconnect
@@ -28,10 +28,10 @@ struct ConfigWorkerState: Sendable, Equatable {
         case streaming
         /// The stream is down: reconnect at `reconnectAt`, poll at
         /// `nextPollAt` meanwhile (each no sooner than a Retry-After).
-        case down(reconnectAt: UInt64, nextPollAt: UInt64)
+        case down(reconnectAt: Deadline, nextPollAt: Deadline)
         /// A poll runs while the stream is down; `answersRead` when a read
         /// asked for it.
-        case polling(reconnectAt: UInt64, answersRead: Bool)
+        case polling(reconnectAt: Deadline, answersRead: Bool)
     }
 
     enum Event: Sendable, Equatable {
@@ -56,8 +56,8 @@ struct ConfigWorkerState: Sendable, Equatable {
     enum Action: Sendable, Equatable {
         case openStream
         case fetch(FetchKind)
-        /// Sleep until this time on the timer (a wake may cut it short).
-        case sleep(until: UInt64)
+        /// Sleep past this moment on the timer (a wake may cut it short).
+        case sleep(until: Deadline)
         /// Return from the thread's body.
         case exit
     }
@@ -65,7 +65,7 @@ struct ConfigWorkerState: Sendable, Equatable {
     enum FetchKind: String, Sendable, Equatable { case poll, backgroundFetch = "background fetch" }
 
     let backoff: Backoff
-    let pollIntervalNanoseconds: UInt64
+    let pollIntervalMilliseconds: Int
     private(set) var phase = Phase.exited
     private(set) var live = false
     /// A read asked for a fetch that the thread has not taken yet.
@@ -77,18 +77,18 @@ struct ConfigWorkerState: Sendable, Equatable {
     private(set) var attempt = 0
     /// Failed revalidations in a row, and the backoff they set.
     private(set) var failures = 0
-    private(set) var retryNotBefore: UInt64 = 0
+    private(set) var retryNotBefore = Deadline(nanoseconds: 0)
     /// The end of a server's Retry-After (0: none).
-    private(set) var serverNotBefore: UInt64 = 0
+    private(set) var serverNotBefore = Deadline(nanoseconds: 0)
 
     init(backoff: Backoff, pollIntervalMilliseconds: Int) {
         self.backoff = backoff
-        pollIntervalNanoseconds = Self.nanoseconds(pollIntervalMilliseconds)
+        self.pollIntervalMilliseconds = pollIntervalMilliseconds
     }
 
     /// Whether a read past the TTL may ask for a fetch now.
     func mayRevalidate(now: UInt64) -> Bool {
-        !streamConnected && !revalidating && now >= max(retryNotBefore, serverNotBefore)
+        !streamConnected && !revalidating && max(retryNotBefore, serverNotBefore).hasPassed(at: now)
     }
 
     // MARK: Events
@@ -118,10 +118,10 @@ struct ConfigWorkerState: Sendable, Equatable {
         case .streamEnded(let outcome): streamEnded(outcome, now: now, random: random)
         case .fetchEnded(let ok): fetchEnded(ok: ok, now: now, random: random)
         case .serverAskedToWait(let milliseconds):
-            serverNotBefore = now.addingSaturating(Self.nanoseconds(milliseconds))
+            serverNotBefore = Deadline(milliseconds: milliseconds, after: now)
         case .serverAnswered:
             failures = 0
-            retryNotBefore = 0
+            retryNotBefore = Deadline(nanoseconds: 0)
         }
     }
 
@@ -129,9 +129,9 @@ struct ConfigWorkerState: Sendable, Equatable {
         guard phase == .streaming else { return }
         streamConnected = false
         attempt = outcome == .connected ? 1 : attempt.addingSaturating(1)
-        let delay = Self.nanoseconds(backoff.delay(attempt: attempt, random: random))
-        let poll = outcome == .refused ? now : now.addingSaturating(pollIntervalNanoseconds)
-        phase = .down(reconnectAt: now.addingSaturating(delay), nextPollAt: poll)
+        let reconnect = Deadline(milliseconds: backoff.delay(attempt: attempt, random: random), after: now)
+        let poll = Deadline(milliseconds: outcome == .refused ? 0 : pollIntervalMilliseconds, after: now)
+        phase = .down(reconnectAt: reconnect, nextPollAt: poll)
     }
 
     private mutating func fetchEnded(ok: Bool, now: UInt64, random: Double) {
@@ -141,7 +141,7 @@ struct ConfigWorkerState: Sendable, Equatable {
             phase = .ready
         case .polling(let reconnectAt, let answersRead):
             if answersRead { finishRevalidation(failed: !ok, now: now, random: random) }
-            phase = .down(reconnectAt: reconnectAt, nextPollAt: now.addingSaturating(pollIntervalNanoseconds))
+            phase = .down(reconnectAt: reconnectAt, nextPollAt: Deadline(milliseconds: pollIntervalMilliseconds, after: now))
         default:
             return
         }
@@ -151,7 +151,7 @@ struct ConfigWorkerState: Sendable, Equatable {
         revalidating = false
         guard failed else { return }
         failures = failures.addingSaturating(1)
-        retryNotBefore = now.addingSaturating(Self.nanoseconds(backoff.delay(attempt: failures, random: random)))
+        retryNotBefore = Deadline(milliseconds: backoff.delay(attempt: failures, random: random), after: now)
     }
 
     // MARK: The decision
@@ -170,7 +170,7 @@ struct ConfigWorkerState: Sendable, Equatable {
             return nextWhenDown(reconnectAt: reconnectAt, nextPollAt: nextPollAt, now: now)
         case .fetching, .streaming, .polling:
             // The action of this phase has not ended: nothing new to start.
-            return .sleep(until: now.addingSaturating(pollIntervalNanoseconds))
+            return .sleep(until: Deadline(milliseconds: pollIntervalMilliseconds, after: now))
         }
     }
 
@@ -181,7 +181,7 @@ struct ConfigWorkerState: Sendable, Equatable {
                 fetchWanted = false
                 revalidating = false
             }
-            if now < serverNotBefore { return .sleep(until: serverNotBefore) }
+            if !serverNotBefore.hasPassed(at: now) { return .sleep(until: serverNotBefore) }
             phase = .streaming
             return .openStream
         }
@@ -189,7 +189,7 @@ struct ConfigWorkerState: Sendable, Equatable {
             phase = .exited
             return .exit
         }
-        if now < serverNotBefore { return .sleep(until: serverNotBefore) }
+        if !serverNotBefore.hasPassed(at: now) { return .sleep(until: serverNotBefore) }
         fetchWanted = false
         phase = .fetching
         return .fetch(.backgroundFetch)
@@ -198,36 +198,24 @@ struct ConfigWorkerState: Sendable, Equatable {
     /// Polls every interval (at once when a read asks) until the reconnect
     /// time; a Retry-After pushes both back. A poll that could only start
     /// at or past the reconnect is left to the reconnect.
-    private mutating func nextWhenDown(reconnectAt: UInt64, nextPollAt: UInt64, now: UInt64) -> Action {
+    private mutating func nextWhenDown(reconnectAt: Deadline, nextPollAt: Deadline, now: UInt64) -> Action {
         let asked = fetchWanted
         fetchWanted = false
-        let pollDue = asked ? now : nextPollAt
+        let pollDue = asked ? Deadline(nanoseconds: now) : nextPollAt
         let pollAt = max(pollDue, serverNotBefore)
         let end = max(reconnectAt, serverNotBefore)
-        if now >= pollAt && pollAt < end {
+        if pollAt.hasPassed(at: now) && pollAt < end {
             phase = .polling(reconnectAt: reconnectAt, answersRead: asked)
             return .fetch(.poll)
         }
         // The next stream connection answers the read.
         if asked { revalidating = false }
-        if now >= end {
+        if end.hasPassed(at: now) {
             phase = .ready
             return nextWhenReady(now: now)
         }
         phase = .down(reconnectAt: reconnectAt, nextPollAt: pollDue)
         return .sleep(until: min(end, pollAt))
-    }
-
-    // MARK: Units
-
-    static func nanoseconds(_ milliseconds: Int) -> UInt64 {
-        UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000)
-    }
-
-    /// How long to sleep from `now` to `until`, in whole milliseconds plus
-    /// one (so that the thread wakes at or past `until`).
-    static func sleepMilliseconds(now: UInt64, until: UInt64) -> Int {
-        Int(clamping: (until > now ? until - now : 0) / 1_000_000).addingSaturating(1)
     }
 }
 
@@ -252,7 +240,7 @@ enum StreamOutcome: Sendable, CustomStringConvertible {
 extension ConfigWorkerState.Phase {
     /// For the transition log: times relative to `now`.
     func description(now: UInt64) -> String {
-        func inMs(_ t: UInt64) -> String { "\(t > now ? (t - now) / 1_000_000 : 0) ms" }
+        func inMs(_ t: Deadline) -> String { "\(t.remainingMilliseconds(at: now)) ms" }
         switch self {
         case .exited: return "exited"
         case .ready: return "ready"

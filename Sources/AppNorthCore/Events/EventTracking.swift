@@ -1,0 +1,139 @@
+import Synchronization
+
+/// Tracking: `track` (the gate from the host's text to the journal) and
+/// what it does past the thresholds and limits.
+extension AppNorthEvents {
+    /// Queues an event durably. `propertiesJSON` must be a JSON object (or
+    /// nil); it is stored and sent exactly as given. Returns false when the
+    /// event was dropped because analytics consent is not given.
+    @discardableResult
+    public func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
+        // At most 256 bytes is at most 256 characters: count them only past that.
+        guard !name.isEmpty && (name.utf8.count <= 256 || name.unicodeScalars.count <= 256) else {
+            throw .invalidArgument("event name must be 1 to 256 characters")
+        }
+        if let propertiesJSON {
+            // Measured before parsing: the event that carries them can only be larger.
+            guard propertiesJSON.utf8.count <= options.maxEventBytes else {
+                throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
+            }
+            try JSON.validateObject(propertiesJSON, what: "event properties", maxNesting: Self.maxPropertiesNesting)
+        }
+        // Another handle's consent change is adopted before this event is
+        // judged by it: one load while nothing changed.
+        if consentWatch.hasChanged { adoptSharedConsent() }
+        // Everything from the consent check to the append runs under the
+        // calling thread's stripe lock, which no other tracking thread
+        // takes (EventJournal). A revocation flips `trackingAllowed`, then
+        // rotates every stripe under its lock: a write that passed the
+        // check is in the segment it purges, and a later one sees the flag.
+        let timestampMs = clock.wallMilliseconds()
+        let attempt = journalRef._withUnsafeGuaranteedRef { journal in
+            let stripe = journal.currentStripe
+            return Result { () throws(AppNorthError) -> TrackOutcome in
+                try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
+                    guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+                    guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+                    let generation = tailGeneration.load(ordering: .acquiring)
+                    if s.tailGeneration != generation {
+                        let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                        // A copy of its own: the shared buffer's reference count
+                        // would be written by every thread's events.
+                        s.tail = tail.withUnsafeBufferPointer { Array($0) }
+                        s.tailGeneration = current
+                    }
+                    EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
+                                       tail: s.tail, pool: &s.random)
+                    let size = s.buffer.count
+                    // A huge event's buffer is not kept for the small ones after it.
+                    defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
+                    guard size <= options.maxEventBytes else { return .tooLarge(size) }
+                    try journal.append(&s, of: stripe)
+                    return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
+                }
+            }
+        }
+        let outcome = try attempt.get()
+        let queued: (count: Int, bytes: Int)
+        switch outcome {
+        case .closed: throw .wrongState("the event queue is closed")
+        case .notAllowed:
+            state.withLock { s in if !s.closed { s.dropped["consent", default: 0] += 1 } }
+            return false
+        case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
+        case .queued(let figure): queued = figure
+        }
+        // Past a limit by more than the slack, the journal is drained into
+        // the table and the oldest dropped now (stats and `queuedCount`
+        // trim the slack before they answer).
+        if queued.count > options.maxQueuedEvents + countSlack || queued.bytes > options.maxQueuedBytes + byteSlack {
+            try drainIntoTable()
+        }
+        // After a failed upload the timer brings the next attempt: waking
+        // the uploader on every event would only cost the tracking thread.
+        if queued.count >= wakeAt.load(ordering: .relaxed) { wakeUploader() }
+        return true
+    }
+
+    /// The deepest properties `track` accepts: 32 objects and arrays, the
+    /// properties object itself counted (docs/events.md, "Nesting"). In a
+    /// batch they sit 3 levels down, so a batch nests at most 35 deep:
+    /// within the 64 of .NET's System.Text.Json default and serde_json's
+    /// 128, which servers that parse events commonly use, where jansson's
+    /// 2048 (the check that remains for the rest) is far beyond them.
+    static let maxPropertiesNesting = 32
+
+    enum TrackOutcome {
+        case queued((count: Int, bytes: Int))
+        case notAllowed
+        case closed
+        case tooLarge(Int)
+    }
+
+    /// The figures past which `track` acts: the flush threshold (wake the
+    /// uploader) and the limits with their slack (drain and trim). After a
+    /// failed upload `track` does not wake the uploader (the timer brings
+    /// the next attempt), so only the limits count: an offline queue above
+    /// the threshold is then not counted exactly on every event, which
+    /// would make every tracking thread write the shared totals.
+    var nearThresholds: (count: Int, bytes: Int) {
+        let limit = options.maxQueuedEvents + countSlack + 1
+        let count = min(wakeAt.load(ordering: .relaxed), limit)
+        return (count, options.maxQueuedBytes + byteSlack + 1)
+    }
+
+    /// How far `track` lets the journal run past the limits before it
+    /// drains and trims on the calling thread: at the limit (offline, the
+    /// queue full), one drain per event would cost more than the journal
+    /// saves; one per 1 % of the limit costs little.
+    var countSlack: Int { max(0, min(100, options.maxQueuedEvents / 100)) }
+    var byteSlack: Int { options.maxQueuedBytes / 100 }
+
+    /// Drains and trims when the queue is past a limit, so that what the
+    /// host reads holds the limits exactly.
+    func trimToLimits() {
+        let queued = store.directoryQueued
+        if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { _ = try? drainIntoTable() }
+    }
+
+    /// Moves journaled events into SQLite (`part`: at most that many, the
+    /// oldest; see `EventStore.drainPart`), then drops the oldest past the
+    /// limits (counted as `queue_limit`).
+    func drainIntoTable(replacingFiles: Bool = true, part: Int? = nil) throws(AppNorthError) {
+        let limits = (options.maxQueuedEvents, options.maxQueuedBytes)
+        // Counted by the store (`limitDropped`), under its drain lock.
+        let dropped: Int
+        if let part {
+            dropped = try store.drainPart(part, trimmingTo: limits)
+        } else {
+            dropped = try store.drain(trimmingTo: limits, replacingFiles: replacingFiles)
+        }
+        if dropped > 0 { logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)") }
+    }
+
+    /// How many journaled events the upload cycle imports at a time: a
+    /// part costs less than a request's wait (about 1 ms here, against
+    /// 5 ms or more for a request), and holds at least two batches, so the
+    /// table always holds the next batch to read ahead.
+    static func drainPart(_ batchSize: Int) -> Int { max(256, batchSize.multipliedSaturating(by: 2)) }
+}

@@ -1,5 +1,6 @@
 import AppNorthCore
 import CAppNorthAPI
+import Glibc
 
 // appnorth_events_options_* and appnorth_events_*.
 
@@ -188,8 +189,23 @@ public func appnorth_events_track(_ events: OpaquePointer?, _ name: UnsafePointe
                                   _ outQueued: UnsafeMutablePointer<Int32>?, _ err: ErrorOut?) -> Int32 {
     setOut(outQueued, 0)
     return withEvents(events, err) { events in
-        let properties = try optionalString(properties, "properties_json", maxBytes: events.options.maxEventBytes)
-        let queued = try events.track(try requiredString(name, "name"), propertiesJSON: properties)
+        // The bytes as they are, checked where they lie (no String is made:
+        // the core checks UTF-8 as it validates the JSON).
+        let maxBytes = events.options.maxEventBytes
+        var propertiesBytes: UnsafeBufferPointer<UInt8>?
+        if let properties {
+            let length = strnlen(properties, maxBytes + 1)
+            guard length <= maxBytes else { throw AppNorthError.tooLarge("properties_json is longer than \(maxBytes) bytes") }
+            propertiesBytes = UnsafeBufferPointer(start: UnsafeRawPointer(properties).assumingMemoryBound(to: UInt8.self),
+                                                  count: length)
+        }
+        guard let name else {
+            // Decoded first before: bad UTF-8 there is what the host heard of.
+            if let properties { _ = try Text.decodeC(properties, what: "properties_json") }
+            throw AppNorthError.invalidArgument("name is NULL")
+        }
+        let nameBytes = UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name))
+        let queued = try events.track(utf8: nameBytes, properties: propertiesBytes, unchecked: ("name", "properties_json"))
         setOut(outQueued, queued ? 1 : 0)
     }
 }

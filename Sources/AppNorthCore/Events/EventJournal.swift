@@ -67,7 +67,7 @@ final class JournalSegment: Sendable {
 /// never takes a segment halfway through a write, and a revocation that
 /// rotated every stripe knows no write it has not purged is still running.
 final class JournalStripe: Sendable {
-    struct State {
+    struct State: ~Copyable {
         /// The file this stripe appends to; nil until its first event (an
         /// idle stripe has no file) and after a purge.
         var segment: JournalSegment?
@@ -76,10 +76,12 @@ final class JournalStripe: Sendable {
         /// event touches no buffer another thread's events use.
         var tail: [UInt8] = []
         var tailGeneration: UInt64 = 0
-        /// Random bits for event ids.
-        var random = RandomPool(size: 1024)
+        /// Random bits for event ids (a refill, one getrandom, every 409 events).
+        var random = RandomPool(size: 4096)
+        /// The current millisecond's timestamp and id time, rendered.
+        var stamp = EventStamp()
         /// The event being built, reused from one event to the next.
-        var buffer: [UInt8] = []
+        var buffer = EventBuffer()
     }
 
     let state = Lock(State(), padded: true, level: LockLevel.stripe)
@@ -164,20 +166,19 @@ final class EventJournal: Sendable {
             segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
             s.segment = segment
         }
-        let count = s.buffer.count
-        let (written, expected, error) = s.buffer.withUnsafeBytes { p -> (Int, Int, Int32) in
-            var header = JournalRecord.header(for: p)
-            return withUnsafeMutableBytes(of: &header) { h -> (Int, Int, Int32) in
-                var parts = (iovec(iov_base: h.baseAddress, iov_len: h.count),
-                             iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: p.count))
-                let expected = h.count + p.count
-                return withUnsafeMutablePointer(to: &parts) { pointer in
-                    pointer.withMemoryRebound(to: iovec.self, capacity: 2) { iov -> (Int, Int, Int32) in
-                        while true {
-                            let n = writev(segment.fd, iov, 2)
-                            if n < 0 && errno == EINTR { continue }
-                            return (n, expected, n < 0 ? errno : 0)
-                        }
+        let p = s.buffer.bytes
+        let count = p.count
+        var header = JournalRecord.header(for: p)
+        let expected = MemoryLayout.size(ofValue: header) + count
+        let (written, error) = withUnsafeMutableBytes(of: &header) { h -> (Int, Int32) in
+            var parts = (iovec(iov_base: h.baseAddress, iov_len: h.count),
+                         iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: count))
+            return withUnsafeMutablePointer(to: &parts) { pointer in
+                pointer.withMemoryRebound(to: iovec.self, capacity: 2) { iov -> (Int, Int32) in
+                    while true {
+                        let n = writev(segment.fd, iov, 2)
+                        if n < 0 && errno == EINTR { continue }
+                        return (n, n < 0 ? errno : 0)
                     }
                 }
             }

@@ -5,53 +5,89 @@
 /// An event reads `{"id","name","timestamp",` then the identity tail
 /// (`"anonymous_id","user_id","session_id","properties":`), which changes
 /// only with identify/reset and a new session: it is built then, not per
-/// event.
+/// event. One writer (`write`) lays the bytes out, into raw memory sized
+/// beforehand (`maximumSize`): the hot path writes into a journal stripe's
+/// buffer, the builders below into arrays.
 enum EventPayload {
     static func build(id: String, name: String, timestampMs: Int64, propertiesJSON: String?,
                       anonymousID: String, userID: String?, sessionID: String) -> [UInt8] {
         let tail = identityTail(anonymousID: anonymousID, userID: userID, sessionID: sessionID)
-        return build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
-            $0.append(contentsOf: id.utf8)
-        }
+        var id = id
+        return id.withUTF8 { build(id: UnsafeRawBufferPointer($0), name: name, timestampMs: timestampMs,
+                                   propertiesJSON: propertiesJSON, tail: tail) }
     }
 
     /// A fresh UUIDv7 for the id, the tail as built (tests and tools; the
-    /// hot path builds into a stripe's buffer, below).
+    /// hot path writes into a stripe's buffer: `AppNorthEvents.track`).
     static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8]) -> [UInt8] {
-        build(name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
-            Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0)
+        var stamp = EventStamp()
+        stamp.update(timestampMs)
+        var random: (UInt64, UInt16) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { Random.fill($0) }
+        var id: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &id) { stamp.writeID(random: random, to: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        return withUnsafeBytes(of: id) { raw in
+            build(id: UnsafeRawBufferPointer(rebasing: raw[0..<EventStamp.idLength]), name: name, timestampMs: timestampMs,
+                  propertiesJSON: propertiesJSON, tail: tail)
         }
     }
 
-    /// The hot path's form: into `out` (a journal stripe's reused buffer),
-    /// a fresh UUIDv7 from `pool` for the id, the tail as built.
-    static func build(into out: inout [UInt8], name: String, timestampMs: Int64, propertiesJSON: String?,
-                      tail: [UInt8], pool: inout RandomPool) {
-        out.removeAll(keepingCapacity: true)
-        build(into: &out, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail) {
-            Random.appendUUIDv7(unixMilliseconds: timestampMs, to: &$0, pool: &pool)
+    private static func build(id: UnsafeRawBufferPointer, name: String, timestampMs: Int64, propertiesJSON: String?,
+                              tail: [UInt8]) -> [UInt8] {
+        var stamp = EventStamp()
+        stamp.update(timestampMs)
+        var name = name
+        var properties = propertiesJSON ?? "{}"
+        return name.withUTF8 { name in
+            properties.withUTF8 { properties in
+                tail.withUnsafeBytes { tail in
+                    let size = maximumSize(id: id.count, name: name.count, tail: tail.count, properties: properties.count)
+                    return [UInt8](unsafeUninitializedCapacity: size) { out, count in
+                        count = write(to: out.baseAddress!, id: id, name: name, stamp: stamp, tail: tail, properties: properties)
+                    }
+                }
+            }
         }
     }
 
-    private static func build(name: String, timestampMs: Int64, propertiesJSON: String?, tail: [UInt8],
-                              id: (inout [UInt8]) -> Void) -> [UInt8] {
-        var out: [UInt8] = []
-        build(into: &out, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON, tail: tail, id: id)
-        return out
+    /// The most bytes `write` needs: every name byte escaped as `\u00XX`,
+    /// the longest timestamp, `{}` for no properties.
+    @inline(__always)
+    static func maximumSize(id: Int, name: Int, tail: Int, properties: Int) -> Int {
+        id + 6 * name + tail + properties + 64
     }
 
-    private static func build(into out: inout [UInt8], name: String, timestampMs: Int64, propertiesJSON: String?,
-                              tail: [UInt8], id: (inout [UInt8]) -> Void) {
-        out.reserveCapacity(80 + name.utf8.count + tail.count + (propertiesJSON?.utf8.count ?? 2))
-        out.append(contentsOf: #"{"id":""#.utf8)
-        id(&out)
-        out.append(contentsOf: #"","name":"#.utf8)
-        appendString(name, to: &out)
-        out.append(contentsOf: #","timestamp":"#.utf8)
-        appendInteger(timestampMs, to: &out)
-        out.append(contentsOf: tail)
-        out.append(contentsOf: (propertiesJSON ?? "{}").utf8)
-        out.append(UInt8(ascii: "}"))
+    /// Writes an event at `out`, which has room for `maximumSize` bytes;
+    /// returns its size. `properties` nil: `{}`.
+    @inline(__always)
+    static func write(to out: UnsafeMutablePointer<UInt8>, id: UnsafeRawBufferPointer, name: UnsafeBufferPointer<UInt8>,
+                      stamp: EventStamp, tail: UnsafeRawBufferPointer, properties: UnsafeBufferPointer<UInt8>?) -> Int {
+        var o = put(#"{"id":""#, at: out)
+        o += put(id, at: out + o)
+        o += put(#"","name":"#, at: out + o)
+        o += writeString(name, to: out + o)
+        o += put(#","timestamp":"#, at: out + o)
+        o += stamp.writeDigits(to: out + o)
+        o += put(tail, at: out + o)
+        if let properties {
+            o += put(UnsafeRawBufferPointer(properties), at: out + o)
+        } else {
+            o += put("{}", at: out + o)
+        }
+        out[o] = UInt8(ascii: "}")
+        return o + 1
+    }
+
+    @inline(__always)
+    private static func put(_ text: StaticString, at out: UnsafeMutablePointer<UInt8>) -> Int {
+        out.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        return text.utf8CodeUnitCount
+    }
+
+    @inline(__always)
+    private static func put(_ bytes: UnsafeRawBufferPointer, at out: UnsafeMutablePointer<UInt8>) -> Int {
+        if let base = bytes.baseAddress { UnsafeMutableRawPointer(out).copyMemory(from: base, byteCount: bytes.count) }
+        return bytes.count
     }
 
     /// `,"anonymous_id":…,"user_id":…,"session_id":…,"properties":`
@@ -67,50 +103,83 @@ enum EventPayload {
         return out
     }
 
-    /// Decimal digits of an integer, without a temporary String.
+    /// Decimal digits of an integer.
     static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 24
+        withUnsafeMutableBytes(of: &digits) { raw in
+            let count = writeInteger(value, to: raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+        }
+    }
+
+    /// Writes an integer's decimal digits (at most 20 bytes); returns how many.
+    static func writeInteger(_ value: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        let sign = value < 0 ? 1 : 0
+        if sign == 1 { out[0] = UInt8(ascii: "-") }
         var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits
-        let count = withUnsafeMutableBytes(of: &digits) { buffer -> Int in
-            var n = 0
-            repeat {
-                buffer[n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                n += 1
-            } while magnitude > 0
-            return n
+        var count = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
         }
-        withUnsafeBytes(of: &digits) { buffer in
-            for i in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[i]) }
-        }
+        var k = sign + count
+        repeat {
+            k -= 1
+            out[k] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        return sign + count
     }
 
     /// A JSON string literal (RFC 8259 escapes).
     static func appendString(_ value: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { bytes in
-            // Copy runs that need no escaping in one go.
-            var runStart = 0
-            for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-                runStart = i + 1
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-                case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-                case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-                case 0x09: out.append(contentsOf: #"\t"#.utf8)
-                default:
-                    let hex: StaticString = "0123456789abcdef"
-                    out.append(contentsOf: #"\u00"#.utf8)
-                    out.append(hex.utf8Start[Int(byte >> 4)])
-                    out.append(hex.utf8Start[Int(byte & 0xF)])
-                }
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+            let start = out.count
+            out.append(contentsOf: repeatElement(0, count: 6 * bytes.count + 2))
+            let written = out.withUnsafeMutableBufferPointer { writeString(bytes, to: $0.baseAddress! + start) }
+            out.removeLast(out.count - start - written)
         }
-        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes a JSON string literal of `bytes` (room for 6 per byte and the
+    /// quotes); returns its size. Runs that need no escape are copied whole.
+    @inline(__always)
+    static func writeString(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        out[0] = UInt8(ascii: "\"")
+        var o = 1
+        if let base = bytes.baseAddress {
+            var run = 0
+            for i in 0..<bytes.count {
+                let byte = base[i]
+                guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else { continue }
+                (out + o).update(from: base + run, count: i - run)
+                o += i - run
+                run = i + 1
+                o += writeEscape(byte, to: out + o)
+            }
+            (out + o).update(from: base + run, count: bytes.count - run)
+            o += bytes.count - run
+        }
+        out[o] = UInt8(ascii: "\"")
+        return o + 1
+    }
+
+    private static func writeEscape(_ byte: UInt8, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        out[0] = UInt8(ascii: "\\")
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out[1] = byte
+        case 0x0A: out[1] = UInt8(ascii: "n")
+        case 0x0D: out[1] = UInt8(ascii: "r")
+        case 0x09: out[1] = UInt8(ascii: "t")
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            _ = put(#"u00"#, at: out + 1)
+            out[4] = hex.utf8Start[Int(byte >> 4)]
+            out[5] = hex.utf8Start[Int(byte & 0xF)]
+            return 6
+        }
+        return 2
     }
 }

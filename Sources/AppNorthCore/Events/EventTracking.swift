@@ -8,17 +8,21 @@ extension AppNorthEvents {
     /// event was dropped because analytics consent is not given.
     @discardableResult
     public func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
-        // At most 256 bytes is at most 256 characters: count them only past that.
-        guard !name.isEmpty && (name.utf8.count <= 256 || name.unicodeScalars.count <= 256) else {
-            throw .invalidArgument("event name must be 1 to 256 characters")
+        var name = name
+        guard var properties = propertiesJSON else {
+            return try Self.withBytes(&name) { name throws(AppNorthError) in try track(utf8: name, properties: nil) }
         }
-        if let propertiesJSON {
-            // Measured before parsing: the event that carries them can only be larger.
-            guard propertiesJSON.utf8.count <= options.maxEventBytes else {
-                throw .tooLarge("event properties are \(propertiesJSON.utf8.count) bytes; the limit is \(options.maxEventBytes)")
-            }
-            try JSON.validateObject(propertiesJSON, what: "event properties", maxNesting: Self.maxPropertiesNesting)
+        return try Self.withBytes(&name) { name throws(AppNorthError) in
+            try Self.withBytes(&properties) { properties throws(AppNorthError) in try track(utf8: name, properties: properties) }
         }
+    }
+
+    /// `track` from text in memory (the C entry's: no String is made).
+    /// `unchecked` names the arguments when their bytes are not known to be
+    /// UTF-8 (C strings): they are checked then, and refused by those names.
+    public func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
+                      unchecked: (name: String, properties: String)? = nil) throws(AppNorthError) -> Bool {
+        try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: options.maxEventBytes)
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
         if consentWatch.hasChanged { adoptSharedConsent() }
@@ -28,6 +32,7 @@ extension AppNorthEvents {
         // rotates every stripe under its lock: a write that passed the
         // check is in the segment it purges, and a later one sees the flag.
         let timestampMs = clock.wallMilliseconds()
+        let text = TrackInput.Text(name: name, properties: properties)
         let attempt = journalRef._withUnsafeGuaranteedRef { journal in
             let stripe = journal.currentStripe
             return Result { () throws(AppNorthError) -> TrackOutcome in
@@ -42,11 +47,9 @@ extension AppNorthEvents {
                         s.tail = tail.withUnsafeBufferPointer { Array($0) }
                         s.tailGeneration = current
                     }
-                    EventPayload.build(into: &s.buffer, name: name, timestampMs: timestampMs, propertiesJSON: propertiesJSON,
-                                       tail: s.tail, pool: &s.random)
-                    let size = s.buffer.count
-                    // A huge event's buffer is not kept for the small ones after it.
-                    defer { if s.buffer.capacity > 64 << 10 { s.buffer = [] } }
+                    let size = try Self.writeEvent(into: &s, text, timestampMs: timestampMs)
+                    // A huge event's memory is not kept for the small ones after it.
+                    defer { s.buffer.trim() }
                     guard size <= options.maxEventBytes else { return .tooLarge(size) }
                     try journal.append(&s, of: stripe)
                     return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
@@ -73,6 +76,37 @@ extension AppNorthEvents {
         // the uploader on every event would only cost the tracking thread.
         if queued.count >= wakeAt.load(ordering: .relaxed) { wakeUploader() }
         return true
+    }
+
+    /// Writes the event into the stripe's buffer (a fresh UUIDv7 from its
+    /// pool, the timestamp and id time rendered once per millisecond);
+    /// returns its size.
+    @inline(__always)
+    static func writeEvent(into s: inout JournalStripe.State, _ text: TrackInput.Text,
+                           timestampMs: Int64) throws(AppNorthError) -> Int {
+        let name = text.name, properties = text.properties
+        s.stamp.update(timestampMs)
+        let random = s.random.next80()
+        let size = s.tail.withUnsafeBytes { tail in
+            EventPayload.maximumSize(id: EventStamp.idLength, name: name.count, tail: tail.count, properties: properties?.count ?? 2)
+        }
+        guard let out = s.buffer.room(for: size) else { throw .internal("out of memory for an event of \(size) bytes") }
+        var id: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        let written = withUnsafeMutableBytes(of: &id) { idBytes in
+            s.stamp.writeID(random: random, to: idBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            return s.tail.withUnsafeBytes { tail in
+                EventPayload.write(to: out, id: UnsafeRawBufferPointer(rebasing: idBytes[0..<EventStamp.idLength]), name: name,
+                                   stamp: s.stamp, tail: tail, properties: properties)
+            }
+        }
+        s.buffer.count = written
+        return written
+    }
+
+    /// A String's UTF-8 bytes, for a body that throws AppNorthError.
+    static func withBytes<R>(_ text: inout String,
+                             _ body: (UnsafeBufferPointer<UInt8>) throws(AppNorthError) -> R) throws(AppNorthError) -> R {
+        try text.withUTF8 { bytes in Result { () throws(AppNorthError) in try body(bytes) } }.get()
     }
 
     /// The deepest properties `track` accepts: 32 objects and arrays, the

@@ -177,6 +177,21 @@ public enum JSONValidator {
         return length
     }
 
+    /// Whether all of `bytes` is well-formed UTF-8 (`characterLength`'s rules).
+    static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] < 0x80 {
+                i += 1
+                continue
+            }
+            let length = characterLength(bytes, at: i)
+            guard length > 0 else { return false }
+            i += length
+        }
+        return true
+    }
+
     /// Whether `i` starts a well-formed character (so the text around it is
     /// at fault, not its encoding).
     static func isCharacter(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Bool {

@@ -76,66 +76,16 @@ enum Random {
     }
 
     /// A UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then random bits,
-    /// so ids sort by creation time. Formatted without intermediate
-    /// strings: it is on the tracking hot path.
+    /// so ids sort by creation time (written as events write theirs:
+    /// `EventStamp.writeID`).
     static func uuidV7(unixMilliseconds: Int64) -> String {
-        String(unsafeUninitializedCapacity: 36) { out in
-            writeUUIDv7(unixMilliseconds: unixMilliseconds, into: out)
-            return 36
-        }
-    }
-
-    /// Appends a UUIDv7's 36 characters, without making a String (the
-    /// tracking hot path writes it straight into the event's JSON). The
-    /// random bits come from `pool` (a journal stripe's own, so threads
-    /// that track at once share no lock), or the process's pool.
-    static func appendUUIDv7(unixMilliseconds: Int64, to bytes: inout [UInt8], pool: inout RandomPool) {
-        var random: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &random) { pool.fill($0) }
-        appendUUIDv7(unixMilliseconds: unixMilliseconds, random: random, to: &bytes)
-    }
-
-    static func appendUUIDv7(unixMilliseconds: Int64, to bytes: inout [UInt8]) {
-        var random: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &random) { fill($0) }
-        appendUUIDv7(unixMilliseconds: unixMilliseconds, random: random, to: &bytes)
-    }
-
-    private static func appendUUIDv7(unixMilliseconds: Int64, random: (UInt64, UInt64), to bytes: inout [UInt8]) {
-        var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes of room
-        withUnsafeMutableBytes(of: &text) { raw in
-            let out = raw.bindMemory(to: UInt8.self)
-            writeUUIDv7(unixMilliseconds: unixMilliseconds, random: random, into: out)
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: out[0..<36]))
-        }
-    }
-
-    /// Writes a new UUIDv7 into the first 36 bytes of `out`.
-    private static func writeUUIDv7(unixMilliseconds: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
-        var random: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &random) { fill($0) }
-        writeUUIDv7(unixMilliseconds: unixMilliseconds, random: random, into: out)
-    }
-
-    private static func writeUUIDv7(unixMilliseconds: Int64, random: (UInt64, UInt64),
-                                    into out: UnsafeMutableBufferPointer<UInt8>) {
-        guard out.count >= 36 else { return }
-        var b = random
-        withUnsafeMutableBytes(of: &b) { raw in
-            let ms = UInt64(max(0, unixMilliseconds))
-            for i in 0..<6 { raw[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
-            raw[6] = 0x70 | (raw[6] & 0x0F)
-            raw[8] = 0x80 | (raw[8] & 0x3F)
-            var o = 0
-            for i in 0..<16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 {
-                    out[o] = UInt8(ascii: "-")
-                    o += 1
-                }
-                out[o] = hexDigits.utf8Start[Int(raw[i] >> 4)]
-                out[o + 1] = hexDigits.utf8Start[Int(raw[i] & 0xF)]
-                o += 2
-            }
+        var stamp = EventStamp()
+        stamp.update(unixMilliseconds)
+        var random: (UInt64, UInt16) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<10])) }
+        return String(unsafeUninitializedCapacity: EventStamp.idLength) { out in
+            stamp.writeID(random: random, to: out.baseAddress!)
+            return EventStamp.idLength
         }
     }
 
@@ -161,6 +111,21 @@ struct RandomPool {
     init(size: Int) {
         bytes = [UInt8](repeating: 0, count: max(16, size))
         used = bytes.count
+    }
+
+    /// 80 random bits (an event id's 74): from the pool's bytes while it
+    /// holds enough for this process, else through `fill`.
+    @inline(__always)
+    mutating func next80() -> (UInt64, UInt16) {
+        if generation == ForkGuard.generation && bytes.count - used >= 10 {
+            let at = used
+            used += 10
+            return bytes.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: at, as: UInt64.self),
+                                            $0.loadUnaligned(fromByteOffset: at + 8, as: UInt16.self)) }
+        }
+        var random: (UInt64, UInt16) = (0, 0)
+        withUnsafeMutableBytes(of: &random) { fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<10])) }
+        return random
     }
 
     mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {

@@ -30,23 +30,27 @@ enum JournalRecord {
     /// adversary, and it costs a few dozen cycles per event.
     static func checksum(length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64 {
         let k1: UInt64 = 0x9E37_79B9_7F4A_7C15, k2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+        @inline(__always) func mix(_ h: UInt64, _ word: UInt64) -> UInt64 {
+            let x = h ^ (word &* k1)
+            return (x << 31 | x >> 33) &* k2
+        }
         var h: UInt64 = 0x27D4_EB2F_1656_67C5 ^ (UInt64(length) &* k1)
-        var offset = 0
-        let count = payload.count
         if let base = payload.baseAddress {
-            while offset + 8 <= count {
-                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                h = ((h ^ (word &* k1)) << 31 | (h ^ (word &* k1)) >> 33) &* k2
-                offset += 8
+            let count = payload.count
+            let words = count >> 3
+            var offset = 0
+            for _ in 0..<words {
+                h = mix(h, UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                offset &+= 8
             }
             var tail: UInt64 = 0
             var shift: UInt64 = 0
             while offset < count {
                 tail |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
-                shift += 8
-                offset += 1
+                shift &+= 8
+                offset &+= 1
             }
-            h = ((h ^ (tail &* k1)) << 31 | (h ^ (tail &* k1)) >> 33) &* k2
+            h = mix(h, tail)
         }
         h ^= h >> 33
         h = h &* 0xFF51_AFD7_ED55_8CCD

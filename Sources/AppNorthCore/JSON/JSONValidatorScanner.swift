@@ -32,8 +32,15 @@ extension JSONValidator {
             return fail(bytes[i] == 0 ? .rawNUL : fallback, at: i)
         }
 
+        /// Whitespace, if any: one compare when the next byte is a token's
+        /// (text without whitespace is the common case).
         @inline(__always)
         mutating func skipSpace() {
+            guard i < bytes.count, bytes[i] <= 0x20 else { return }
+            skipSpaceRun()
+        }
+
+        private mutating func skipSpaceRun() {
             while i < bytes.count {
                 let b = bytes[i]
                 guard b <= 0x20, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
@@ -60,6 +67,7 @@ extension JSONValidator {
             var state = State.value
             var open = 0  // containers open
             var top = TopLevel.scalar
+            var inObject = false  // the innermost container is an object
             func innermostIsObject() -> Bool {
                 nesting[(open - 1) >> 6] & (1 << UInt64((open - 1) & 63)) != 0
             }
@@ -85,6 +93,7 @@ extension JSONValidator {
                         let bit: UInt64 = 1 << UInt64(open & 63)
                         nesting[word] = isObject ? nesting[word] | bit : nesting[word] & ~bit
                         open += 1
+                        inObject = isObject
                         state = isObject ? .key : .value
                         continue
                     }
@@ -94,8 +103,10 @@ extension JSONValidator {
                     skipSpace()
                     guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw unexpected(.keyExpected) }
                     try string(isKey: true)
-                    skipSpace()
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw unexpected(.colonExpected) }
+                    if i >= bytes.count || bytes[i] != UInt8(ascii: ":") {
+                        skipSpace()
+                        guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw unexpected(.colonExpected) }
+                    }
                     i += 1
                     state = .value
                 case .afterValue:
@@ -104,7 +115,7 @@ extension JSONValidator {
                         guard i == bytes.count else { throw unexpected(.endExpected) }
                         return top
                     }
-                    let isObject = innermostIsObject()
+                    let isObject = inObject
                     guard i < bytes.count else { throw fail(.prematureEnd, at: i) }
                     let b = bytes[i]
                     if b == UInt8(ascii: ",") {
@@ -113,6 +124,7 @@ extension JSONValidator {
                     } else if b == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                         i += 1
                         open -= 1
+                        if open > 0 { inObject = innermostIsObject() }
                     } else {
                         throw unexpected(isObject ? .closingBraceExpected : .closingBracketExpected)
                     }
@@ -159,34 +171,39 @@ extension JSONValidator {
         /// A string from its opening quote at `i` to past its closing one.
         @inline(__always)
         private mutating func string(isKey: Bool) throws(Failure) {
-            i += 1
+            // The position in a local while scanning (no store and reload of
+            // `i` per step), written back before anything that reads `i`.
+            var k = i + 1
+            let count = bytes.count
             let base = UnsafeRawPointer(bytes.baseAddress!)  // not empty: `i` was at a quote
             while true {
                 // Skip plain bytes (printable ASCII other than quote and
                 // backslash) eight at a time, to the first other one.
-                if bytes.count - i >= 8 {
-                    let special = JSONValidator.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                if count - k >= 8 {
+                    let special = JSONValidator.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: k, as: UInt64.self)))
                     if special == 0 {
-                        i += 8
+                        k += 8
                         continue
                     }
-                    i += special.trailingZeroBitCount >> 3
+                    k += special.trailingZeroBitCount >> 3
                 } else {
-                    while i < bytes.count, JSONValidator.isPlain(bytes[i]) { i += 1 }
-                    guard i < bytes.count else { throw fail(.prematureEnd, at: i) }
+                    while k < count, JSONValidator.isPlain(bytes[k]) { k += 1 }
+                    guard k < count else { throw fail(.prematureEnd, at: k) }
                 }
-                let b = bytes[i]
+                let b = bytes[k]
                 if b == UInt8(ascii: "\"") {
-                    i += 1
+                    i = k + 1
                     return
                 } else if b == UInt8(ascii: "\\") {
+                    i = k
                     try escape(isKey: isKey)
+                    k = i
                 } else if b >= 0x80 {
-                    let length = JSONValidator.characterLength(bytes, at: i)
-                    guard length > 0 else { throw fail(.invalidUTF8(b), at: i) }
-                    i += length
+                    let length = JSONValidator.characterLength(bytes, at: k)
+                    guard length > 0 else { throw fail(.invalidUTF8(b), at: k) }
+                    k += length
                 } else {
-                    throw fail(b == 0 ? .rawNUL : .controlCharacter(b), at: i)
+                    throw fail(b == 0 ? .rawNUL : .controlCharacter(b), at: k)
                 }
             }
         }
@@ -248,45 +265,53 @@ extension JSONValidator {
         /// A number at `i`: the RFC 8259 form, then its range.
         @inline(__always)
         private mutating func number() throws(Failure) {
-            let start = i
-            let negative = bytes[i] == UInt8(ascii: "-")
-            if negative { i += 1 }
-            let integerStart = i
-            guard i < bytes.count, JSONValidator.isDigit(bytes[i]) else { throw invalidNumber(at: start) }
-            if bytes[i] == UInt8(ascii: "0") {
-                i += 1
-                if i < bytes.count, JSONValidator.isDigit(bytes[i]) { throw fail(.invalidToken, at: start) }
+            // The position in a local (see `string`), written back at the end.
+            var k = i
+            defer { i = k }
+            let start = k
+            let negative = bytes[k] == UInt8(ascii: "-")
+            if negative { k += 1 }
+            let integerStart = k
+            guard k < bytes.count, JSONValidator.isDigit(bytes[k]) else { throw invalidNumber(at: start, k) }
+            if bytes[k] == UInt8(ascii: "0") {
+                k += 1
+                if k < bytes.count, JSONValidator.isDigit(bytes[k]) { throw fail(.invalidToken, at: start) }
             } else {
-                while i < bytes.count, JSONValidator.isDigit(bytes[i]) { i += 1 }
+                while k < bytes.count, JSONValidator.isDigit(bytes[k]) { k += 1 }
             }
-            let integerEnd = i
-            var fractionEnd = i
+            let integerEnd = k
+            var fractionEnd = k
             var exponent = 0
             var isReal = false
-            if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            if k < bytes.count, bytes[k] == UInt8(ascii: ".") {
                 isReal = true
-                i += 1
-                guard i < bytes.count, JSONValidator.isDigit(bytes[i]) else { throw invalidNumber(at: start) }
-                while i < bytes.count, JSONValidator.isDigit(bytes[i]) { i += 1 }
-                fractionEnd = i
+                k += 1
+                guard k < bytes.count, JSONValidator.isDigit(bytes[k]) else { throw invalidNumber(at: start, k) }
+                while k < bytes.count, JSONValidator.isDigit(bytes[k]) { k += 1 }
+                fractionEnd = k
             }
-            if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            if k < bytes.count, bytes[k] == UInt8(ascii: "e") || bytes[k] == UInt8(ascii: "E") {
                 isReal = true
-                i += 1
+                k += 1
                 var exponentNegative = false
-                if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
-                    exponentNegative = bytes[i] == UInt8(ascii: "-")
-                    i += 1
+                if k < bytes.count, bytes[k] == UInt8(ascii: "+") || bytes[k] == UInt8(ascii: "-") {
+                    exponentNegative = bytes[k] == UInt8(ascii: "-")
+                    k += 1
                 }
-                guard i < bytes.count, JSONValidator.isDigit(bytes[i]) else { throw invalidNumber(at: start) }
-                while i < bytes.count, JSONValidator.isDigit(bytes[i]) {
+                guard k < bytes.count, JSONValidator.isDigit(bytes[k]) else { throw invalidNumber(at: start, k) }
+                while k < bytes.count, JSONValidator.isDigit(bytes[k]) {
                     // Saturates far beyond any exponent that could matter.
-                    exponent = min(exponent * 10 + Int(bytes[i] - UInt8(ascii: "0")), 1 << 40)
-                    i += 1
+                    exponent = min(exponent * 10 + Int(bytes[k] - UInt8(ascii: "0")), 1 << 40)
+                    k += 1
                 }
                 if exponentNegative { exponent = -exponent }
             }
+            // Fewer than 309 integer digits and no positive exponent stay
+            // below 10^308, as do fewer than 19 digits below 2^63: only
+            // longer numbers need the digits compared.
+            if exponent <= 0 && integerEnd - integerStart < 19 { return }
             if isReal || integersAsReals {
+                if exponent <= 0 && integerEnd - integerStart <= 308 { return }
                 if JSONValidator.overflowsDouble(bytes, integer: integerStart..<integerEnd,
                                                  fractionEnd: fractionEnd, exponent: exponent) {
                     throw fail(.realOverflow, at: start)
@@ -298,7 +323,7 @@ extension JSONValidator {
 
         /// A number cut short (`-`, `1.`, `1e+`): a raw NUL or the end, or
         /// else an invalid token.
-        private func invalidNumber(at start: Int) -> Failure {
+        private func invalidNumber(at start: Int, _ i: Int) -> Failure {
             guard i < bytes.count else { return fail(.prematureEnd, at: i) }
             return fail(bytes[i] == 0 ? .rawNUL : .invalidToken, at: start)
         }

@@ -85,6 +85,8 @@ public enum JSONValidator {
     /// one counts), on top of jansson's limit of nested values.
     public static func validate(_ bytes: UnsafeBufferPointer<UInt8>,
                                 integersAsReals: Bool, maxNesting: Int = .max) throws(Failure) -> TopLevel {
+        // The common shape first: a yes there is one the scanner would give.
+        if maxNesting >= 1 && isPlainFlatObject(bytes) { return .object }
         var scanner = Scanner(bytes: bytes, integersAsReals: integersAsReals)
         scanner.maxNesting = maxNesting
         return try scanner.document()

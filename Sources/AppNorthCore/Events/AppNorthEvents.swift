@@ -52,6 +52,8 @@ public final class AppNorthEvents: Sendable {
     /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
     let countStep: (count: Int, bytes: Int)
     let countMargin: (count: Int, bytes: Int)
+    /// The queued figures past which `track` drains and trims.
+    let trackLimits: (count: Int, bytes: Int)
 
     struct State {
         var consent: ConsentState
@@ -95,6 +97,7 @@ public final class AppNorthEvents: Sendable {
                 logger: Logger? = nil) throws(AppNorthError) {
         try options.validate()
         self.options = options
+        trackLimits = Self.trackLimits(options)
         self.client = client
         self.clock = clock
         self.logger = logger ?? client.configuration.logger

@@ -145,56 +145,76 @@ final class EventJournal: Sendable {
         self.directory = directory
         self.epoch = Atomic(epoch)
         stripes = (0..<Self.stripeCount).map { _ in JournalStripe() }
+        stripeRefs = stripes.map { Unmanaged.passUnretained($0) }
         // The first stripe's file is made now: an open fails at once where
         // no journal can be made, and an idle handle has one file.
         let first = try Self.createSegment(in: directory, epoch: epoch)
         stripes[0].state.withLock { $0.segment = first }
     }
 
-    /// The stripe the calling thread appends to.
-    var currentStripe: JournalStripe {
-        stripes[Int(appnorth_thread_slot() % UInt32(Self.stripeCount))]
+    /// `stripes`, for `track` to use without a retain and release of the
+    /// stripe per event (two atomic writes); `stripes` keeps them alive.
+    private let stripeRefs: [Unmanaged<JournalStripe>]
+
+    /// The stripe the calling thread appends to, lent to `body`.
+    @inline(__always)
+    func withCurrentStripe<R>(_ body: (JournalStripe) throws(AppNorthError) -> R) throws(AppNorthError) -> R {
+        try stripeRefs[Int(appnorth_thread_slot() % UInt32(Self.stripeCount))]._withUnsafeGuaranteedRef { stripe in
+            Result { () throws(AppNorthError) in try body(stripe) }
+        }.get()
     }
 
     /// Appends one record (the stripe's `buffer`) to its segment, made now
     /// when the stripe has none. Called with the stripe's lock held.
     func append(_ s: inout JournalStripe.State, of stripe: JournalStripe) throws(AppNorthError) {
-        let segment: JournalSegment
-        if let current = s.segment {
-            segment = current
-        } else {
-            segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
-            s.segment = segment
+        if s.segment == nil {
+            s.segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
         }
+        // The segment is used through `s` (borrowed, not retained: a retain
+        // and release are two atomic writes per event).
         let p = s.buffer.bytes
         let count = p.count
-        var header = JournalRecord.header(for: p)
-        let expected = MemoryLayout.size(ofValue: header) + count
-        let (written, error) = withUnsafeMutableBytes(of: &header) { h -> (Int, Int32) in
-            var parts = (iovec(iov_base: h.baseAddress, iov_len: h.count),
-                         iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: count))
-            return withUnsafeMutablePointer(to: &parts) { pointer in
-                pointer.withMemoryRebound(to: iovec.self, capacity: 2) { iov -> (Int, Int32) in
-                    while true {
-                        let n = writev(segment.fd, iov, 2)
-                        if n < 0 && errno == EINTR { continue }
-                        return (n, n < 0 ? errno : 0)
-                    }
-                }
-            }
-        }
+        let (written, expected, error) = Self.writeRecord(s.segment.unsafelyUnwrapped.fd, p)
         guard written == expected else {
             // A short write leaves a torn record that the decoder skips;
             // later records go to a fresh file once this one is rotated out.
+            let segment = s.segment.unsafelyUnwrapped
             segment.failed.store(true, ordering: .relaxed)
             let reason = written < 0 ? String(cString: strerror(error)) : "short write (\(written) of \(expected) bytes)"
             throw .storage("cannot append to the event journal \(segment.path): \(reason)")
         }
-        // Only this stripe's lock holder writes these: no read-modify-write.
+        Self.count(record: count, in: s.segment.unsafelyUnwrapped, stripe)
+    }
+
+    /// One record (header and `payload`) with one `writev`: what it
+    /// returned, the size expected and errno.
+    @inline(__always)
+    private static func writeRecord(_ fd: Int32, _ p: UnsafeRawBufferPointer) -> (Int, Int, Int32) {
+        var header = JournalRecord.header(for: p)
+        let expected = MemoryLayout.size(ofValue: header) + p.count
+        return withUnsafeMutableBytes(of: &header) { h -> (Int, Int, Int32) in
+            var parts = (iovec(iov_base: h.baseAddress, iov_len: h.count),
+                         iovec(iov_base: UnsafeMutableRawPointer(mutating: p.baseAddress), iov_len: p.count))
+            return withUnsafeMutablePointer(to: &parts) { pointer in
+                pointer.withMemoryRebound(to: iovec.self, capacity: 2) { iov -> (Int, Int, Int32) in
+                    while true {
+                        let n = writev(fd, iov, 2)
+                        if n < 0 && errno == EINTR { continue }
+                        return (n, expected, n < 0 ? errno : 0)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts a record written whole. Only this stripe's lock holder
+    /// writes these: no read-modify-write.
+    @inline(__always)
+    private static func count(record bytes: Int, in segment: JournalSegment, _ stripe: JournalStripe) {
         segment.records.store(segment.records.load(ordering: .relaxed) + 1, ordering: .releasing)
-        segment.bytes.store(segment.bytes.load(ordering: .relaxed) + count, ordering: .releasing)
+        segment.bytes.store(segment.bytes.load(ordering: .relaxed) + bytes, ordering: .releasing)
         stripe.unpublishedRecords.store(stripe.unpublishedRecords.load(ordering: .relaxed) + 1, ordering: .relaxed)
-        stripe.unpublishedBytes.store(stripe.unpublishedBytes.load(ordering: .relaxed) + count, ordering: .relaxed)
+        stripe.unpublishedBytes.store(stripe.unpublishedBytes.load(ordering: .relaxed) + bytes, ordering: .relaxed)
     }
 
     /// Adds a stripe's unpublished counts to the totals. Called with the

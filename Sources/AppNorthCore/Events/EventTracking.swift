@@ -33,30 +33,30 @@ extension AppNorthEvents {
         // check is in the segment it purges, and a later one sees the flag.
         let timestampMs = clock.wallMilliseconds()
         let text = TrackInput.Text(name: name, properties: properties)
-        let attempt = journalRef._withUnsafeGuaranteedRef { journal in
-            let stripe = journal.currentStripe
-            return Result { () throws(AppNorthError) -> TrackOutcome in
-                try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
-                    guard !closedFlag.load(ordering: .acquiring) else { return .closed }
-                    guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
-                    let generation = tailGeneration.load(ordering: .acquiring)
-                    if s.tailGeneration != generation {
-                        let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
-                        // A copy of its own: the shared buffer's reference count
-                        // would be written by every thread's events.
-                        s.tail = tail.withUnsafeBufferPointer { Array($0) }
-                        s.tailGeneration = current
+        let outcome = try journalRef._withUnsafeGuaranteedRef { journal in
+            Result { () throws(AppNorthError) -> TrackOutcome in
+                try journal.withCurrentStripe { stripe throws(AppNorthError) -> TrackOutcome in
+                    try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
+                        guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+                        guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+                        let generation = tailGeneration.load(ordering: .acquiring)
+                        if s.tailGeneration != generation {
+                            let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                            // A copy of its own: the shared buffer's reference count
+                            // would be written by every thread's events.
+                            s.tail = tail.withUnsafeBufferPointer { Array($0) }
+                            s.tailGeneration = current
+                        }
+                        let size = try Self.writeEvent(into: &s, text, timestampMs: timestampMs)
+                        // A huge event's memory is not kept for the small ones after it.
+                        defer { s.buffer.trim() }
+                        guard size <= options.maxEventBytes else { return .tooLarge(size) }
+                        try journal.append(&s, of: stripe)
+                        return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
                     }
-                    let size = try Self.writeEvent(into: &s, text, timestampMs: timestampMs)
-                    // A huge event's memory is not kept for the small ones after it.
-                    defer { s.buffer.trim() }
-                    guard size <= options.maxEventBytes else { return .tooLarge(size) }
-                    try journal.append(&s, of: stripe)
-                    return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
                 }
             }
-        }
-        let outcome = try attempt.get()
+        }.get()
         let queued: (count: Int, bytes: Int)
         switch outcome {
         case .closed: throw .wrongState("the event queue is closed")
@@ -69,7 +69,7 @@ extension AppNorthEvents {
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
-        if queued.count > options.maxQueuedEvents + countSlack || queued.bytes > options.maxQueuedBytes + byteSlack {
+        if queued.count > trackLimits.count || queued.bytes > trackLimits.bytes {
             try drainIntoTable()
         }
         // After a failed upload the timer brings the next attempt: waking
@@ -131,17 +131,22 @@ extension AppNorthEvents {
     /// the threshold is then not counted exactly on every event, which
     /// would make every tracking thread write the shared totals.
     var nearThresholds: (count: Int, bytes: Int) {
-        let limit = options.maxQueuedEvents + countSlack + 1
-        let count = min(wakeAt.load(ordering: .relaxed), limit)
-        return (count, options.maxQueuedBytes + byteSlack + 1)
+        (min(wakeAt.load(ordering: .relaxed), trackLimits.count + 1), trackLimits.bytes + 1)
     }
 
     /// How far `track` lets the journal run past the limits before it
     /// drains and trims on the calling thread: at the limit (offline, the
     /// queue full), one drain per event would cost more than the journal
     /// saves; one per 1 % of the limit costs little.
-    var countSlack: Int { max(0, min(100, options.maxQueuedEvents / 100)) }
-    var byteSlack: Int { options.maxQueuedBytes / 100 }
+    var countSlack: Int { trackLimits.count - options.maxQueuedEvents }
+    var byteSlack: Int { trackLimits.bytes - options.maxQueuedBytes }
+
+    /// The limits with their slack: past them `track` drains and trims
+    /// (computed once, at open: `trackLimits`).
+    static func trackLimits(_ options: AppNorthEventsOptions) -> (count: Int, bytes: Int) {
+        (options.maxQueuedEvents + max(0, min(100, options.maxQueuedEvents / 100)),
+         options.maxQueuedBytes + options.maxQueuedBytes / 100)
+    }
 
     /// Drains and trims when the queue is past a limit, so that what the
     /// host reads holds the limits exactly.

@@ -23,8 +23,8 @@ final class LeaseAccountingTests: XCTestCase {
         try stripe.state.withLock { s throws(AppNorthError) in
             for i in indexes {
                 let ms = Self.firstMs + Int64(i)
-                s.buffer = EventPayload.build(id: Random.uuidV7(unixMilliseconds: ms), name: "e\(i)", timestampMs: ms,
-                                              propertiesJSON: #"{"n":1}"#, anonymousID: "anon", userID: nil, sessionID: "s")
+                try s.buffer.set(EventPayload.build(id: Random.uuidV7(unixMilliseconds: ms), name: "e\(i)", timestampMs: ms,
+                                              propertiesJSON: #"{"n":1}"#, anonymousID: "anon", userID: nil, sessionID: "s"))
                 try store.journal.append(&s, of: stripe)
             }
             store.journal.publish(stripe)

@@ -24,7 +24,7 @@ core_sources=$(find Sources/AppNorthCore -name '*.swift' | sort)
 if [ ! -f "$OUT/libAppNorthCore.a" ] || [ -n "$(find Sources/AppNorthCore -newer "$OUT/libAppNorthCore.a" -name '*.swift')" ]; then
     echo "fuzz: building the core with -sanitize=fuzzer,address"
     # shellcheck disable=SC2086
-    nice -n 10 "$SWIFTC" -swift-version 6 $FLAGS -enable-testing -module-name AppNorthCore -wmo \
+    nice -n 10 "$SWIFTC" -swift-version 6 $FLAGS -enable-testing -module-name AppNorthCore -package-name appnorth -wmo \
         -emit-module -emit-module-path "$OUT/AppNorthCore.swiftmodule" -emit-library -static \
         $INCLUDES $core_sources -o "$OUT/libAppNorthCore.a"
 fi
@@ -41,7 +41,7 @@ for h in $harnesses; do
         echo "fuzz: building $h"
         rm -f "$OUT/$h"  # a failed build must not leave an old binary to run
         # shellcheck disable=SC2086
-        nice -n 10 "$SWIFTC" -swift-version 5 $FLAGS -module-name "fuzz_$h" -I "$OUT" $INCLUDES \
+        nice -n 10 "$SWIFTC" -swift-version 5 $FLAGS -module-name "fuzz_$h" -package-name appnorth -I "$OUT" $INCLUDES \
             "$src" fuzz/support/FuzzInput.swift "$OUT/libAppNorthCore.a" \
             -ljansson -lsqlite3 -lcurl -o "$OUT/$h" 2>&1 | grep -v "Cannot export local symbol" || true
         [ -x "$OUT/$h" ] || { echo "fuzz: building $h failed"; exit 1; }

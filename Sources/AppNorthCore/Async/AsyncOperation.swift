@@ -7,11 +7,11 @@ import Synchronization
 /// Life: `OperationTable.begin` makes it; the call's work runs (on the
 /// transfer thread or a worker) and ends it with `OperationTable.end`,
 /// exactly once, after its completion has been delivered.
-public final class AsyncOperation: Sendable {
+package final class AsyncOperation: Sendable {
     /// Process-wide, never 0, never reused.
-    public let id: UInt64
+    package let id: UInt64
     /// Given to the transfers and waits the operation makes.
-    public let cancellation = CancellationToken()
+    package let cancellation = CancellationToken()
     let owners: [ObjectIdentifier]
     /// Set by `OperationTable.end`, with the table's lock held.
     nonisolated(unsafe) var ended = false
@@ -21,17 +21,17 @@ public final class AsyncOperation: Sendable {
         self.owners = owners
     }
 
-    public var isCancelled: Bool { cancellation.isCancelled }
+    package var isCancelled: Bool { cancellation.isCancelled }
 }
 
 /// The operations in flight in this process, by id (for `cancel(id:)`) and
 /// by owner (for a handle's free). Thread-safe; never calls host code.
-public final class OperationTable: Sendable {
-    public static let shared = OperationTable()
+package final class OperationTable: Sendable {
+    package static let shared = OperationTable()
 
     /// Operations one owner may have in flight; beyond it a start is
     /// refused with `.wrongState` (a host bug, or a loop without back-pressure).
-    public static let maxPerOwner = 4096
+    package static let maxPerOwner = 4096
 
     private struct State {
         var nextID: UInt64 = 1
@@ -44,7 +44,7 @@ public final class OperationTable: Sendable {
     nonisolated(unsafe) private var state = State()
 
     /// Registers a new operation of `owners` (the handle objects it uses).
-    public func begin(owners: [AnyObject]) throws(AppNorthError) -> AsyncOperation {
+    package func begin(owners: [AnyObject]) throws(AppNorthError) -> AsyncOperation {
         let keys = owners.map { ObjectIdentifier($0) }
         let made: AsyncOperation? = condition.locked {
             for key in keys where state.perOwner[key, default: 0] >= Self.maxPerOwner { return nil }
@@ -62,12 +62,12 @@ public final class OperationTable: Sendable {
 
     /// Its completion is being delivered: from now on `cancel(id:)` does
     /// not find it (it still counts for its owners until `end`).
-    public func retire(_ operation: AsyncOperation) {
+    package func retire(_ operation: AsyncOperation) {
         _ = condition.locked { state.byID.removeValue(forKey: operation.id) }
     }
 
     /// Ends an operation: its completion has been delivered. Once only.
-    public func end(_ operation: AsyncOperation) {
+    package func end(_ operation: AsyncOperation) {
         condition.locked {
             state.byID.removeValue(forKey: operation.id)
             guard !operation.ended else { return }
@@ -81,32 +81,32 @@ public final class OperationTable: Sendable {
     }
 
     /// Cancels the operation with this id. False when none is in flight.
-    public func cancel(id: UInt64) -> Bool {
+    package func cancel(id: UInt64) -> Bool {
         guard let operation = condition.locked({ state.byID[id] }) else { return false }
         operation.cancel()
         return true
     }
 
     /// Cancels every operation of `owner` in flight now.
-    public func cancelAll(of owner: AnyObject) {
+    package func cancelAll(of owner: AnyObject) {
         let key = ObjectIdentifier(owner)
         let operations = condition.locked { state.byID.values.filter { $0.owners.contains(key) } }
         for operation in operations { operation.cancel() }
     }
 
     /// Waits until `owner` has no operation in flight.
-    public func waitForAll(of owner: AnyObject) {
+    package func waitForAll(of owner: AnyObject) {
         let key = ObjectIdentifier(owner)
         condition.locked { condition.wait(until: { state.perOwner[key] == nil }, deadline: nil) }
     }
 
     /// Operations of `owner` in flight now.
-    public func count(of owner: AnyObject) -> Int {
+    package func count(of owner: AnyObject) -> Int {
         let key = ObjectIdentifier(owner)
         return condition.locked { state.perOwner[key] ?? 0 }
     }
 }
 
 extension AsyncOperation {
-    public func cancel() { cancellation.cancel() }
+    package func cancel() { cancellation.cancel() }
 }

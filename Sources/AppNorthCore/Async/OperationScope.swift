@@ -9,21 +9,21 @@ import Glibc
 /// Used by the worker pool behind the non-blocking calls and by the Swift
 /// product's async calls. A thread-specific value (one pthread key): no
 /// cost for a thread outside any scope beyond one pthread_getspecific.
-public enum OperationScope {
+package enum OperationScope {
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()
         return pthread_key_create(&key, nil) == 0 ? key : nil
     }()
 
     /// The cancellation of the operation this thread runs, if any.
-    public static var current: CancellationToken? {
+    package static var current: CancellationToken? {
         guard let key, let raw = pthread_getspecific(key) else { return nil }
         return Unmanaged<CancellationToken>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// Runs `body` as part of the operation `cancellation` (nested scopes:
     /// the innermost wins, and the outer one comes back after).
-    public static func with<R, E: Error>(_ cancellation: CancellationToken,
+    package static func with<R, E: Error>(_ cancellation: CancellationToken,
                                          _ body: () throws(E) -> R) throws(E) -> R {
         guard let key else { return try body() }
         let previous = pthread_getspecific(key)

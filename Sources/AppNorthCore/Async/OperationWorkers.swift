@@ -30,7 +30,7 @@ enum OperationWorkers {
 extension AsyncOperation {
     /// Runs `work` on a worker inside this operation's scope, then hands
     /// its outcome to `completion` (on that worker).
-    public func runOnWorker<T: Sendable>(_ work: @escaping @Sendable () throws -> T,
+    package func runOnWorker<T: Sendable>(_ work: @escaping @Sendable () throws -> T,
                                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) throws(AppNorthError) {
         try OperationWorkers.submit { [self] in
             if isCancelled {

@@ -3,7 +3,7 @@
 /// replaced on every change. `save(nil)` erases it. Implement it with your
 /// app's protected storage; the built-in ones are `MemoryStorage` and
 /// `SQLiteBlobStorage`. Do not store credentials alongside it.
-public protocol AppNorthOfflineQueueStorage: AnyObject, Sendable {
+package protocol AppNorthOfflineQueueStorage: AnyObject, Sendable {
     func load() throws -> [UInt8]?
     func save(_ data: [UInt8]?) throws
 }
@@ -11,7 +11,7 @@ public protocol AppNorthOfflineQueueStorage: AnyObject, Sendable {
 /// Where the read cache keeps its entries. Same shape as the queue's, but
 /// use separate instances: the formats differ, and one instance given to
 /// both is refused.
-public protocol AppNorthReadCacheStorage: AnyObject, Sendable {
+package protocol AppNorthReadCacheStorage: AnyObject, Sendable {
     func load() throws -> [UInt8]?
     func save(_ data: [UInt8]?) throws
 }
@@ -21,7 +21,7 @@ public protocol AppNorthReadCacheStorage: AnyObject, Sendable {
 /// The built-in SQLite storage is one. A queue or cache on such a storage
 /// re-reads the blob inside every change instead of trusting its loaded
 /// copy, so two of them on one name never overwrite each other's entries.
-public protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
+package protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
     /// Runs `change` on the stored blob (nil when none) and stores what it
     /// returns (nil erases), as one step no other writer can interleave
     /// with. An error thrown by `change` leaves the stored blob untouched.
@@ -29,22 +29,22 @@ public protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
 }
 
 /// Storage in memory only.
-public final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
+package final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
     private let data = Lock<[UInt8]?>(nil)
-    public init() {}
-    public func load() throws -> [UInt8]? { data.withLock { $0 } }
-    public func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
+    package init() {}
+    package func load() throws -> [UInt8]? { data.withLock { $0 } }
+    package func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
 }
 
 /// Storage as one row of the data directory's SQLite database. Several
 /// instances, in one process or several, may use the same name: changes
 /// go through `update`, one write transaction each.
-public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage, AppNorthAtomicBlobStorage {
+package final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage, AppNorthAtomicBlobStorage {
     private let store: SQLiteStore
     private let name: String
     private let clock: any AppNorthClock
 
-    public init(store: SQLiteStore, name: String, clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
+    package init(store: SQLiteStore, name: String, clock: any AppNorthClock = SystemClock()) throws(AppNorthError) {
         guard Limits.storageNameBytes.contains(name.utf8.count),
               name.utf8.allSatisfy({ b in
                   (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(b)
@@ -58,11 +58,11 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
         self.clock = clock
     }
 
-    public func load() throws -> [UInt8]? {
+    package func load() throws -> [UInt8]? {
         try store.kvGet(namespace: Schema.Namespace.blob, key: name)?.value
     }
 
-    public func save(_ data: [UInt8]?) throws {
+    package func save(_ data: [UInt8]?) throws {
         if let data {
             try store.kvPut(namespace: Schema.Namespace.blob, key: name, value: data, updatedMs: clock.wallMilliseconds())
         } else {
@@ -70,7 +70,7 @@ public final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthReadC
         }
     }
 
-    public func update<T>(_ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
+    package func update<T>(_ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
         try store.kvUpdate(namespace: Schema.Namespace.blob, key: name, updatedMs: clock.wallMilliseconds(), change)
     }
 }

@@ -10,16 +10,16 @@
 /// change is applied to the stored blob in one transaction, so caches in
 /// several handles or processes never drop each other's entries; each
 /// reads from its own loaded copy plus what it stored itself.
-public final class AppNorthReadCache: Sendable {
-    public static let defaultTTLSeconds = 300
+package final class AppNorthReadCache: Sendable {
+    package static let defaultTTLSeconds = 300
 
-    public let ttlSeconds: Int
+    package let ttlSeconds: Int
     private let clock: any AppNorthClock
     /// The entries, in their stored blob.
     private let stored: StoredList<CacheCodec>
 
     /// `logger` gets a warning for stored entries found damaged and dropped.
-    public init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
+    package init(storage: any AppNorthReadCacheStorage, ttlSeconds: Int = AppNorthReadCache.defaultTTLSeconds,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard Limits.ttlSeconds.contains(ttlSeconds) else {
             throw .invalidArgument("cache TTL must be \(Limits.spelled(Limits.ttlSeconds)) seconds")
@@ -32,13 +32,13 @@ public final class AppNorthReadCache: Sendable {
     // MARK: Reading
 
     /// The fresh boards array for a scope, or nil.
-    public func boards(scope: String) -> String? {
+    package func boards(scope: String) -> String? {
         fresh(kind: .boards, scope: scope, query: "")
     }
 
     /// The fresh ideas array for a scope and query, or nil. A query with a
     /// cursor is always nil: only first pages are cached.
-    public func ideas(scope: String, query: IdeaQuery = IdeaQuery()) -> String? {
+    package func ideas(scope: String, query: IdeaQuery = IdeaQuery()) -> String? {
         guard query.cursor == nil else { return nil }
         return fresh(kind: .ideas, scope: scope, query: query.cacheKey)
     }
@@ -46,13 +46,13 @@ public final class AppNorthReadCache: Sendable {
     // MARK: Storing
 
     /// Stores boards: an array, or a `{"boards":[...]}` response object.
-    public func storeBoards(_ json: String, scope: String) throws {
+    package func storeBoards(_ json: String, scope: String) throws {
         try store(kind: .boards, scope: scope, query: "", value: Self.array(from: json, member: "boards"))
     }
 
     /// Stores the first page of ideas for a query (queries with a cursor
     /// are refused: only first pages are cached).
-    public func storeIdeas(_ json: String, scope: String, query: IdeaQuery = IdeaQuery()) throws {
+    package func storeIdeas(_ json: String, scope: String, query: IdeaQuery = IdeaQuery()) throws {
         guard query.cursor == nil else {
             throw AppNorthError.invalidArgument("the cache stores first pages only: remove the cursor from the query")
         }
@@ -60,7 +60,7 @@ public final class AppNorthReadCache: Sendable {
     }
 
     /// Removes a scope's boards and ideas.
-    public func clear(scope: String) throws {
+    package func clear(scope: String) throws {
         try stored.modify { list in list.removeAll { $0.scope == scope } }
     }
 
@@ -96,7 +96,7 @@ public final class AppNorthReadCache: Sendable {
     }
 
     /// Damaged stored entries found and dropped since this cache opened.
-    public var damagedDropped: Int { stored.damagedDropped }
+    package var damagedDropped: Int { stored.damagedDropped }
 
     /// The array to cache: the text itself if it is an array, else the
     /// named member of a response object.

@@ -4,7 +4,7 @@
 /// then sent on the process's transfer thread (TransferEngine). The answer
 /// goes through the same checks as the blocking call's: the same errors,
 /// the same text.
-public enum ClientCall: Sendable {
+package enum ClientCall: Sendable {
     case listBoards
     case listIdeas(IdeaQuery)
     case listComments(ideaID: String)
@@ -59,7 +59,7 @@ extension AppNorthClient {
     /// object's text) or error; `.cancelled` once `operation` is cancelled
     /// or on `cancelInFlight()`. Throws, without calling `completion`, for
     /// bad input or when nothing could be started.
-    public func start(_ call: ClientCall, operation: CancellationToken,
+    package func start(_ call: ClientCall, operation: CancellationToken,
                       completion: @escaping @Sendable (Result<String, AppNorthError>) -> Void) throws(AppNorthError) {
         let prepared = try prepare(call)
         try sendAsync(prepared, operation: operation) { result in

@@ -8,12 +8,12 @@ public final class AppNorthClient: Sendable {
     public let configuration: AppNorthClientConfiguration
     let transport: HTTPTransport
     /// gzip for uploads, and whether this client's server refused it.
-    public let compression: UploadCompression
+    package let compression: UploadCompression
 
     /// Dispatch mode's queue of host callbacks (nil: the default mode,
     /// where library threads call the host directly). Handles made with
     /// this client (config, events) queue their callbacks on it too.
-    public let dispatcher: CallbackDispatcher?
+    package let dispatcher: CallbackDispatcher?
 
     public convenience init(configuration: AppNorthClientConfiguration) {
         self.init(configuration: configuration, dispatcher: nil)
@@ -21,7 +21,7 @@ public final class AppNorthClient: Sendable {
 
     /// A client whose log lines (and those of the handles made with it) go
     /// through `dispatcher` when one is given (dispatch mode).
-    public init(configuration: AppNorthClientConfiguration, dispatcher: CallbackDispatcher?) {
+    package init(configuration: AppNorthClientConfiguration, dispatcher: CallbackDispatcher?) {
         var configuration = configuration
         if let dispatcher { configuration.logger = configuration.logger.routed(through: dispatcher) }
         self.dispatcher = dispatcher
@@ -45,7 +45,7 @@ public final class AppNorthClient: Sendable {
     /// otherwise. Returns false, and `job` does not run, only when the
     /// dispatcher is closed (the client was freed).
     @discardableResult
-    public func deliverCallback(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func deliverCallback(_ job: @escaping @Sendable () -> Void) -> Bool {
         guard let dispatcher else {
             job()
             return true
@@ -67,7 +67,7 @@ public final class AppNorthClient: Sendable {
     }
 
     /// Runs `call` on this thread: what `start` does without blocking.
-    public func perform(_ call: ClientCall) throws(AppNorthError) -> String {
+    package func perform(_ call: ClientCall) throws(AppNorthError) -> String {
         let prepared = try prepare(call)
         return try Self.objectText(send(prepared.method, prepared.path, body: prepared.body,
                                         extraHeaders: prepared.extraHeaders))

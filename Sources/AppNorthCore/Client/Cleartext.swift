@@ -3,13 +3,13 @@
 /// host the app names explicitly, which is logged as a warning. The one
 /// owner of the rule: AppNorthClientConfiguration applies it whenever a
 /// credential is configured.
-public enum Cleartext {
+package enum Cleartext {
     /// The longest host name accepted as an opt-in.
-    public static let maxHostBytes = 253
+    package static let maxHostBytes = 253
 
     /// Throws `.invalidArgument` for a credential on http:// to a host
     /// neither loopback nor in `allowed`.
-    public static func check(url: String, allowed: [String], logger: Logger) throws(AppNorthError) {
+    package static func check(url: String, allowed: [String], logger: Logger) throws(AppNorthError) {
         let lower = Text.asciiLowercased(url)
         guard lower.hasPrefix("http://") else { return }
         let host = Self.host(of: lower)
@@ -23,7 +23,7 @@ public enum Cleartext {
 
     /// A host name as given to the opt-in: 1 to 253 bytes of a name or an
     /// address, no port, no scheme.
-    public static func validatedHost(_ host: String) throws(AppNorthError) -> String {
+    package static func validatedHost(_ host: String) throws(AppNorthError) -> String {
         guard (1...maxHostBytes).contains(host.utf8.count) else {
             throw .invalidArgument("host must be 1 to \(maxHostBytes) bytes")
         }

@@ -1,5 +1,5 @@
 /// A config value as the typed getters see it.
-public enum ConfigValue: Sendable, Equatable {
+package enum ConfigValue: Sendable, Equatable {
     case string(String)
     case integer(Int64)
     case real(Double)
@@ -13,12 +13,12 @@ public enum ConfigValue: Sendable, Equatable {
 /// or bundled with, plus each top-level member's exact text and decoded
 /// value. Immutable, so readers on any thread use it without a lock and
 /// without touching jansson.
-public final class ConfigDocument: Sendable {
+package final class ConfigDocument: Sendable {
     /// The object's text, exactly as received (outer whitespace trimmed).
-    public let text: String
+    package let text: String
     /// Top-level keys in text order (a repeated key counts once, where it
     /// last appears, as jansson keeps the last value).
-    public let keys: [String]
+    package let keys: [String]
     private let members: [String: Member]
     /// The parsed object, for change detection (jansson equality).
     let json: JSON
@@ -29,10 +29,10 @@ public final class ConfigDocument: Sendable {
     }
 
     /// An empty object: the default tier's document.
-    public static let empty = try! ConfigDocument(bytes: Array("{}".utf8), what: "config")
+    package static let empty = try! ConfigDocument(bytes: Array("{}".utf8), what: "config")
 
     /// Validates `bytes` as one JSON object (UTF-8, jansson) and indexes it.
-    public init(bytes: [UInt8], what: String) throws(AppNorthError) {
+    package init(bytes: [UInt8], what: String) throws(AppNorthError) {
         let parsed = try JSON.parse(bytes, what: what)
         guard parsed.kind == .object else { throw .invalidJSON("\(what) is not a JSON object", position: 0) }
         let range = JSONText.valueRange(bytes)
@@ -52,22 +52,22 @@ public final class ConfigDocument: Sendable {
         self.text = String(decoding: bytes[range], as: UTF8.self)
     }
 
-    public convenience init(text: String, what: String) throws(AppNorthError) {
+    package convenience init(text: String, what: String) throws(AppNorthError) {
         try self.init(bytes: Array(text.utf8), what: what)
     }
 
     /// The decoded value of a top-level key, or nil when absent.
-    public func value(_ key: String) -> ConfigValue? { members[key]?.value }
+    package func value(_ key: String) -> ConfigValue? { members[key]?.value }
 
     /// The exact text of a top-level key's value, or nil when absent.
-    public func valueText(_ key: String) -> String? { members[key]?.text }
+    package func valueText(_ key: String) -> String? { members[key]?.text }
 
     /// The keys whose values differ between `old` and this document: new
     /// keys and changed values in this document's order, then removed keys
     /// in the old order. Values are compared as JSON (jansson equality):
     /// whitespace, object key order and number spelling such as 1.5 and
     /// 1.50 do not count; 1 and 1.0 do (integer and real differ).
-    public func changedKeys(from old: ConfigDocument) -> [String] {
+    package func changedKeys(from old: ConfigDocument) -> [String] {
         var changed: [String] = []
         for key in keys {
             guard let mine = json[key] else { continue }

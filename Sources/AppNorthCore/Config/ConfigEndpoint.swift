@@ -90,5 +90,5 @@ struct ConfigEndpoint: Sendable {
 
 extension AppNorthRemoteConfig {
     /// The client the config fetches with (its dispatch mode is the config's).
-    public var client: AppNorthClient { engine.endpoint.client }
+    package var client: AppNorthClient { engine.endpoint.client }
 }

@@ -1,16 +1,16 @@
 /// The effective config at one moment: the document of the highest tier
 /// available (tiers are never merged key by key), and what is known about
 /// its freshness.
-public struct ResolvedConfig: Sendable {
-    public let document: ConfigDocument
-    public let tier: ConfigTier
+package struct ResolvedConfig: Sendable {
+    package let document: ConfigDocument
+    package let tier: ConfigTier
     /// The server's ETag for this document (`"N"`), nil when unknown.
-    public let etag: String?
+    package let etag: String?
     /// The server's version number, nil when unknown.
-    public let version: Int64?
+    package let version: Int64?
     /// When it was last fetched or confirmed (wall milliseconds); 0 for the
     /// bundled and default tiers.
-    public let fetchedWallMilliseconds: Int64
+    package let fetchedWallMilliseconds: Int64
     /// That time on the monotonic clock (nanoseconds; may be negative for a
     /// copy loaded from the cache, see `ConfigFreshness`); nil when never
     /// fetched or when its age is unknown: it then counts as expired.
@@ -55,17 +55,17 @@ public struct ResolvedConfig: Sendable {
 /// the cache gets its age once, from the wall clock at load (the only clock
 /// that survives a restart), and is then aged monotonically; a stored fetch
 /// time in the future counts as expired.
-public struct ConfigFreshness: Sendable, Equatable {
-    public let ttlMilliseconds: Int64
+package struct ConfigFreshness: Sendable, Equatable {
+    package let ttlMilliseconds: Int64
 
-    public init(ttlSeconds: Int) {
+    package init(ttlSeconds: Int) {
         ttlMilliseconds = Int64(ttlSeconds).multipliedSaturating(by: 1000)
     }
 
     /// The monotonic time a cached copy was fetched at, in this process's
     /// terms: now minus its wall age; nil (expired) when that age is
     /// negative.
-    public static func monotonicFetchTime(storedWallMilliseconds: Int64, nowWallMilliseconds: Int64,
+    package static func monotonicFetchTime(storedWallMilliseconds: Int64, nowWallMilliseconds: Int64,
                                           nowMonotonic: UInt64) -> Int64? {
         // The stored time is a row on disk and the wall clock may be set
         // anywhere: an age too large to represent is simply expired.
@@ -77,7 +77,7 @@ public struct ConfigFreshness: Sendable, Equatable {
     }
 
     /// True while less than the TTL has passed since `fetchedMonotonic`.
-    public func isFresh(fetchedMonotonic: Int64?, nowMonotonic: UInt64) -> Bool {
+    package func isFresh(fetchedMonotonic: Int64?, nowMonotonic: UInt64) -> Bool {
         guard let fetched = fetchedMonotonic else { return false }
         let age = Int64(clamping: nowMonotonic).subtractingSaturating(fetched)
         return age >= 0 && age / 1_000_000 < ttlMilliseconds

@@ -27,15 +27,15 @@ public enum ConfigTier: Int32, Sendable, Comparable, CustomStringConvertible {
 /// What a config listener receives: the new effective config, the
 /// top-level keys whose values changed (added, removed or different), and
 /// the tier it came from.
-public struct ConfigChange: Sendable, Equatable {
+package struct ConfigChange: Sendable, Equatable {
     /// The whole config object, exactly as served or bundled.
-    public let config: String
-    public let changedKeys: [String]
+    package let config: String
+    package let changedKeys: [String]
     /// The changed keys as a JSON array of strings.
-    public let changedKeysJSON: String
-    public let tier: ConfigTier
+    package let changedKeysJSON: String
+    package let tier: ConfigTier
 
-    public init(config: String, changedKeys: [String], tier: ConfigTier) {
+    package init(config: String, changedKeys: [String], tier: ConfigTier) {
         self.config = config
         self.changedKeys = changedKeys
         self.tier = tier
@@ -57,16 +57,16 @@ public struct ConfigChange: Sendable, Equatable {
 /// The outcome of the latest exchange with the config endpoints: a fetch
 /// (refresh, revalidation, poll), a stream connection attempt or a stream
 /// event.
-public struct ConfigFetchStatus: Sendable, Equatable {
+package struct ConfigFetchStatus: Sendable, Equatable {
     /// nil when it succeeded (including a 304).
-    public let error: AppNorthError?
+    package let error: AppNorthError?
     /// When it ended, wall milliseconds; 0 when nothing was attempted yet.
-    public let wallMilliseconds: Int64
+    package let wallMilliseconds: Int64
 
-    public init(error: AppNorthError?, wallMilliseconds: Int64) {
+    package init(error: AppNorthError?, wallMilliseconds: Int64) {
         self.error = error
         self.wallMilliseconds = wallMilliseconds
     }
 
-    public static let none = ConfigFetchStatus(error: nil, wallMilliseconds: 0)
+    package static let none = ConfigFetchStatus(error: nil, wallMilliseconds: 0)
 }

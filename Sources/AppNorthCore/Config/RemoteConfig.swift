@@ -30,34 +30,34 @@ import Synchronization
 /// Thread-safe. One background thread per object, started by
 /// `startLiveUpdates()` or on demand for a background fetch, ended and
 /// joined by `stopLiveUpdates()` and `close()`.
-public final class AppNorthRemoteConfig: Sendable {
-    public static let defaultTTLSeconds = 3600
-    public static let defaultPollIntervalMilliseconds = 60_000
-    public static let defaultStreamIdleTimeoutMilliseconds = 45_000
+package final class AppNorthRemoteConfig: Sendable {
+    package static let defaultTTLSeconds = 3600
+    package static let defaultPollIntervalMilliseconds = 60_000
+    package static let defaultStreamIdleTimeoutMilliseconds = 45_000
 
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The data directory for the cached tier; nil: nothing is
         /// persisted and the cached tier never appears.
-        public var dataDirectory: String?
+        package var dataDirectory: String?
         /// The bundled config file (a JSON object); nil: none.
-        public var bundledPath: String?
+        package var bundledPath: String?
         /// 1 to 31536000 seconds.
-        public var ttlSeconds: Int
+        package var ttlSeconds: Int
         /// TTLs and fetch times read this clock (waits between retries use
         /// real time).
-        public var clock: any AppNorthClock
+        package var clock: any AppNorthClock
         /// How often the config is polled while the live stream is down.
-        public var pollIntervalMilliseconds: Int
+        package var pollIntervalMilliseconds: Int
         /// Reconnect delays of the live stream, and of background fetches
         /// after a failure.
-        public var reconnectBackoff: Backoff
+        package var reconnectBackoff: Backoff
         /// A stream silent for this long is dropped and reconnected (the
         /// server sends keepalives every 15 s).
-        public var streamIdleTimeoutMilliseconds: Int
+        package var streamIdleTimeoutMilliseconds: Int
         /// nil: the client's logger.
-        public var logger: Logger?
+        package var logger: Logger?
 
-        public init(dataDirectory: String? = nil, bundledPath: String? = nil,
+        package init(dataDirectory: String? = nil, bundledPath: String? = nil,
                     ttlSeconds: Int = AppNorthRemoteConfig.defaultTTLSeconds,
                     clock: any AppNorthClock = SystemClock(),
                     pollIntervalMilliseconds: Int = AppNorthRemoteConfig.defaultPollIntervalMilliseconds,
@@ -88,17 +88,17 @@ public final class AppNorthRemoteConfig: Sendable {
     /// unusable, `.wrongState` when a config for the same App ID is already
     /// open on the same data directory. An unreadable cached copy is
     /// discarded (logged).
-    public init(client: AppNorthClient, options: Options = Options()) throws(AppNorthError) {
+    package init(client: AppNorthClient, options: Options = Options()) throws(AppNorthError) {
         engine = try ConfigEngine(client: client, options: options)
     }
 
     /// Why the bundled file was skipped at open, or nil.
-    public var bundledError: AppNorthError? { engine.bundledError }
+    package var bundledError: AppNorthError? { engine.bundledError }
 
     /// Reads and checks a bundled config file: `.storage` when it cannot be
     /// read, `.invalidJSON` when it is not a UTF-8 JSON object, `.tooLarge`
     /// past 16 MiB; each message names the file.
-    public static func checkBundledFile(path: String) throws(AppNorthError) {
+    package static func checkBundledFile(path: String) throws(AppNorthError) {
         _ = try BundledConfig.load(path: path)
     }
 
@@ -108,20 +108,20 @@ public final class AppNorthRemoteConfig: Sendable {
 
     /// A string value, or `defaultValue` when the key is absent or not a
     /// string.
-    public func string(_ key: String, default defaultValue: String?) -> String? {
+    package func string(_ key: String, default defaultValue: String?) -> String? {
         if case .string(let value)? = engine.current().document.value(key) { return value }
         return defaultValue
     }
 
     /// An integer value (a JSON number without fraction or exponent), or
     /// `defaultValue`.
-    public func integer(_ key: String, default defaultValue: Int64) -> Int64 {
+    package func integer(_ key: String, default defaultValue: Int64) -> Int64 {
         if case .integer(let value)? = engine.current().document.value(key) { return value }
         return defaultValue
     }
 
     /// A number (integer or real) as a double, or `defaultValue`.
-    public func double(_ key: String, default defaultValue: Double) -> Double {
+    package func double(_ key: String, default defaultValue: Double) -> Double {
         switch engine.current().document.value(key) {
         case .integer(let value)?: return Double(value)
         case .real(let value)?: return value
@@ -130,33 +130,33 @@ public final class AppNorthRemoteConfig: Sendable {
     }
 
     /// A boolean value (JSON true or false), or `defaultValue`.
-    public func bool(_ key: String, default defaultValue: Bool) -> Bool {
+    package func bool(_ key: String, default defaultValue: Bool) -> Bool {
         if case .bool(let value)? = engine.current().document.value(key) { return value }
         return defaultValue
     }
 
     /// The exact JSON text of any value (object, array, string, number,
     /// true, false or null), or `defaultValue` when the key is absent.
-    public func json(_ key: String, default defaultValue: String?) -> String? {
+    package func json(_ key: String, default defaultValue: String?) -> String? {
         engine.current().document.valueText(key) ?? defaultValue
     }
 
     /// The whole effective config object, exactly as served or bundled;
     /// `{}` for the default tier.
-    public func snapshot() -> String { engine.current().document.text }
+    package func snapshot() -> String { engine.current().document.text }
 
     /// The effective config and its metadata.
-    public var resolved: ResolvedConfig { engine.current() }
+    package var resolved: ResolvedConfig { engine.current() }
 
     /// The tier and fetch time (wall milliseconds; 0 for bundled and
     /// default) of the effective config.
-    public var source: (tier: ConfigTier, fetchedWallMilliseconds: Int64) {
+    package var source: (tier: ConfigTier, fetchedWallMilliseconds: Int64) {
         let resolved = engine.current()
         return (resolved.tier, resolved.fetchedWallMilliseconds)
     }
 
     /// The outcome of the latest exchange with the server.
-    public var lastFetchStatus: ConfigFetchStatus { engine.lastStatus }
+    package var lastFetchStatus: ConfigFetchStatus { engine.lastStatus }
 
     // MARK: Fetching and live updates
 
@@ -165,17 +165,17 @@ public final class AppNorthRemoteConfig: Sendable {
     /// unless another thread is delivering at that moment (it then delivers
     /// this change right after). Throws the fetch's error; the effective
     /// config is then unchanged. Blocks for at most the resource timeout.
-    public func refresh() throws(AppNorthError) { try engine.refresh() }
+    package func refresh() throws(AppNorthError) { try engine.refresh() }
 
     /// Starts live updates on the background thread. Idempotent.
-    public func startLiveUpdates() throws(AppNorthError) { try engine.startLive() }
+    package func startLiveUpdates() throws(AppNorthError) { try engine.startLive() }
 
     /// Stops live updates and joins the background thread (unless called on
     /// that thread, from a listener: it then ends once the listener
     /// returns). Idempotent.
-    public func stopLiveUpdates() { engine.stopLive() }
+    package func stopLiveUpdates() { engine.stopLive() }
 
-    public var isLive: Bool { engine.isLive }
+    package var isLive: Bool { engine.isLive }
 
     // MARK: Listeners
 
@@ -183,13 +183,13 @@ public final class AppNorthRemoteConfig: Sendable {
     /// the threading rules: callbacks run one at a time, in order, with no
     /// library lock held, on the background thread or on a thread calling
     /// `refresh()`.
-    public func addListener(_ listener: @escaping @Sendable (ConfigChange) -> Void) throws(AppNorthError) -> Int64 {
+    package func addListener(_ listener: @escaping @Sendable (ConfigChange) -> Void) throws(AppNorthError) -> Int64 {
         try engine.addListener(listener)
     }
 
     /// Unregisters a listener, waiting for its callback if it is running on
     /// another thread. Throws `.invalidArgument` for an unknown token.
-    public func removeListener(_ token: Int64) throws(AppNorthError) {
+    package func removeListener(_ token: Int64) throws(AppNorthError) {
         try engine.removeListener(token)
     }
 
@@ -197,5 +197,5 @@ public final class AppNorthRemoteConfig: Sendable {
     /// the one it is called from), the background thread is joined, and the
     /// data directory may be opened again. Reads keep working from memory.
     /// Idempotent.
-    public func close() { engine.close() }
+    package func close() { engine.close() }
 }

@@ -1,21 +1,21 @@
 /// One Server-Sent Event, as dispatched by a blank line.
-public struct ServerSentEvent: Sendable, Equatable {
+package struct ServerSentEvent: Sendable, Equatable {
     /// The `event:` field, "message" when absent.
-    public var type: String
+    package var type: String
     /// The `data:` lines joined with "\n", as bytes (validated by whoever
     /// parses them: a config payload goes through jansson).
-    public var data: [UInt8]
+    package var data: [UInt8]
     /// The last `id:` seen on the stream so far (it carries over to later
     /// events, as the specification says), "" when none.
-    public var lastEventID: String
+    package var lastEventID: String
 
-    public init(type: String, data: [UInt8], lastEventID: String) {
+    package init(type: String, data: [UInt8], lastEventID: String) {
         self.type = type
         self.data = data
         self.lastEventID = lastEventID
     }
 
-    public var text: String { String(decoding: data, as: UTF8.self) }
+    package var text: String { String(decoding: data, as: UTF8.self) }
 }
 
 /// An incremental parser for a `text/event-stream` body (the WHATWG HTML
@@ -28,17 +28,17 @@ public struct ServerSentEvent: Sendable, Equatable {
 /// `retry` (digits only); others are ignored. A leading byte order mark is
 /// skipped. An event whose fields grow past `maxEventBytes` is dropped whole.
 /// A pure value type: no I/O.
-public struct ServerSentEventParser: Sendable {
-    public let maxEventBytes: Int
+package struct ServerSentEventParser: Sendable {
+    package let maxEventBytes: Int
     /// The `id:` carried by the stream so far.
-    public private(set) var lastEventID = ""
+    package private(set) var lastEventID = ""
     /// The server's `retry:` advice in milliseconds, if it sent one.
-    public private(set) var retryMilliseconds: Int?
+    package private(set) var retryMilliseconds: Int?
     /// Lines seen so far, comments included: proof that the stream is live.
-    public private(set) var linesReceived = 0
+    package private(set) var linesReceived = 0
     /// Events that passed `maxEventBytes`, counted the moment the limit is
     /// passed (a line that never ends counts at once, not when it ends).
-    public private(set) var oversizeEvents = 0
+    package private(set) var oversizeEvents = 0
 
     private var line: [UInt8] = []
     private var data: [UInt8] = []
@@ -49,12 +49,12 @@ public struct ServerSentEventParser: Sendable {
     private var bomCheck: [UInt8] = []
     private var oversize = false
 
-    public init(maxEventBytes: Int = 16 << 20) {
+    package init(maxEventBytes: Int = 16 << 20) {
         self.maxEventBytes = maxEventBytes
     }
 
     /// Consumes a chunk; returns the events it completed, in order.
-    public mutating func feed<S: Sequence>(_ chunk: S) -> [ServerSentEvent] where S.Element == UInt8 {
+    package mutating func feed<S: Sequence>(_ chunk: S) -> [ServerSentEvent] where S.Element == UInt8 {
         var events: [ServerSentEvent] = []
         for byte in chunk {
             if atStart {

@@ -17,21 +17,21 @@ import Glibc
 ///   names and renamed into place with `renameat`;
 /// - a file read from it is used only when it is a regular file of the
 ///   effective uid with one link (`adoptable`).
-public final class DataDirectory: Sendable {
+package final class DataDirectory: Sendable {
     /// The path as given (trailing slashes removed), for messages.
-    public let path: String
+    package let path: String
     /// The folder's descriptor, open until this object goes.
-    public let fd: Int32
+    package let fd: Int32
     /// The folder's canonical absolute path (no symbolic link in it) when
     /// it was opened: where SQLite, which takes paths, is pointed.
-    public let canonicalPath: String
+    package let canonicalPath: String
     /// The folder's identity (device and inode), the same whatever path
     /// names it.
-    public let identity: String
+    package let identity: String
 
     /// Creates the folder (and missing parents) with mode 0700, or opens
     /// the existing one, and checks it (see above).
-    public init(path: String) throws(AppNorthError) {
+    package init(path: String) throws(AppNorthError) {
         guard !path.isEmpty else { throw .invalidArgument("data directory path is empty") }
         var trimmed = path
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
@@ -62,14 +62,14 @@ public final class DataDirectory: Sendable {
     deinit { close(fd) }
 
     /// The path of a file inside the folder, for messages.
-    public func file(_ name: String) -> String { path + "/" + name }
+    package func file(_ name: String) -> String { path + "/" + name }
 
     // MARK: Files
 
     /// Opens an existing file of the folder (never following a link; a
     /// FIFO does not block). nil when there is none. Anything but a
     /// regular file of the effective uid with one link is refused.
-    public func openExisting(_ name: String, writable: Bool = false) throws(AppNorthError) -> Int32? {
+    package func openExisting(_ name: String, writable: Bool = false) throws(AppNorthError) -> Int32? {
         let fd = openat(self.fd, name, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -86,7 +86,7 @@ public final class DataDirectory: Sendable {
 
     /// Opens `name` read-write, making it (mode 0600) when it does not
     /// exist; an existing one must be `adoptable`, and is made 0600.
-    public func openOrCreate(_ name: String) throws(AppNorthError) -> Int32 {
+    package func openOrCreate(_ name: String) throws(AppNorthError) -> Int32 {
         while true {
             if let fd = try openExisting(name, writable: true) {
                 fchmod(fd, 0o600)
@@ -101,7 +101,7 @@ public final class DataDirectory: Sendable {
 
     /// Makes a new file (mode 0600) under a fresh unpredictable name that
     /// starts with `prefix`; returns its descriptor and name.
-    public func createTemporary(_ prefix: String) throws(AppNorthError) -> (fd: Int32, name: String) {
+    package func createTemporary(_ prefix: String) throws(AppNorthError) -> (fd: Int32, name: String) {
         var reason = ""
         for _ in 0..<8 {
             let name = prefix + Random.hexToken(bytes: 8)
@@ -115,26 +115,26 @@ public final class DataDirectory: Sendable {
 
     /// Renames a file of the folder (replacing `to`; a link there is
     /// replaced, not followed).
-    public func rename(_ from: String, to: String) -> Bool { renameat(fd, from, fd, to) == 0 }
+    package func rename(_ from: String, to: String) -> Bool { renameat(fd, from, fd, to) == 0 }
 
     /// Removes a file of the folder (a link itself, never its target).
     @discardableResult
-    public func remove(_ name: String) -> Bool { unlinkat(fd, name, 0) == 0 }
+    package func remove(_ name: String) -> Bool { unlinkat(fd, name, 0) == 0 }
 
     /// The size of the entry `name` (a link itself, never its target), or 0.
-    public func fileSize(_ name: String) -> Int {
+    package func fileSize(_ name: String) -> Int {
         var info = stat()
         return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? max(0, Int(info.st_size)) : 0
     }
 
     /// True when the folder holds an entry `name` (of any kind).
-    public func exists(_ name: String) -> Bool {
+    package func exists(_ name: String) -> Bool {
         var info = stat()
         return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT
     }
 
     /// The names in the folder that pass `include`.
-    public func names(where include: (String) -> Bool) -> [String] {
+    package func names(where include: (String) -> Bool) -> [String] {
         let copy = dup(fd)
         guard copy >= 0, let dir = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
@@ -156,7 +156,7 @@ public final class DataDirectory: Sendable {
     /// Refuses anything but a regular file of the effective uid with one
     /// link: a FIFO, a device, a file another user owns or planted, a hard
     /// link to a file elsewhere.
-    public func adoptable(_ fd: Int32, _ name: String) throws(AppNorthError) {
+    package func adoptable(_ fd: Int32, _ name: String) throws(AppNorthError) {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw refusal(name, String(cString: strerror(errno))) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw refusal(name, "it is not a regular file") }
@@ -166,7 +166,7 @@ public final class DataDirectory: Sendable {
 
     /// Refuses, before SQLite opens them by path, names of the folder that
     /// exist but are not adoptable (`-wal`, `-shm`, `-journal`).
-    public func refuseForeign(_ name: String) throws(AppNorthError) {
+    package func refuseForeign(_ name: String) throws(AppNorthError) {
         var info = stat()
         guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
         guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink <= 1 else {
@@ -182,7 +182,7 @@ public final class DataDirectory: Sendable {
     /// SQLite (which copies the main file's mode to its -wal and -shm files)
     /// never creates it with the process umask. Returns the canonical path
     /// SQLite is to open.
-    public func ensurePrivateFile(_ name: String) throws(AppNorthError) -> String {
+    package func ensurePrivateFile(_ name: String) throws(AppNorthError) -> String {
         close(try openOrCreate(name))
         return canonicalPath + "/" + name
     }

@@ -60,15 +60,15 @@ extension SQLiteStore.Connection {
 }
 
 extension SQLiteStore {
-    public func kvGet(namespace: String, key: String) throws(AppNorthError) -> (value: [UInt8], updatedMs: Int64)? {
+    package func kvGet(namespace: String, key: String) throws(AppNorthError) -> (value: [UInt8], updatedMs: Int64)? {
         try withConnection { conn throws(AppNorthError) in try conn.kvRow(namespace, key) }
     }
 
-    public func kvPut(namespace: String, key: String, value: [UInt8], updatedMs: Int64) throws(AppNorthError) {
+    package func kvPut(namespace: String, key: String, value: [UInt8], updatedMs: Int64) throws(AppNorthError) {
         try withConnection { conn throws(AppNorthError) in try conn.kvPut(namespace, key, value, updatedMs: updatedMs) }
     }
 
-    public func kvDelete(namespace: String, key: String) throws(AppNorthError) {
+    package func kvDelete(namespace: String, key: String) throws(AppNorthError) {
         _ = try withConnection { conn throws(AppNorthError) in try conn.kvDelete(namespace, key) }
     }
 
@@ -76,7 +76,7 @@ extension SQLiteStore {
     /// and writes it back, all in one write transaction: a concurrent
     /// writer, another handle or another process, waits instead of having
     /// its change overwritten. `change` must not call back into this store.
-    public func kvUpdate<T>(namespace: String, key: String, updatedMs: Int64,
+    package func kvUpdate<T>(namespace: String, key: String, updatedMs: Int64,
                             _ change: ([UInt8]?) throws -> (value: [UInt8]?, result: T)) throws -> T {
         var failure: (any Error)?
         do {

@@ -6,11 +6,11 @@ import Glibc
 ///
 /// Thread-safe: one connection, serialised by a mutex. Each component keeps
 /// its statements short, so the lock is held for microseconds.
-public final class SQLiteStore: Sendable {
-    public static var schemaVersion: Int { Schema.migrations.count }
+package final class SQLiteStore: Sendable {
+    package static var schemaVersion: Int { Schema.migrations.count }
 
     private let connection: Lock<Connection>
-    public let path: String
+    package let path: String
 
     /// Opens (creating if needed) `file` inside `directory`: a regular
     /// file of the effective uid (DataDirectory.adoptable), as are its
@@ -18,7 +18,7 @@ public final class SQLiteStore: Sendable {
     /// it gets the folder's canonical one with SQLITE_OPEN_NOFOLLOW (no
     /// link anywhere in it; SQLite opens every file O_NOFOLLOW), and the
     /// file it opened is checked to be the one in the folder's descriptor.
-    public convenience init(directory: DataDirectory, file: String = "appnorth.sqlite3") throws(AppNorthError) {
+    package convenience init(directory: DataDirectory, file: String = "appnorth.sqlite3") throws(AppNorthError) {
         let path = try directory.ensurePrivateFile(file)
         for suffix in ["-wal", "-shm", "-journal"] { try directory.refuseForeign(file + suffix) }
         try self.init(path: path)
@@ -30,7 +30,7 @@ public final class SQLiteStore: Sendable {
     }
 
     /// Opens a database at `path`; ":memory:" gives a private in-memory one.
-    public init(path: String) throws(AppNorthError) {
+    package init(path: String) throws(AppNorthError) {
         self.path = path
         var db: OpaquePointer?
         // NOMUTEX: the connection is only used under `connection`'s lock,
@@ -87,7 +87,7 @@ public final class SQLiteStore: Sendable {
     /// Gives the file's free pages back to the file system and truncates
     /// the WAL (after the event queue emptied). Best effort: a reader in
     /// another process may keep part of the WAL until its next checkpoint.
-    public func compact() {
+    package func compact() {
         _ = try? withConnection { conn throws(AppNorthError) in
             try conn.exec("PRAGMA incremental_vacuum")
             try conn.exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -96,7 +96,7 @@ public final class SQLiteStore: Sendable {
 
     /// Bytes of the database file and its WAL (lstat: a link planted there
     /// is measured, never followed).
-    public var bytesOnDisk: Int {
+    package var bytesOnDisk: Int {
         var total = 0
         for file in [path, path + "-wal"] {
             var info = stat()
@@ -112,12 +112,12 @@ public final class SQLiteStore: Sendable {
     deinit { connection.withLock { $0.close() } }
 
     /// Runs `body` with exclusive use of the connection.
-    public func withConnection<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
+    package func withConnection<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
         try connection.withLock { conn throws(AppNorthError) -> T in try body(conn) }
     }
 
     /// Runs `body` inside one transaction; rolls back if it throws.
-    public func transaction<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
+    package func transaction<T>(_ body: (Connection) throws(AppNorthError) -> T) throws(AppNorthError) -> T {
         try withConnection { conn throws(AppNorthError) -> T in
             try conn.exec("BEGIN IMMEDIATE")
             do throws(AppNorthError) {
@@ -131,7 +131,7 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    public var userVersion: Int {
+    package var userVersion: Int {
         (try? withConnection { conn throws(AppNorthError) in
             try conn.query("PRAGMA user_version") { $0.int(0) }.first ?? 0
         }) ?? 0
@@ -186,13 +186,13 @@ public final class SQLiteStore: Sendable {
     // MARK: - Connection
 
     /// A value bound to a statement parameter.
-    public enum Value: Sendable {
+    package enum Value: Sendable {
         case int(Int64), double(Double), text(String), blob([UInt8]), null
     }
 
     /// The raw connection. Only reachable inside `withConnection`, so it is
     /// never used by two threads at once.
-    public final class Connection: @unchecked Sendable {
+    package final class Connection: @unchecked Sendable {
         let db: OpaquePointer
         private var statements: [String: OpaquePointer] = [:]
 
@@ -207,7 +207,7 @@ public final class SQLiteStore: Sendable {
         var errorMessage: String { String(cString: sqlite3_errmsg(db)) }
 
         /// Runs one or more statements without parameters.
-        public func exec(_ sql: String) throws(AppNorthError) {
+        package func exec(_ sql: String) throws(AppNorthError) {
             var message: UnsafeMutablePointer<CChar>?
             if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
                 let text = message.map { String(cString: $0) } ?? errorMessage
@@ -218,7 +218,7 @@ public final class SQLiteStore: Sendable {
 
         /// Runs one statement; returns the number of changed rows.
         @discardableResult
-        public func run(_ sql: String, _ values: [Value] = []) throws(AppNorthError) -> Int {
+        package func run(_ sql: String, _ values: [Value] = []) throws(AppNorthError) -> Int {
             let statement = try prepared(sql, values)
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             let rc = sqlite3_step(statement)
@@ -227,7 +227,7 @@ public final class SQLiteStore: Sendable {
         }
 
         /// Runs a query and maps each row.
-        public func query<T>(_ sql: String, _ values: [Value] = [], _ map: (Row) -> T) throws(AppNorthError) -> [T] {
+        package func query<T>(_ sql: String, _ values: [Value] = [], _ map: (Row) -> T) throws(AppNorthError) -> [T] {
             let statement = try prepared(sql, values)
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             var rows: [T] = []
@@ -244,16 +244,16 @@ public final class SQLiteStore: Sendable {
         /// as a journal import is: the statement is looked up once, and the
         /// text and blob are bound in place for the step (SQLITE_STATIC)
         /// instead of being copied by SQLite and boxed in `Value`s.
-        public func rowInserter(_ sql: String) throws(AppNorthError) -> RowInserter {
+        package func rowInserter(_ sql: String) throws(AppNorthError) -> RowInserter {
             RowInserter(connection: self, statement: try prepared(sql, []))
         }
 
-        public struct RowInserter {
+        package struct RowInserter {
             let connection: Connection
             let statement: OpaquePointer
 
             /// Binds the three values, steps, resets; returns the rows changed.
-            public func run(_ text: String, _ blob: [UInt8], _ integer: Int64) throws(AppNorthError) -> Int {
+            package func run(_ text: String, _ blob: [UInt8], _ integer: Int64) throws(AppNorthError) -> Int {
                 var text = text
                 let rc = text.withUTF8 { t in
                     blob.withUnsafeBytes { b -> Int32 in
@@ -310,18 +310,18 @@ public final class SQLiteStore: Sendable {
     }
 
     /// One result row, valid only inside the mapping closure.
-    public struct Row {
+    package struct Row {
         let statement: OpaquePointer
-        public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
-        public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
-        public func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
-        public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
-        public func text(_ column: Int32) -> String {
+        package func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
+        package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+        package func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+        package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+        package func text(_ column: Int32) -> String {
             guard let chars = sqlite3_column_text(statement, column) else { return "" }
             let count = Int(sqlite3_column_bytes(statement, column))
             return String(decoding: UnsafeBufferPointer(start: chars, count: count), as: UTF8.self)
         }
-        public func blob(_ column: Int32) -> [UInt8] {
+        package func blob(_ column: Int32) -> [UInt8] {
             let count = Int(sqlite3_column_bytes(statement, column))
             guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
             return Array(UnsafeRawBufferPointer(start: bytes, count: count))

@@ -28,8 +28,8 @@ import Synchronization
 ///   Later posts return false.
 ///
 /// No lock is held while a job runs.
-public final class CallbackDispatcher: Sendable {
-    public static let defaultLogLimit = 1000
+package final class CallbackDispatcher: Sendable {
+    package static let defaultLogLimit = 1000
 
     enum Job: Sendable {
         case log(LogLevel, String, Logger.Sink)
@@ -57,14 +57,14 @@ public final class CallbackDispatcher: Sendable {
         var queued: Int { jobs.count - head + (dropped > 0 ? 1 : 0) }
     }
 
-    public let logLimit: Int
+    package let logLimit: Int
     private let fd: Int32
     private let state = Lock(State())
     /// `State.queued`, stored under the lock, read without it.
     private let pending = Atomic<Int>(0)
     private let closedFlag = Atomic<Bool>(false)
 
-    public init(logLimit: Int = CallbackDispatcher.defaultLogLimit) throws(AppNorthError) {
+    package init(logLimit: Int = CallbackDispatcher.defaultLogLimit) throws(AppNorthError) {
         guard logLimit >= 1 else { throw .invalidArgument("the dispatch log limit must be at least 1") }
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard fd >= 0 else {
@@ -80,20 +80,20 @@ public final class CallbackDispatcher: Sendable {
 
     /// The eventfd: readable while something is queued. Valid until
     /// `close()`; the host must not read, write or close it.
-    public var descriptor: Int32 { fd }
+    package var descriptor: Int32 { fd }
 
     /// Something is queued (one atomic load).
-    public var hasPending: Bool { pending.load(ordering: .acquiring) > 0 }
+    package var hasPending: Bool { pending.load(ordering: .acquiring) > 0 }
 
     /// How many jobs are queued (the summary of dropped log lines counts one).
-    public var queuedCount: Int { pending.load(ordering: .acquiring) }
+    package var queuedCount: Int { pending.load(ordering: .acquiring) }
 
-    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+    package var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
     /// Queues a job that the next dispatch runs. Never dropped while the
     /// dispatcher is open; returns false (and drops it) after `close()`.
     @discardableResult
-    public func post(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func post(_ job: @escaping @Sendable () -> Void) -> Bool {
         enqueue(.run(job))
     }
 
@@ -146,7 +146,7 @@ public final class CallbackDispatcher: Sendable {
     /// Runs queued jobs on this thread, in order: `max` 0 runs those queued
     /// when the call began (not those the jobs queue), `max` > 0 at most
     /// that many. Returns how many host callbacks ran.
-    public func dispatch(max: Int = 0) -> Int {
+    package func dispatch(max: Int = 0) -> Int {
         guard pending.load(ordering: .acquiring) > 0 else { return 0 }
         let me = UInt(pthread_self())
         let batch = state.withLock { s -> [Job]? in
@@ -225,7 +225,7 @@ public final class CallbackDispatcher: Sendable {
     /// returns, or, while a dispatch runs, in that dispatch after its current
     /// job. Returns how many completions ran here. Idempotent.
     @discardableResult
-    public func close() -> Int {
+    package func close() -> Int {
         let completions = shutDown()
         for body in completions { body() }
         return completions.count
@@ -259,7 +259,7 @@ public final class CallbackDispatcher: Sendable {
 extension Logger {
     /// This logger with its lines queued on `dispatcher` instead of passed
     /// to the sink on the logging thread; shares this logger's level.
-    public func routed(through dispatcher: CallbackDispatcher) -> Logger {
+    package func routed(through dispatcher: CallbackDispatcher) -> Logger {
         guard let sink else { return self }
         return Logger(level: level, sink: { level, message in
             dispatcher.postLog(level, message, to: sink)

@@ -14,9 +14,9 @@ import Synchronization
 /// deduplicates by event id.
 ///
 /// Thread-safe. `close` (or deinit) stops the upload thread.
-public final class AppNorthEvents: Sendable {
-    public let options: AppNorthEventsOptions
-    public let client: AppNorthClient
+package final class AppNorthEvents: Sendable {
+    package let options: AppNorthEventsOptions
+    package let client: AppNorthClient
     /// Internal (not private) for tests that read the journal's counters.
     let store: EventStore
     /// `store.journal`, for `track` to use without a retain: every thread's
@@ -92,7 +92,7 @@ public final class AppNorthEvents: Sendable {
 
     /// Opens the queue in `directory` and starts the upload thread.
     /// `secureStore` holds identity values (default: a 0600 file there).
-    public init(client: AppNorthClient, directory: DataDirectory, options: AppNorthEventsOptions = AppNorthEventsOptions(),
+    package init(client: AppNorthClient, directory: DataDirectory, options: AppNorthEventsOptions = AppNorthEventsOptions(),
                 secureStore: (any AppNorthSecureStore)? = nil, clock: any AppNorthClock = SystemClock(),
                 logger: Logger? = nil) throws(AppNorthError) {
         try options.validate()
@@ -171,7 +171,7 @@ public final class AppNorthEvents: Sendable {
     /// or `.cancelled` when the client's `cancelInFlight()` ends the wait
     /// (the events stay queued).
     @discardableResult
-    public func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
+    package func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
         let start = state.withLock { s -> (target: UInt64, delivered: Int)? in
             guard !s.closed else { return nil }
             s.flushRequested += 1
@@ -210,7 +210,7 @@ public final class AppNorthEvents: Sendable {
     /// Flushes within `timeoutMilliseconds` (0: no flush), then stops the
     /// upload thread. Queued events stay on disk. Later calls fail with
     /// `.wrongState`. Idempotent.
-    public func close(timeoutMilliseconds: Int) {
+    package func close(timeoutMilliseconds: Int) {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         state.withLock {
             $0.closed = true
@@ -228,7 +228,7 @@ public final class AppNorthEvents: Sendable {
 
     /// A new app session: a new session id, and uploads resume if the
     /// circuit breaker had paused them.
-    public func startSession() throws(AppNorthError) {
+    package func startSession() throws(AppNorthError) {
         var wasOpen = false
         try whileOpen {
             $0.sessionID = Random.hexToken(bytes: 16)
@@ -242,7 +242,7 @@ public final class AppNorthEvents: Sendable {
     }
 
     /// The app came to the foreground: uploads resume and a flush starts.
-    public func foreground() throws(AppNorthError) {
+    package func foreground() throws(AppNorthError) {
         var wasOpen = false
         try whileOpen {
             wasOpen = $0.breaker.isOpen
@@ -253,7 +253,7 @@ public final class AppNorthEvents: Sendable {
         wakeUploader()
     }
 
-    public func setNetworkType(_ type: NetworkType) throws(AppNorthError) {
+    package func setNetworkType(_ type: NetworkType) throws(AppNorthError) {
         try whileOpen { $0.networkType = type }
     }
 

@@ -4,7 +4,7 @@ import Synchronization
 extension AppNorthEvents {
     // MARK: Consent
 
-    public var consent: ConsentState {
+    package var consent: ConsentState {
         refreshConsent()
         return state.withLock { $0.consent }
     }
@@ -26,7 +26,7 @@ extension AppNorthEvents {
     /// so only waiting lets "returned" mean "nothing more arrives". No
     /// attempt starts after it. In the other handles, a `track` that starts
     /// after this call returned is dropped; one that raced it is purged.
-    public func setConsent(analytics granted: Bool) throws(AppNorthError) {
+    package func setConsent(analytics granted: Bool) throws(AppNorthError) {
         try whileOpen { _ in }
         try consentChanges.withLock { _ throws(AppNorthError) in
             // An older change by another handle is acted on first.

@@ -2,10 +2,10 @@
 extension AppNorthEvents {
     // MARK: Identity
 
-    public var anonymousID: String { identity.anonymousID }
-    public var userID: String? { identity.userID }
+    package var anonymousID: String { identity.anonymousID }
+    package var userID: String? { identity.userID }
 
-    public func identify(userID: String) throws(AppNorthError) {
+    package func identify(userID: String) throws(AppNorthError) {
         guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
         try whileOpen { _ in }
         try identity.identify(userID)
@@ -13,7 +13,7 @@ extension AppNorthEvents {
     }
 
     /// Clears the user id (logout). The anonymous id stays.
-    public func reset() throws(AppNorthError) {
+    package func reset() throws(AppNorthError) {
         try whileOpen { _ in }
         try identity.identify(nil)
         refreshEventTail()
@@ -34,11 +34,11 @@ extension AppNorthEvents {
         return EventPayload.identityTail(anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)
     }
 
-    public func setPushToken(_ token: String?) throws(AppNorthError) {
+    package func setPushToken(_ token: String?) throws(AppNorthError) {
         if let token, !(1...4096).contains(token.utf8.count) { throw .invalidArgument("push token must be 1 to 4096 bytes") }
         try whileOpen { _ in }
         try identity.setPushToken(token)
     }
 
-    public func pushToken() throws(AppNorthError) -> String? { try identity.pushToken() }
+    package func pushToken() throws(AppNorthError) -> String? { try identity.pushToken() }
 }

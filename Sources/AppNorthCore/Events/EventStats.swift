@@ -4,7 +4,7 @@ extension AppNorthEvents {
 
     /// Queued count and bytes, drops by reason, breaker state, last error,
     /// last flush time, as a JSON object.
-    public func statsJSON() -> String {
+    package func statsJSON() -> String {
         refreshConsent()
         trimToLimits()
         let s = state.withLock { $0 }
@@ -48,12 +48,12 @@ extension AppNorthEvents {
         return root.serialized()
     }
 
-    public var queuedCount: Int {
+    package var queuedCount: Int {
         refreshConsent()
         trimToLimits()
         return store.directoryQueued.count
     }
 
     /// Events the server has accepted since this queue was opened.
-    public var deliveredCount: Int { state.withLock { $0.delivered } }
+    package var deliveredCount: Int { state.withLock { $0.delivered } }
 }

@@ -7,7 +7,7 @@ extension AppNorthEvents {
     /// nil); it is stored and sent exactly as given. Returns false when the
     /// event was dropped because analytics consent is not given.
     @discardableResult
-    public func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
+    package func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
         var name = name
         guard var properties = propertiesJSON else {
             return try Self.withBytes(&name) { name throws(AppNorthError) in try track(utf8: name, properties: nil) }
@@ -20,7 +20,7 @@ extension AppNorthEvents {
     /// `track` from text in memory (the C entry's: no String is made).
     /// `unchecked` names the arguments when their bytes are not known to be
     /// UTF-8 (C strings): they are checked then, and refused by those names.
-    public func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
+    package func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
                       unchecked: (name: String, properties: String)? = nil) throws(AppNorthError) -> Bool {
         try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: options.maxEventBytes)
         // Another handle's consent change is adopted before this event is

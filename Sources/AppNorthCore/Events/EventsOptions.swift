@@ -1,29 +1,29 @@
 /// Event queue settings. The defaults are the seed's numbers.
-public struct AppNorthEventsOptions: Sendable {
+package struct AppNorthEventsOptions: Sendable {
     /// Automatic flush every 30 s ...
-    public var flushIntervalMilliseconds = 30_000
+    package var flushIntervalMilliseconds = 30_000
     /// ... or as soon as 20 events are waiting, whichever comes first.
-    public var batchThreshold = 20
+    package var batchThreshold = 20
     /// At most 10,000 events and 5 MB queued; past either, the oldest are
     /// dropped and counted.
-    public var maxQueuedEvents = 10_000
-    public var maxQueuedBytes = 5 * 1024 * 1024
+    package var maxQueuedEvents = 10_000
+    package var maxQueuedBytes = 5 * 1024 * 1024
     /// One event larger than this (its upload JSON) is refused by `track`.
-    public var maxEventBytes = 64 * 1024
+    package var maxEventBytes = 64 * 1024
     /// 3 retries after 1 s, 2 s, 4 s, with jitter.
-    public var retry = Backoff(retries: 3)
+    package var retry = Backoff(retries: 3)
     /// A server's Retry-After is honoured up to this.
-    public var retryAfterCapMilliseconds = RetryAfter.defaultCapMilliseconds
+    package var retryAfterCapMilliseconds = RetryAfter.defaultCapMilliseconds
     /// Uploads pause after this many consecutive failures.
-    public var breakerThreshold = CircuitBreaker.defaultThreshold
+    package var breakerThreshold = CircuitBreaker.defaultThreshold
     /// When true, nothing is stored before the host grants consent; when
     /// false (the default), events are queued until consent is revoked.
-    public var requireConsent = false
-    public var networkType = NetworkType.unknown
+    package var requireConsent = false
+    package var networkType = NetworkType.unknown
 
-    public init() {}
+    package init() {}
 
-    public func validate() throws(AppNorthError) {
+    package func validate() throws(AppNorthError) {
         func check(_ ok: Bool, _ what: String) throws(AppNorthError) { if !ok { throw .invalidArgument(what) } }
         try check((10...86_400_000).contains(flushIntervalMilliseconds), "flush interval must be 10 ms to 24 h")
         try check((1...10_000).contains(batchThreshold), "batch threshold must be 1 to 10000")

@@ -7,7 +7,7 @@ public enum NetworkType: Int32, Sendable {
 
     /// Wi-Fi 100, cellular 50, expensive or roaming cellular 20; unknown
     /// is treated as the most expensive.
-    public var batchSize: Int {
+    package var batchSize: Int {
         switch self {
         case .wifi: return 100
         case .cellular: return 50
@@ -15,7 +15,7 @@ public enum NetworkType: Int32, Sendable {
         }
     }
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .unknown: return "unknown"
         case .wifi: return "wifi"
@@ -26,7 +26,7 @@ public enum NetworkType: Int32, Sendable {
 }
 
 /// What to do with a batch after an upload attempt.
-public enum UploadOutcome: Sendable, Equatable {
+package enum UploadOutcome: Sendable, Equatable {
     /// 2xx: remove the events.
     case delivered
     /// 4xx other than 408, 413 and 429: discard the batch, no retry.
@@ -38,9 +38,9 @@ public enum UploadOutcome: Sendable, Equatable {
 }
 
 /// The seed's status-code table, as a pure function.
-public enum UploadStatusPolicy {
+package enum UploadStatusPolicy {
     /// `status` is nil when no HTTP answer arrived.
-    public static func outcome(for status: Int?) -> UploadOutcome {
+    package static func outcome(for status: Int?) -> UploadOutcome {
         guard let status else { return .retry }
         switch status {
         case 200...299: return .delivered
@@ -55,27 +55,27 @@ public enum UploadStatusPolicy {
 /// Counts consecutive failed uploads. Five in a row pause uploads until the
 /// host starts a new session or comes to the foreground; one success
 /// resets the count.
-public struct CircuitBreaker: Sendable, Equatable {
-    public static let defaultThreshold = 5
-    public let threshold: Int
-    public private(set) var consecutiveFailures = 0
+package struct CircuitBreaker: Sendable, Equatable {
+    package static let defaultThreshold = 5
+    package let threshold: Int
+    package private(set) var consecutiveFailures = 0
 
-    public init(threshold: Int = CircuitBreaker.defaultThreshold) { self.threshold = threshold }
+    package init(threshold: Int = CircuitBreaker.defaultThreshold) { self.threshold = threshold }
 
-    public var isOpen: Bool { consecutiveFailures >= threshold }
+    package var isOpen: Bool { consecutiveFailures >= threshold }
 
-    public mutating func recordSuccess() { consecutiveFailures = 0 }
-    public mutating func recordFailure() { consecutiveFailures += 1 }
+    package mutating func recordSuccess() { consecutiveFailures = 0 }
+    package mutating func recordFailure() { consecutiveFailures += 1 }
     /// A new session or a return to the foreground.
-    public mutating func reset() { consecutiveFailures = 0 }
+    package mutating func reset() { consecutiveFailures = 0 }
 }
 
 /// Reads the ids a 400 or 422 answer lists as rejected:
 /// `{"error":{"rejected":[{"id":"..."}, ...]}}` (docs/protocol.md). Nil when
 /// the body has no such list; entries that are not objects with a string
 /// id are skipped.
-public enum RejectedEvents {
-    public static func ids(in body: [UInt8]) -> Set<String>? {
+package enum RejectedEvents {
+    package static func ids(in body: [UInt8]) -> Set<String>? {
         guard let parsed = try? JSON.parse(body), let list = parsed["error"]?["rejected"] else { return nil }
         let elements = list.arrayElements
         guard !elements.isEmpty else { return nil }

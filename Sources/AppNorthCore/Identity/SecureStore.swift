@@ -4,7 +4,7 @@ import Glibc
 /// token. The Linux counterpart of the Keychain: by default a file only
 /// the owner can read, or the host's own secure storage. Values never
 /// appear in logs or error messages.
-public protocol AppNorthSecureStore: AnyObject, Sendable {
+package protocol AppNorthSecureStore: AnyObject, Sendable {
     func read(_ key: String) throws -> String?
     /// `nil` deletes the value.
     func write(_ key: String, _ value: String?) throws
@@ -15,7 +15,7 @@ public protocol AppNorthSecureStore: AnyObject, Sendable {
 }
 
 extension AppNorthSecureStore {
-    public func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
+    package func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
         if let value = try read(key), accept(value) { return value }
         let made = make()
         try write(key, made)
@@ -28,7 +28,7 @@ extension AppNorthSecureStore {
 /// name no other writer uses). Several processes share it: every change
 /// holds a lock on `identity.json.lock` and re-reads the file first, so no
 /// change overwrites another's and the first anonymous id made wins.
-public final class FileSecureStore: AppNorthSecureStore {
+package final class FileSecureStore: AppNorthSecureStore {
     /// Reached through the folder's descriptor only (DataDirectory): a
     /// link planted as the file, its lock or a temporary is never followed,
     /// and a file another user owns is never adopted.
@@ -37,9 +37,9 @@ public final class FileSecureStore: AppNorthSecureStore {
     private let lockName: String
     /// True when the file existed but held something other than a JSON
     /// object of strings when opened; the unreadable values were dropped.
-    public let wasDamaged: Bool
+    package let wasDamaged: Bool
 
-    public init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
+    package init(directory: DataDirectory, file: String = "identity.json") throws(AppNorthError) {
         self.directory = directory
         name = file
         lockName = file + ".lock"
@@ -47,11 +47,11 @@ public final class FileSecureStore: AppNorthSecureStore {
         wasDamaged = try Self.read(directory, file).damaged
     }
 
-    public func read(_ key: String) throws -> String? {
+    package func read(_ key: String) throws -> String? {
         try Self.read(directory, name).values[key]
     }
 
-    public func write(_ key: String, _ value: String?) throws {
+    package func write(_ key: String, _ value: String?) throws {
         try locked { () throws(AppNorthError) in
             var values = try Self.read(directory, name).values
             values[key] = value
@@ -59,7 +59,7 @@ public final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
-    public func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
+    package func readOrCreate(_ key: String, accept: (String) -> Bool, _ make: () -> String) throws -> String {
         // Made before locking: nothing that takes another library lock
         // (the random pool) runs under the identity lock.
         let made = make()
@@ -140,9 +140,9 @@ final class IdentityWriters: Sendable {
 }
 
 /// Secure storage in memory only (tests, and hosts that keep no identity).
-public final class MemorySecureStore: AppNorthSecureStore {
+package final class MemorySecureStore: AppNorthSecureStore {
     private let values = Lock<[String: String]>([:])
-    public init() {}
-    public func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
-    public func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }
+    package init() {}
+    package func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
+    package func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }
 }

@@ -7,7 +7,7 @@ import Glibc
 /// Text the host hands in and that is forwarded unchanged (event properties,
 /// config documents) is validated here but kept as the host's own text, since
 /// jansson's real formatting turns `9.99` into `9.9900000000000002`.
-public final class JSON: @unchecked Sendable {
+package final class JSON: @unchecked Sendable {
     // @unchecked: the wrapped tree is never mutated once shared; builders
     // finish before a value is handed to another thread.
     let raw: UnsafeMutablePointer<json_t>
@@ -22,9 +22,9 @@ public final class JSON: @unchecked Sendable {
 
     deinit { json_decref(raw) }
 
-    public enum Kind: Sendable { case object, array, string, integer, real, bool, null }
+    package enum Kind: Sendable { case object, array, string, integer, real, bool, null }
 
-    public var kind: Kind {
+    package var kind: Kind {
         switch raw.pointee.type {
         case JSON_OBJECT: return .object
         case JSON_ARRAY: return .array
@@ -45,7 +45,7 @@ public final class JSON: @unchecked Sendable {
     /// raw NUL byte is not, yet jansson 2.14 takes one right after a number
     /// or a literal. Such text would be cut short wherever it later becomes a
     /// C string, so it is refused here, at the one door all JSON comes in by.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON",
+    package static func parse(_ bytes: UnsafeRawBufferPointer, what: String = "JSON",
                              flags extra: size_t = 0) throws(AppNorthError) -> JSON {
         if let base = bytes.baseAddress, bytes.count > 0, let nul = memchr(base, 0, bytes.count) {
             let position = base.distance(to: UnsafeRawPointer(nul))
@@ -69,14 +69,14 @@ public final class JSON: @unchecked Sendable {
         return JSON(owning: value)
     }
 
-    public static func parse(_ text: String, what: String = "JSON") throws(AppNorthError) -> JSON {
+    package static func parse(_ text: String, what: String = "JSON") throws(AppNorthError) -> JSON {
         var text = text
         return try text.withUTF8 { buffer in
             Result { () throws(AppNorthError) in try parse(UnsafeRawBufferPointer(buffer), what: what) }
         }.get()
     }
 
-    public static func parse(_ bytes: [UInt8], what: String = "JSON") throws(AppNorthError) -> JSON {
+    package static func parse(_ bytes: [UInt8], what: String = "JSON") throws(AppNorthError) -> JSON {
         try bytes.withUnsafeBytes { buffer in
             Result { () throws(AppNorthError) in try parse(buffer, what: what) }
         }.get()
@@ -88,7 +88,7 @@ public final class JSON: @unchecked Sendable {
     /// the text is forwarded as written, so nothing is lost.
     /// `maxNesting`: the most objects and arrays open at once, the object
     /// itself counted.
-    public static func validateObject(_ text: String, what: String, maxNesting: Int = .max) throws(AppNorthError) {
+    package static func validateObject(_ text: String, what: String, maxNesting: Int = .max) throws(AppNorthError) {
         var text = text
         let top = try text.withUTF8 { buffer in
             Result { () throws(AppNorthError) in
@@ -100,7 +100,7 @@ public final class JSON: @unchecked Sendable {
 
     /// Checks that text is JSON (any value), judged as `parse` judges it,
     /// without building a tree: for text that is passed on as it is.
-    public static func validate(_ text: String, what: String) throws(AppNorthError) {
+    package static func validate(_ text: String, what: String) throws(AppNorthError) {
         var text = text
         _ = try text.withUTF8 { buffer in
             Result { () throws(AppNorthError) in try JSONValidator.validate(buffer, what: what, integersAsReals: false) }
@@ -108,7 +108,7 @@ public final class JSON: @unchecked Sendable {
     }
 
     /// Parses text that must be a JSON object.
-    public static func parseObject(_ text: String, what: String) throws(AppNorthError) -> JSON {
+    package static func parseObject(_ text: String, what: String) throws(AppNorthError) -> JSON {
         let value = try parse(text, what: what)
         guard value.kind == .object else {
             throw .invalidJSON("\(what) must be a JSON object", position: 0)
@@ -119,7 +119,7 @@ public final class JSON: @unchecked Sendable {
     // MARK: Serializing
 
     /// Compact text. Keys keep their insertion order.
-    public func serialized() -> String {
+    package func serialized() -> String {
         guard let text = json_dumps(raw, size_t(JSON_COMPACT | JSON_ENCODE_ANY)) else { return "null" }
         defer { free(text) }
         return String(cString: text)
@@ -127,12 +127,12 @@ public final class JSON: @unchecked Sendable {
 
     // MARK: Reading
 
-    public subscript(key: String) -> JSON? {
+    package subscript(key: String) -> JSON? {
         guard kind == .object, let value = json_object_get(raw, key) else { return nil }
         return JSON(borrowing: value)
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         guard kind == .string, let chars = json_string_value(raw) else { return nil }
         let count = json_string_length(raw)
         return chars.withMemoryRebound(to: UInt8.self, capacity: count) {
@@ -140,14 +140,14 @@ public final class JSON: @unchecked Sendable {
         }
     }
 
-    public var intValue: Int64? { kind == .integer ? Int64(json_integer_value(raw)) : nil }
+    package var intValue: Int64? { kind == .integer ? Int64(json_integer_value(raw)) : nil }
 
     /// Integers and reals.
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         kind == .integer || kind == .real ? json_number_value(raw) : nil
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         switch raw.pointee.type {
         case JSON_TRUE: return true
         case JSON_FALSE: return false
@@ -155,9 +155,9 @@ public final class JSON: @unchecked Sendable {
         }
     }
 
-    public var isNull: Bool { kind == .null }
+    package var isNull: Bool { kind == .null }
 
-    public var count: Int {
+    package var count: Int {
         switch kind {
         case .array: return json_array_size(raw)
         case .object: return json_object_size(raw)
@@ -165,13 +165,13 @@ public final class JSON: @unchecked Sendable {
         }
     }
 
-    public var arrayElements: [JSON] {
+    package var arrayElements: [JSON] {
         guard kind == .array else { return [] }
         return (0..<json_array_size(raw)).map { JSON(borrowing: json_array_get(raw, $0)!) }
     }
 
     /// Object members in their stored order.
-    public var objectMembers: [(key: String, value: JSON)] {
+    package var objectMembers: [(key: String, value: JSON)] {
         guard kind == .object else { return [] }
         var members: [(String, JSON)] = []
         var iter = json_object_iter(raw)
@@ -185,15 +185,15 @@ public final class JSON: @unchecked Sendable {
 
     // MARK: Building
 
-    public static func object() -> JSON { JSON(owning: json_object()) }
-    public static func array() -> JSON { JSON(owning: json_array()) }
-    public static func null() -> JSON { JSON(owning: json_null()) }
-    public static func bool(_ value: Bool) -> JSON { JSON(owning: value ? json_true() : json_false()) }
-    public static func int(_ value: Int64) -> JSON { JSON(owning: json_integer(json_int_t(value))) }
-    public static func double(_ value: Double) -> JSON { JSON(owning: json_real(value)) }
+    package static func object() -> JSON { JSON(owning: json_object()) }
+    package static func array() -> JSON { JSON(owning: json_array()) }
+    package static func null() -> JSON { JSON(owning: json_null()) }
+    package static func bool(_ value: Bool) -> JSON { JSON(owning: value ? json_true() : json_false()) }
+    package static func int(_ value: Int64) -> JSON { JSON(owning: json_integer(json_int_t(value))) }
+    package static func double(_ value: Double) -> JSON { JSON(owning: json_real(value)) }
 
     /// A Swift string is always valid UTF-8, so this cannot fail.
-    public static func string(_ value: String) -> JSON {
+    package static func string(_ value: String) -> JSON {
         var value = value
         let made = value.withUTF8 { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
@@ -204,17 +204,17 @@ public final class JSON: @unchecked Sendable {
     }
 
     /// Sets an object member (no-op on non-objects).
-    public func set(_ key: String, _ value: JSON) {
+    package func set(_ key: String, _ value: JSON) {
         json_object_set(raw, key, value.raw)
     }
 
-    public func append(_ value: JSON) {
+    package func append(_ value: JSON) {
         json_array_append(raw, value.raw)
     }
 
     /// A deep copy, safe to mutate independently.
-    public func deepCopy() -> JSON { JSON(owning: json_deep_copy(raw)) }
+    package func deepCopy() -> JSON { JSON(owning: json_deep_copy(raw)) }
 
     /// Structural equality (jansson's json_equal).
-    public func isEqual(to other: JSON) -> Bool { json_equal(raw, other.raw) != 0 }
+    package func isEqual(to other: JSON) -> Bool { json_equal(raw, other.raw) != 0 }
 }

@@ -5,9 +5,9 @@
 ///
 /// The text must already have been validated (parse it with `JSON.parse`
 /// first); on malformed input these functions return nil rather than trap.
-public enum JSONText {
+package enum JSONText {
     /// The range of the one value in `bytes`, without surrounding whitespace.
-    public static func valueRange(_ bytes: [UInt8]) -> Range<Int> {
+    package static func valueRange(_ bytes: [UInt8]) -> Range<Int> {
         var start = 0
         var end = bytes.count
         while start < end, isSpace(bytes[start]) { start += 1 }
@@ -19,7 +19,7 @@ public enum JSONText {
     /// each key (unescaped) and the exact range of its value. A key that
     /// appears twice is listed twice (jansson keeps the last). nil when the
     /// range does not hold an object.
-    public static func objectMembers(_ bytes: [UInt8], in range: Range<Int>? = nil)
+    package static func objectMembers(_ bytes: [UInt8], in range: Range<Int>? = nil)
         -> [(key: String, value: Range<Int>)]? {
         bytes.withUnsafeBufferPointer { buffer -> [(key: String, value: Range<Int>)]? in
             var walker = JSONMemberWalker(buffer, in: range)

@@ -19,9 +19,9 @@ import CJansson
 ///   without `integersAsReals`, so are integers outside Int64;
 /// - duplicate keys are allowed (jansson keeps the last).
 /// `fuzz/harnesses/json_validator.swift` holds it to jansson's verdict.
-public enum JSONValidator {
+package enum JSONValidator {
     /// What is wrong; the messages follow jansson's where it has one.
-    public enum Problem: Sendable, Equatable {
+    package enum Problem: Sendable, Equatable {
         case rawNUL
         case invalidUTF8(UInt8)
         case prematureEnd
@@ -42,7 +42,7 @@ public enum JSONValidator {
         /// More nested objects and arrays than the caller allows (`maxNesting`).
         case nestedTooDeep(limit: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .rawNUL: return "a raw NUL byte"
             case .invalidUTF8(let byte): return "unable to decode byte 0x\(String(byte, radix: 16)) as UTF-8"
@@ -73,17 +73,17 @@ public enum JSONValidator {
     }
 
     /// The problem and the byte offset where it starts.
-    public struct Failure: Error, Sendable, Equatable {
-        public let problem: Problem
-        public let position: Int
+    package struct Failure: Error, Sendable, Equatable {
+        package let problem: Problem
+        package let position: Int
     }
 
-    public enum TopLevel: Sendable, Equatable { case object, array, scalar }
+    package enum TopLevel: Sendable, Equatable { case object, array, scalar }
 
     /// Validates `bytes` as one JSON value; returns what kind it is.
     /// `maxNesting`: the most objects and arrays open at once (the top
     /// one counts), on top of jansson's limit of nested values.
-    public static func validate(_ bytes: UnsafeBufferPointer<UInt8>,
+    package static func validate(_ bytes: UnsafeBufferPointer<UInt8>,
                                 integersAsReals: Bool, maxNesting: Int = .max) throws(Failure) -> TopLevel {
         // The common shape first: a yes there is one the scanner would give.
         if maxNesting >= 1 && isPlainFlatObject(bytes) { return .object }
@@ -94,7 +94,7 @@ public enum JSONValidator {
 
     /// `validate`, with its failure as `.invalidJSON` saying what is wrong
     /// and where, as `JSON.parse` words it.
-    public static func validate(_ bytes: UnsafeBufferPointer<UInt8>, what: String,
+    package static func validate(_ bytes: UnsafeBufferPointer<UInt8>, what: String,
                                 integersAsReals: Bool, maxNesting: Int = .max) throws(AppNorthError) -> TopLevel {
         do {
             return try validate(bytes, integersAsReals: integersAsReals, maxNesting: maxNesting)
@@ -107,7 +107,7 @@ public enum JSONValidator {
 
     /// The line and column (in characters, from 1) of a byte offset, for
     /// messages: computed only once something is wrong.
-    public static func lineAndColumn(of position: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (line: Int, column: Int) {
+    package static func lineAndColumn(of position: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (line: Int, column: Int) {
         var line = 1
         var column = 1
         for byte in bytes.prefix(max(0, position)) {

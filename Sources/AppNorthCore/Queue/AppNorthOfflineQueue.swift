@@ -17,13 +17,13 @@
 /// processes share the entries safely; two flushing at once may both send
 /// an entry, which its idempotency key makes harmless. Any other storage
 /// has one owner: its blob is loaded once and overwritten on each change.
-public final class AppNorthOfflineQueue: Sendable {
-    public static let defaultLimit = 50
+package final class AppNorthOfflineQueue: Sendable {
+    package static let defaultLimit = 50
     /// The message of the `.queueFull` error (APPNORTH_E_QUEUE_FULL).
     static let fullMessage = "the offline queue is full; nothing was added"
 
-    public let limit: Int
-    public let storage: any AppNorthOfflineQueueStorage
+    package let limit: Int
+    package let storage: any AppNorthOfflineQueueStorage
     private let clock: any AppNorthClock
     /// The entries, in their stored blob.
     private let stored: StoredList<QueueCodec>
@@ -31,7 +31,7 @@ public final class AppNorthOfflineQueue: Sendable {
     private let flushGate = OperationGate()
 
     /// `logger` gets a warning for stored entries found damaged and dropped.
-    public init(storage: any AppNorthOfflineQueueStorage, limit: Int = AppNorthOfflineQueue.defaultLimit,
+    package init(storage: any AppNorthOfflineQueueStorage, limit: Int = AppNorthOfflineQueue.defaultLimit,
                 clock: any AppNorthClock = SystemClock(), logger: Logger = .silent) throws(AppNorthError) {
         guard Limits.queueEntries.contains(limit) else {
             throw .invalidArgument("queue limit must be \(Limits.spelled(Limits.queueEntries))")
@@ -44,17 +44,17 @@ public final class AppNorthOfflineQueue: Sendable {
 
     // MARK: Submitting
 
-    public func submitIdea(using client: AppNorthClient, boardID: String, title: String, body: String = "",
+    package func submitIdea(using client: AppNorthClient, boardID: String, title: String, body: String = "",
                            idempotencyKey: String? = nil) throws -> Bool {
         try submit(.idea(boardID: boardID, title: title, body: body), using: client, idempotencyKey: idempotencyKey)
     }
 
-    public func submitComment(using client: AppNorthClient, handle ideaID: String, body: String,
+    package func submitComment(using client: AppNorthClient, handle ideaID: String, body: String,
                               idempotencyKey: String? = nil) throws -> Bool {
         try submit(.comment(ideaID: ideaID, body: body), using: client, idempotencyKey: idempotencyKey)
     }
 
-    public func submitFeedback(using client: AppNorthClient, _ feedback: AppNorthFeedback,
+    package func submitFeedback(using client: AppNorthClient, _ feedback: AppNorthFeedback,
                                idempotencyKey: String? = nil) throws -> Bool {
         try submit(.feedback(feedback), using: client, idempotencyKey: idempotencyKey)
     }
@@ -63,7 +63,7 @@ public final class AppNorthOfflineQueue: Sendable {
     /// client cancel (the request may have reached the server: its
     /// idempotency key makes the replay harmless, and dropping it could
     /// lose the write).
-    public func submit(_ write: CommunityWrite, using client: AppNorthClient, idempotencyKey key: String? = nil) throws -> Bool {
+    package func submit(_ write: CommunityWrite, using client: AppNorthClient, idempotencyKey key: String? = nil) throws -> Bool {
         try write.validate()
         let key = try idempotencyKey(key)
         let body = write.requestBody()
@@ -89,7 +89,7 @@ public final class AppNorthOfflineQueue: Sendable {
     /// `.cancelled` and keeps the entry in flight and the rest (the entry
     /// is not named as failed). Returns how many were sent.
     @discardableResult
-    public func flush(using client: AppNorthClient) throws -> Int {
+    package func flush(using client: AppNorthClient) throws -> Int {
         var sent = 0
         try flush(using: client, sentCount: &sent)
         return sent
@@ -97,7 +97,7 @@ public final class AppNorthOfflineQueue: Sendable {
 
     /// The same, counting into `sent` as it goes, so a caller learns how
     /// many were sent before an error was thrown.
-    public func flush(using client: AppNorthClient, sentCount sent: inout Int) throws {
+    package func flush(using client: AppNorthClient, sentCount sent: inout Int) throws {
         var failedEntryID: String?
         try flush(using: client, sentCount: &sent, failedEntryID: &failedEntryID)
     }
@@ -107,7 +107,7 @@ public final class AppNorthOfflineQueue: Sendable {
     /// (`discard(entryID:)`) rather than its whole scope. `failedEntryID`
     /// is nil when the flush completed or a network failure stopped it.
     /// Each failed try is recorded in the entry's `attempts`/`lastError`.
-    public func flush(using client: AppNorthClient, sentCount sent: inout Int, failedEntryID: inout String?) throws {
+    package func flush(using client: AppNorthClient, sentCount sent: inout Int, failedEntryID: inout String?) throws {
         sent = 0
         failedEntryID = nil
         var failed: String?
@@ -139,21 +139,21 @@ public final class AppNorthOfflineQueue: Sendable {
 
     /// Entries pending over all stored scopes.
     /// Damaged stored entries found and dropped since this queue opened.
-    public var damagedDropped: Int { stored.damagedDropped }
+    package var damagedDropped: Int { stored.damagedDropped }
 
-    public func pendingCount() throws -> Int {
+    package func pendingCount() throws -> Int {
         try stored.current().count
     }
 
     /// The pending entries, oldest first.
-    public func pendingEntries() throws -> [QueueEntry] {
+    package func pendingEntries() throws -> [QueueEntry] {
         try stored.current()
     }
 
     /// Discards the entries of one scope, or all when `scope` is nil (for
     /// logout). Returns how many.
     @discardableResult
-    public func discard(scope: String?) throws -> Int {
+    package func discard(scope: String?) throws -> Int {
         try stored.modify { list in
             let before = list.count
             list.removeAll { scope == nil || $0.scope == scope }
@@ -165,7 +165,7 @@ public final class AppNorthOfflineQueue: Sendable {
     /// `failedEntryID`). Returns false when no pending entry has that id:
     /// it was sent or discarded already, perhaps by another process.
     @discardableResult
-    public func discard(entryID: String) throws -> Bool {
+    package func discard(entryID: String) throws -> Bool {
         try stored.modify { list in
             let before = list.count
             list.removeAll { $0.id == entryID }

@@ -60,8 +60,8 @@ public final class ManualClock: AppNorthClock {
 /// The wall times a stored row may hold: the Unix epoch to the end of
 /// year 9999. A stored time outside them is damage, and the row holding
 /// it is dropped when read.
-public enum StoredWallTime {
-    public static let range: ClosedRange<Int64> = 0...253_402_300_799_999
+package enum StoredWallTime {
+    package static let range: ClosedRange<Int64> = 0...253_402_300_799_999
 }
 
 /// Sleeps the calling thread.

@@ -18,10 +18,10 @@ import Synchronization
 /// another, so lock order cannot deadlock the fork; a lock that stays busy
 /// for 10 s is given up on, and the fork goes ahead unquiesced rather than
 /// hang the parent.
-public enum ForkGuard {
+package enum ForkGuard {
     /// 0 in the process that loaded the library; +1 in each forked child
     /// (a grandchild counts from its parent's value).
-    public static var generation: UInt64 { forkState.generation.load(ordering: .acquiring) }
+    package static var generation: UInt64 { forkState.generation.load(ordering: .acquiring) }
 
     /// Called by every `Lock` init; the first call installs the handlers.
     static func register(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {

@@ -5,19 +5,19 @@
 /// a trap that kills the host. These give the nearest representable value
 /// instead, which every caller treats as "very large / very old".
 extension FixedWidthInteger {
-    public func addingSaturating(_ other: Self) -> Self {
+    package func addingSaturating(_ other: Self) -> Self {
         let (sum, overflow) = addingReportingOverflow(other)
         guard overflow else { return sum }
         return other > 0 ? .max : .min
     }
 
-    public func subtractingSaturating(_ other: Self) -> Self {
+    package func subtractingSaturating(_ other: Self) -> Self {
         let (difference, overflow) = subtractingReportingOverflow(other)
         guard overflow else { return difference }
         return other > 0 ? .min : .max
     }
 
-    public func multipliedSaturating(by other: Self) -> Self {
+    package func multipliedSaturating(by other: Self) -> Self {
         let (product, overflow) = multipliedReportingOverflow(by: other)
         guard overflow else { return product }
         return (self < 0) != (other < 0) ? .min : .max

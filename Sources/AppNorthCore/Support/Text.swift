@@ -1,12 +1,12 @@
 import Glibc
 
 /// Small text helpers the core needs without Foundation.
-public enum Text {
+package enum Text {
     /// Decodes NUL-terminated C text, refusing invalid UTF-8 instead of
     /// repairing it (a repaired string would silently change host data).
     /// With `maxBytes`, longer text is refused after reading at most
     /// `maxBytes + 1` bytes: an oversize value costs no copy and no scan.
-    public static func decodeC(_ pointer: UnsafePointer<CChar>, what: String,
+    package static func decodeC(_ pointer: UnsafePointer<CChar>, what: String,
                                maxBytes: Int? = nil) throws(AppNorthError) -> String {
         let length: Int
         if let maxBytes {
@@ -28,11 +28,11 @@ public enum Text {
     /// unreserved ones percent-encoded, so "/", "?", "#" and "%" stay
     /// inside the segment. "." and ".." are refused before (requireID,
     /// validatedAppID): encoding cannot stop curl removing dot segments.
-    public static func pathSegment(_ id: String) -> String { percentEncoded(id) }
+    package static func pathSegment(_ id: String) -> String { percentEncoded(id) }
 
     /// Percent-encodes a query component (RFC 3986 unreserved characters
     /// stay as they are).
-    public static func percentEncoded(_ value: String) -> String {
+    package static func percentEncoded(_ value: String) -> String {
         var out = ""
         out.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
@@ -54,7 +54,7 @@ public enum Text {
     /// `\xNN` / `\u{NN}`, so no CR, LF or terminal escape gets through. The
     /// one owner of the rule: the Logger applies it to every line, and
     /// error messages built from server text apply it where they are made.
-    public static func escapingControls(_ value: String) -> String {
+    package static func escapingControls(_ value: String) -> String {
         guard value.unicodeScalars.contains(where: isControl) else { return value }
         var out = ""
         for scalar in value.unicodeScalars {
@@ -73,18 +73,18 @@ public enum Text {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
-    public static func hexByte(_ byte: UInt8) -> String {
+    package static func hexByte(_ byte: UInt8) -> String {
         let digits = Array("0123456789ABCDEF".utf8)
         return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
     }
 
     /// ASCII lowercase; non-ASCII characters are kept as they are, so an
     /// email's identity never depends on locale tables.
-    public static func asciiLowercased(_ value: String) -> String {
+    package static func asciiLowercased(_ value: String) -> String {
         String(decoding: value.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
-    public static func trimmed(_ value: String) -> Substring {
+    package static func trimmed(_ value: String) -> Substring {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
         guard let first = value.firstIndex(where: { !isSpace($0) }),
               let last = value.lastIndex(where: { !isSpace($0) }) else { return "" }

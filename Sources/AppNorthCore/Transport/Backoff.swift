@@ -14,26 +14,26 @@
 /// Either way many clients that failed together do not retry together. A
 /// pure policy: the caller passes the random number. Host values (huge
 /// bases, NaN shares) never trap: arithmetic saturates, shares are clamped.
-public struct Backoff: Sendable, Equatable {
-    public enum JitterMode: Sendable, Equatable {
+package struct Backoff: Sendable, Equatable {
+    package enum JitterMode: Sendable, Equatable {
         /// Within [ceiling × (1 − jitter), ceiling].
         case belowCeiling
         /// Within [nominal × (1 − jitter), nominal × (1 + jitter)].
         case aroundNominal
     }
 
-    public var baseMilliseconds: Int
-    public var maxMilliseconds: Int
+    package var baseMilliseconds: Int
+    package var maxMilliseconds: Int
     /// The jitter's share of the delay, 0 to 1 (a value outside is clamped
     /// when used; NaN or infinite means none).
-    public var jitter: Double
-    public var jitterMode: JitterMode
+    package var jitter: Double
+    package var jitterMode: JitterMode
     /// How many retries `delay(retry:unit:)` gives (at most 32); `Int.max`
     /// for the config's unlimited attempts.
-    public var retries: Int
+    package var retries: Int
 
     /// The config's reconnect backoff.
-    public init(baseMilliseconds: Int = 1000, maxMilliseconds: Int = 60_000, jitter: Double = 0.5) {
+    package init(baseMilliseconds: Int = 1000, maxMilliseconds: Int = 60_000, jitter: Double = 0.5) {
         self.baseMilliseconds = max(1, baseMilliseconds)
         self.maxMilliseconds = max(self.baseMilliseconds, maxMilliseconds)
         self.jitter = Self.share(jitter)
@@ -43,7 +43,7 @@ public struct Backoff: Sendable, Equatable {
 
     /// The events' retry schedule: `retries` retries, the n-th after
     /// base × 2^(n-1), moved by up to ±`spread`.
-    public init(retries: Int, baseMilliseconds: Int = 1000, spread: Double = 0.2) {
+    package init(retries: Int, baseMilliseconds: Int = 1000, spread: Double = 0.2) {
         self.baseMilliseconds = baseMilliseconds
         maxMilliseconds = .max
         jitter = spread
@@ -51,17 +51,17 @@ public struct Backoff: Sendable, Equatable {
         self.retries = retries
     }
 
-    public static let `default` = Backoff(baseMilliseconds: 1000, maxMilliseconds: 60_000, jitter: 0.5)
+    package static let `default` = Backoff(baseMilliseconds: 1000, maxMilliseconds: 60_000, jitter: 0.5)
 
     /// The ceiling for `attempt` (1 = the first retry): base × 2^(attempt-1),
     /// capped at the maximum.
-    public func ceiling(attempt: Int) -> Int {
+    package func ceiling(attempt: Int) -> Int {
         let doublings = min(max(attempt, 1) - 1, 62)
         return min(max(0, baseMilliseconds).multipliedSaturating(by: 1 << doublings), maxMilliseconds)
     }
 
     /// The delay for `attempt` with jitter; `random` is uniform in [0, 1).
-    public func delay(attempt: Int, random: Double) -> Int {
+    package func delay(attempt: Int, random: Double) -> Int {
         let ceiling = ceiling(attempt: attempt)
         let share = Self.share(jitter)
         let r = min(max(random, 0), 1)
@@ -76,13 +76,13 @@ public struct Backoff: Sendable, Equatable {
     }
 
     /// The nominal delay before retry `n` (1-based), nil past the last.
-    public func nominalDelay(retry n: Int) -> Int? {
+    package func nominalDelay(retry n: Int) -> Int? {
         guard n >= 1, n <= retries, n <= 32 else { return nil }
         return ceiling(attempt: n)
     }
 
     /// The delay before retry `n` with jitter (`unit` in [0, 1)), nil past the last.
-    public func delay(retry n: Int, unit: Double) -> Int? {
+    package func delay(retry n: Int, unit: Double) -> Int? {
         guard nominalDelay(retry: n) != nil else { return nil }
         return delay(attempt: n, random: unit)
     }

@@ -13,18 +13,18 @@ import Synchronization
 /// The other two ways work ends are a client's `cancelInFlight()` (a
 /// generation, `InFlightTransfers`) and, for waits, `WaitCancellation`,
 /// which reads both.
-public final class CancellationToken: Sendable {
+package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
     /// The multi handle of the transfer in progress, woken by cancel().
     private let running = Lock<MultiHandle?>(nil)
-    public init() {}
+    package init() {}
 
-    public func cancel() {
+    package func cancel() {
         flag.store(true, ordering: .releasing)
         running.withLock { if let multi = $0 { curl_multi_wakeup(multi.raw) } }
     }
 
-    public var isCancelled: Bool { flag.load(ordering: .acquiring) }
+    package var isCancelled: Bool { flag.load(ordering: .acquiring) }
 
     func attach(_ multi: UnsafeMutableRawPointer) {
         running.withLock { $0 = MultiHandle(raw: multi) }
@@ -74,4 +74,4 @@ final class InFlightTransfers: Sendable {
 
 /// The token's former name, for the code not yet moved to it
 /// (Events/, Config/RemoteConfig.swift, tests); goes once they are.
-public typealias StreamCancellation = CancellationToken
+package typealias StreamCancellation = CancellationToken

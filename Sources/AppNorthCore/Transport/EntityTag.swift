@@ -7,11 +7,11 @@
 /// and at most `maxBytes`. Anything else (a bare CR, a space, no quotes) is
 /// not an entity tag: it is ignored, as if the server had sent none, and
 /// costs nothing else (a cached config with one stays usable).
-public enum EntityTag {
-    public static let maxBytes = 256
+package enum EntityTag {
+    package static let maxBytes = 256
 
     /// `raw` when it is a valid entity tag, else nil.
-    public static func validated(_ raw: String?) -> String? {
+    package static func validated(_ raw: String?) -> String? {
         guard let raw else { return nil }
         var bytes = Substring(raw).utf8[...]
         guard bytes.count <= maxBytes else { return nil }

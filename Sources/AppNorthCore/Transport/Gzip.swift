@@ -2,14 +2,14 @@ import CZlib
 
 /// gzip (RFC 1952) through zlib, for `Content-Encoding: gzip` request
 /// bodies. One call compresses a whole body already in memory.
-public enum Gzip {
+package enum Gzip {
     /// zlib's level 6 (its default): event JSON shrinks several-fold, and
     /// compressing a 30 KB batch costs well under a millisecond.
-    public static let defaultLevel: Int32 = 6
+    package static let defaultLevel: Int32 = 6
 
     /// The gzip member for `bytes`, or nil when zlib fails (out of memory)
     /// or the input is beyond zlib's 32-bit lengths: then send it as is.
-    public static func compress(_ bytes: [UInt8], level: Int32 = defaultLevel) -> [UInt8]? {
+    package static func compress(_ bytes: [UInt8], level: Int32 = defaultLevel) -> [UInt8]? {
         guard bytes.count < Int(UInt32.max / 2), (-1...9).contains(level) else { return nil }
         var stream = z_stream()
         guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return nil }

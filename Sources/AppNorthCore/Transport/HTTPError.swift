@@ -8,14 +8,14 @@
 /// Retry-After is read in one place too: `RetryAfter`.
 extension HTTPResponse {
     /// The error this answer means; nil for a 2xx answer.
-    public var error: AppNorthError? {
+    package var error: AppNorthError? {
         isSuccess ? nil : AppNorthError.fromHTTP(status: status, message: serverMessage)
     }
 
     /// "HTTP 409 conflict: idempotency key reused" from an
     /// `{"error":{"code","message"}}` body, or "HTTP 409" when the body is
     /// not in that shape. Server text is escaped (Text.escapingControls).
-    public var serverMessage: String {
+    package var serverMessage: String {
         if let parsed = try? JSON.parse(body), let error = parsed["error"] {
             let code = Text.escapingControls(error["code"]?.stringValue ?? "error")
             let message = Text.escapingControls(error["message"]?.stringValue ?? "")
@@ -28,7 +28,7 @@ extension HTTPResponse {
 extension AppNorthError {
     /// Maps an HTTP error status to its case. `message` is the server's
     /// error message when it sent one.
-    public static func fromHTTP(status: Int, message: String) -> AppNorthError {
+    package static func fromHTTP(status: Int, message: String) -> AppNorthError {
         switch status {
         case 400, 422: return .validation(message, httpStatus: status)
         case 401, 403: return .authentication(message, httpStatus: status)

@@ -1,20 +1,20 @@
 import CCurl
 
 /// One HTTP request, as the core builds it.
-public struct HTTPRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+package struct HTTPRequest: Sendable {
+    package enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
 
     /// Which timeout applies: the API one (default 30 s) or the resource
     /// download one (default 60 s).
-    public enum Kind: Sendable { case api, resource }
+    package enum Kind: Sendable { case api, resource }
 
-    public var method: Method
-    public var url: String
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]?
-    public var kind: Kind
+    package var method: Method
+    package var url: String
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]?
+    package var kind: Kind
 
-    public init(method: Method, url: String, headers: [(name: String, value: String)] = [],
+    package init(method: Method, url: String, headers: [(name: String, value: String)] = [],
                 body: [UInt8]? = nil, kind: Kind = .api) {
         self.method = method
         self.url = url
@@ -25,16 +25,16 @@ public struct HTTPRequest: Sendable {
 }
 
 /// One HTTP response.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
     /// New connections curl opened for this transfer: 0 when it reused a
     /// kept-alive one.
-    public var connectionsOpened: Int = 0
+    package var connectionsOpened: Int = 0
     /// The protocol the response came over: "HTTP/1.1", "HTTP/2" (https
     /// with a server that chose h2 in ALPN), "HTTP/1.0"; "" when unknown.
-    public var protocolName: String = ""
+    package var protocolName: String = ""
 
     /// "HTTP/2" for curl's CURLINFO_HTTP_VERSION value CURL_HTTP_VERSION_2_0, and so on.
     static func protocolName(curlVersion: Int) -> String {
@@ -48,12 +48,12 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The first header with this name, compared case-insensitively.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let wanted = Text.asciiLowercased(name)
         return headers.first { Text.asciiLowercased($0.name) == wanted }?.value
     }
 
-    public var isSuccess: Bool { (200...299).contains(status) }
+    package var isSuccess: Bool { (200...299).contains(status) }
 }
 
 /// Timeouts in milliseconds. The defaults are the seed's: 30 s for API

@@ -20,21 +20,21 @@ private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 /// (Fuzzing found that libcurl 7.88 reads freed memory when an easy handle
 /// that finished one transfer receives a response with a folded header
 /// line: no easy handle is ever reused.)
-public final class HTTPTransport: Sendable {
-    public let timeouts: HTTPTimeouts
+package final class HTTPTransport: Sendable {
+    package let timeouts: HTTPTimeouts
     /// Responses larger than this fail with `.tooLarge` instead of growing
     /// memory without bound.
-    public let maxResponseBytes: Int
+    package let maxResponseBytes: Int
     private let pool = Lock<[TransferSlot]>([])
     let userAgent: String
     /// CA, pins and proxy for every transfer.
-    public let trust: HTTPTrust
+    package let trust: HTTPTrust
     /// DEBUG traces each request: method, path, status, duration, bytes.
     let logger: Logger
     /// Ends the transfers in flight on `cancelInFlight()`.
     let inFlight = InFlightTransfers()
 
-    public init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
+    package init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
                 userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
                 trust: HTTPTrust = HTTPTrust()) {
         _ = curlGlobalInit
@@ -56,7 +56,7 @@ public final class HTTPTransport: Sendable {
     /// overlap the server's (the event upload prepares its next batch). It
     /// should take milliseconds, not seconds; it does not run when the
     /// transfer ends first.
-    public func perform(_ request: HTTPRequest, cancel: CancellationToken? = nil,
+    package func perform(_ request: HTTPRequest, cancel: CancellationToken? = nil,
                         logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.cancel = cancel
@@ -73,7 +73,7 @@ public final class HTTPTransport: Sendable {
     /// `idleTimeoutMs`, when `onChunk` returns false, or when `cancel` is
     /// set from another thread. Returns the final response; its body holds
     /// the body of a non-2xx answer.
-    public func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: CancellationToken, logger: Logger? = nil,
+    package func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: CancellationToken, logger: Logger? = nil,
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.cancel = cancel
@@ -85,7 +85,7 @@ public final class HTTPTransport: Sendable {
     /// with what `perform` would have returned or thrown: `.cancelled` once
     /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
     /// calls `completion`) only when the transfer cannot be set up.
-    public func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
+    package func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
                       completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.operation = operation
@@ -104,13 +104,13 @@ public final class HTTPTransport: Sendable {
     /// Ends every transfer in flight at this moment with `.cancelled`, at
     /// once; transfers started afterwards run normally. Callable from any
     /// thread; never blocks on a transfer.
-    public func cancelInFlight() {
+    package func cancelInFlight() {
         inFlight.cancelAll()
     }
 
     /// Moves on every `cancelInFlight()`: a wait that began under an older
     /// value was cancelled.
-    public var cancelGeneration: UInt64 { inFlight.generation }
+    package var cancelGeneration: UInt64 { inFlight.generation }
 
     // MARK: -
 

@@ -7,12 +7,12 @@ import Synchronization
 /// Event batches are always compressed (several-fold smaller); write bodies
 /// from `writeThresholdBytes` up (a write is usually a few hundred bytes,
 /// where gzip's 18-byte frame and the CPU buy nothing).
-public final class UploadCompression: Sendable {
+package final class UploadCompression: Sendable {
     /// Write bodies this size or larger are compressed.
-    public static let writeThresholdBytes = 1024
+    package static let writeThresholdBytes = 1024
 
     /// What a request carries.
-    public enum Body: Sendable {
+    package enum Body: Sendable {
         /// An event batch: compressed whenever compression is on.
         case eventBatch
         /// A write: compressed from `writeThresholdBytes` up.
@@ -20,25 +20,25 @@ public final class UploadCompression: Sendable {
     }
 
     /// The host's choice (appnorth_client_options_set_compression).
-    public let enabled: Bool
+    package let enabled: Bool
     private let refusedByServer = Atomic<Bool>(false)
 
-    public init(enabled: Bool = true) {
+    package init(enabled: Bool = true) {
         self.enabled = enabled
     }
 
     /// True once the server answered 415 to a gzip body: this client sends
     /// identity from then on.
-    public var refused: Bool { refusedByServer.load(ordering: .acquiring) }
+    package var refused: Bool { refusedByServer.load(ordering: .acquiring) }
 
     /// Remembers a 415 answer to a gzip body. Returns true the first time.
     @discardableResult
-    public func noteRefused() -> Bool {
+    package func noteRefused() -> Bool {
         !refusedByServer.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// Whether a body of this kind and size goes compressed now.
-    public func applies(to body: Body, size: Int) -> Bool {
+    package func applies(to body: Body, size: Int) -> Bool {
         guard enabled, !refused, size > 0 else { return false }
         switch body {
         case .eventBatch: return true
@@ -51,7 +51,7 @@ public final class UploadCompression: Sendable {
     /// zlib failure).
     /// `packed`: the body already gzipped (an event batch prepared while
     /// the one before it was in flight), used when compression still applies.
-    public func compressed(_ request: HTTPRequest, as body: Body, packed: [UInt8]? = nil) -> HTTPRequest? {
+    package func compressed(_ request: HTTPRequest, as body: Body, packed: [UInt8]? = nil) -> HTTPRequest? {
         guard let plain = request.body, applies(to: body, size: plain.count),
               let packed = packed ?? Gzip.compress(plain) else { return nil }
         var out = request
@@ -62,7 +62,7 @@ public final class UploadCompression: Sendable {
 
     /// `body` gzipped if a body of this kind and size goes compressed now;
     /// nil otherwise (or on a zlib failure).
-    public func pack(_ body: [UInt8], as kind: Body) -> [UInt8]? {
+    package func pack(_ body: [UInt8], as kind: Body) -> [UInt8]? {
         applies(to: kind, size: body.count) ? Gzip.compress(body) : nil
     }
 }

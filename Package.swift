@@ -17,6 +17,8 @@ let package = Package(
         // The C-ABI shared library: libappnorth.so.
         .library(name: "appnorth", type: .dynamic, targets: ["AppNorthC"]),
         // The Foundation-free Swift core that libappnorth.so is built from.
+        // Its API is what AppNorth re-exports (`public`); the rest is
+        // `package`, for AppNorthC and AppNorth only (docs/public-api.md).
         .library(name: "AppNorthCore", targets: ["AppNorthCore"]),
         // The Swift API for Swift hosts (Foundation-based), over the core.
         .library(name: "AppNorth", targets: ["AppNorth"]),

@@ -2,7 +2,8 @@
 // Foundation over the Foundation-free core. libappnorth.so never links this
 // module: it is built from AppNorthCore and AppNorthC only.
 //
-// How the names fit together. The whole core is re-exported, so
+// How the names fit together. The core is re-exported (its `public`
+// declarations: the rest is `package`, see docs/public-api.md), so
 // `import AppNorth` alone gives a host `AppNorthClient`, its configuration
 // and credential, `IdeaQuery`, `AppNorthFeedback`, `AppNorthError`, the
 // clocks and the rest (`AppNorthOfflineQueueError` is this module's own:

@@ -39,7 +39,7 @@ final class AsyncOperationTests: XCTestCase {
         let results = Results()
         let calls: [ClientCall] = [.listBoards, .listIdeas(IdeaQuery(limit: 5)), .listChatMessages]
         for (index, call) in calls.enumerated() {
-            try client.start(call, operation: StreamCancellation()) { results.put(index, $0) }
+            try client.start(call, operation: CancellationToken()) { results.put(index, $0) }
         }
         let done = results.wait(for: 3)
         for (index, call) in calls.enumerated() {
@@ -50,11 +50,11 @@ final class AsyncOperationTests: XCTestCase {
     func testBadInputFailsTheStartAndCallsNothing() throws {
         let client = try TestServer.client()
         let results = Results()
-        XCTAssertThrowsError(try client.start(.listComments(ideaID: ""), operation: StreamCancellation()) {
+        XCTAssertThrowsError(try client.start(.listComments(ideaID: ""), operation: CancellationToken()) {
             results.put(0, $0)
         })
         XCTAssertThrowsError(try client.start(.submit(.idea(boardID: "b", title: "  ", body: ""), idempotencyKey: nil),
-                                              operation: StreamCancellation()) { results.put(0, $0) })
+                                              operation: CancellationToken()) { results.put(0, $0) })
         XCTAssertTrue(results.wait(for: 1, seconds: 0).isEmpty)
     }
 
@@ -62,10 +62,10 @@ final class AsyncOperationTests: XCTestCase {
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
         _ = try TestServer.post("/admin/faults", #"{"delay_ms":20000,"count":1,"path_prefix":"/v1/apps/swift/ideas/held/comments"}"#)
         let results = Results()
-        let held = StreamCancellation()
+        let held = CancellationToken()
         try client.start(.listComments(ideaID: "held"), operation: held) { results.put(0, $0) }
         for index in 1...8 {
-            try client.start(.listBoards, operation: StreamCancellation()) { results.put(index, $0) }
+            try client.start(.listBoards, operation: CancellationToken()) { results.put(index, $0) }
         }
         let others = results.wait(for: 8)
         XCTAssertNil(others[0], "the held one is still in flight")
@@ -78,7 +78,7 @@ final class AsyncOperationTests: XCTestCase {
     func testOperationScopeCancelsABlockingCallOnItsThreadOnly() throws {
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
         _ = try TestServer.post("/admin/faults", #"{"delay_ms":20000,"count":1,"path_prefix":"/v1/apps/swift/boards"}"#)
-        let operation = StreamCancellation()
+        let operation = CancellationToken()
         let results = Results()
         let thread = try BackgroundThread(name: "scoped") { _ in
             results.put(0, Result { () throws(AppNorthError) -> String in

@@ -73,7 +73,7 @@ final class ClientTests: XCTestCase {
         // new connection (a regression the flush benchmark caught).
         let transport = HTTPTransport()
         let url = try TestServer.url() + "/v1/apps/swift/boards"
-        let cancel = StreamCancellation()
+        let cancel = CancellationToken()
         _ = try transport.perform(HTTPRequest(method: .get, url: url), cancel: cancel)
         let second = try transport.perform(HTTPRequest(method: .get, url: url), cancel: cancel)
         XCTAssertEqual(second.status, 200)
@@ -120,7 +120,7 @@ final class ClientTests: XCTestCase {
     func testStreamsAServerSentEvent() throws {
         try TestServer.post("/admin/apps/swift/config", #"{"config":{"theme":"dark"}}"#)
         let transport = HTTPTransport()
-        let cancel = StreamCancellation()
+        let cancel = CancellationToken()
         var received: [UInt8] = []
         XCTAssertThrowsError(try transport.stream(
             HTTPRequest(method: .get, url: try TestServer.url() + "/v1/apps/swift/config/stream",

@@ -53,7 +53,7 @@ final class TransferEngineTests: XCTestCase {
         let holder = try holdEveryPlace()
         defer { holder.client.cancelInFlight() }
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
-        let waiting = StreamCancellation()
+        let waiting = CancellationToken()
         let results = AsyncOperationTests.Results()
         try client.start(.listBoards, operation: waiting) { results.put(0, $0) }
         waiting.cancel()
@@ -70,7 +70,7 @@ final class TransferEngineTests: XCTestCase {
         defer { holder.client.cancelInFlight() }
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 300))
         let results = AsyncOperationTests.Results()
-        try client.start(.listBoards, operation: StreamCancellation()) { results.put(0, $0) }
+        try client.start(.listBoards, operation: CancellationToken()) { results.put(0, $0) }
         let done = results.wait(for: 1)
         guard case .failure(.network(let message)) = done[0] else {
             return XCTFail("waiting: \(String(describing: done[0]))")
@@ -88,7 +88,7 @@ final class TransferEngineTests: XCTestCase {
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 120_000))
         let results = AsyncOperationTests.Results()
         for index in 0..<places {
-            try client.start(.listComments(ideaID: "held"), operation: StreamCancellation()) { results.put(index, $0) }
+            try client.start(.listComments(ideaID: "held"), operation: CancellationToken()) { results.put(index, $0) }
         }
         // The fault is used up once the server holds all of them.
         let deadline = ContinuousClock.now + .seconds(15)

@@ -29,16 +29,14 @@ final class TransferEngine: @unchecked Sendable {
     struct Job: Sendable {
         let transfer: EasyTransfer
         let done: @Sendable (CURLcode) -> Void
-        /// When it was handed in (monotonic ns): its total timeout counts from here.
-        var handedInNs: UInt64 = 0
+        /// The end of its total timeout, counted from when it was handed
+        /// in (nil: none).
+        var deadline: Deadline? = nil
 
-        /// Milliseconds of its total timeout left at `now` (nil: none).
-        func timeoutLeftMs(at now: UInt64) -> Int? {
-            guard transfer.totalTimeoutMs > 0 else { return nil }
-            return transfer.totalTimeoutMs - Int(clamping: (now &- handedInNs) / 1_000_000)
-        }
+        /// Milliseconds of its total timeout left at `now`, rounded up (nil: none).
+        func timeoutLeftMs(at now: UInt64) -> Int? { deadline?.remainingMillisecondsRoundedUp(at: now) }
 
-        func timedOut(at now: UInt64) -> Bool { (timeoutLeftMs(at: now) ?? 1) <= 0 }
+        func timedOut(at now: UInt64) -> Bool { deadline?.hasPassed(at: now) ?? false }
     }
 
     static let maxHostConnections = 8
@@ -97,7 +95,8 @@ final class TransferEngine: @unchecked Sendable {
     func add(_ job: Job) throws(AppNorthError) {
         if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
         var job = job
-        job.handedInNs = monotonicNow()
+        let total = job.transfer.totalTimeoutMs
+        job.deadline = total > 0 ? Deadline(milliseconds: total, after: monotonicNow()) : nil
         incoming.withLock { $0.append(job) }
         curl_multi_wakeup(multi)
     }
@@ -107,7 +106,7 @@ final class TransferEngine: @unchecked Sendable {
     private func loop() {
         var active: Int32 = 0
         var lastSweep: UInt64 = 0
-        var nextWaitingDeadline: UInt64? = nil
+        var nextWaitingDeadline: Deadline? = nil
         while true {
             admit()
             curl_multi_perform(multi, &active)
@@ -127,7 +126,7 @@ final class TransferEngine: @unchecked Sendable {
             // waiting for a place comes back at its deadline.
             var waitMs: Int32 = running.isEmpty && admission.isEmpty ? 3_600_000 : (sweepDue ? 1000 : 2)
             if let deadline = nextWaitingDeadline {
-                waitMs = min(waitMs, Int32(clamping: (deadline &- min(deadline, now)) / 1_000_000 + 1))
+                waitMs = min(waitMs, Int32(clamping: deadline.sleepMilliseconds(at: now)))
             }
             curl_multi_poll(multi, nil, 0, waitMs, nil)
         }
@@ -193,17 +192,14 @@ final class TransferEngine: @unchecked Sendable {
     /// Ends the cancelled transfers, and the waiting jobs that were
     /// cancelled or whose total timeout ran out (as curl would end them);
     /// returns the nearest deadline of the jobs still waiting.
-    private func sweep(now: UInt64) -> UInt64? {
+    private func sweep(now: UInt64) -> Deadline? {
         let cancelled = running.compactMap { $0.value.transfer.context.isCancelled ? $0.key : nil }
         for h in cancelled { complete(h, CURLE_ABORTED_BY_CALLBACK) }
         guard !admission.isEmpty else { return nil }
-        var nearest: UInt64? = nil
+        var nearest: Deadline? = nil
         let ended = admission.removeWaiting { job in
             if job.transfer.context.isCancelled || job.timedOut(at: now) { return true }
-            if let left = job.timeoutLeftMs(at: now) {
-                let deadline = now &+ UInt64(left) &* 1_000_000
-                nearest = min(nearest ?? deadline, deadline)
-            }
+            if let deadline = job.deadline { nearest = min(nearest ?? deadline, deadline) }
             return false
         }
         for job in ended {

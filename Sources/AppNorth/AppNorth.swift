@@ -11,11 +11,9 @@
 // exist in both modules with different shapes: `AppNorthOfflineQueue`,
 // `AppNorthReadCache`, `AppNorthOfflineQueueStorage` and
 // `AppNorthReadCacheStorage` (the core's are synchronous and take bytes;
-// these are async and take `Data`, as the seed page shows). Swift's
-// shadowing rule settles them: a module's own declaration shadows one of a
-// module it imports, so a host that imports `AppNorth` gets these. Inside
-// this module the core's are spelled `AppNorthCore.X`. A host that also
-// writes `import AppNorthCore` must qualify those four names itself.
+// these are async and take `Data`, as the seed page shows). The core's are
+// `package`, so a host sees only these; inside this module the core's are
+// spelled `AppNorthCore.X`.
 //
 // Each file here that uses core types also writes `import AppNorthCore`
 // itself, so incremental builds recompile it when a core type changes.

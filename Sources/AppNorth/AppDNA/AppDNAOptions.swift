@@ -77,8 +77,9 @@ public struct AppDNAOptions: Sendable {
 
     /// The config TTL in whole seconds (rounded up), refused outside 1 s to 1 year.
     func configTTLSeconds() throws(AppNorthError) -> Int {
-        guard configTTL.isFinite, configTTL > 0, configTTL <= 31_536_000 else {
-            throw .invalidArgument("configTTL must be more than 0 and at most 31536000 seconds")
+        let most = Limits.ttlSeconds.upperBound
+        guard configTTL.isFinite, configTTL > 0, configTTL <= TimeInterval(most) else {
+            throw .invalidArgument("configTTL must be more than 0 and at most \(most) seconds")
         }
         return max(1, Int(configTTL.rounded(.up)))
     }

@@ -2,7 +2,7 @@ import Glibc
 import Synchronization
 
 /// One stored event: its place in the queue and its upload JSON.
-struct StoredEvent: Sendable {
+struct StoredEvent: Sendable, Equatable {
     let seq: Int64
     /// The event id the server deduplicates on and names rejected events by.
     let id: String

@@ -45,15 +45,8 @@ extension AppNorthEvents {
         }
     }
 
-    /// How one batch's upload ended.
-    enum BatchOutcome {
-        case delivered
-        /// Kept for the next cycle (5xx, network: `kept`), or discarded (4xx).
-        case failed(AppNorthError, kept: Bool)
-        /// Consent was revoked or the queue is closing: the batch is left
-        /// alone (a revocation has purged it).
-        case abandoned
-    }
+    /// How one batch's upload ended (`BatchUpload.Outcome`).
+    typealias BatchOutcome = BatchUpload.Outcome
 
     /// Uploads batches until the queue is empty or one fails. Returns true
     /// when nothing failed. A failed cycle (a batch's first attempt and its
@@ -67,19 +60,9 @@ extension AppNorthEvents {
     /// the answer is in, if nothing it was read under has changed.
     func uploadCycle(_ thread: BackgroundThread) -> CycleResult {
         state.withLock { $0.cycleError = nil }
-        /// The batch read while the previous one was in flight.
-        var ahead: PreparedBatch?
-        /// A delivered batch whose rows are deleted while the next is in
-        /// flight (a crash before that resends it; the server deduplicates).
-        var undeleted: [StoredEvent] = []
-        func deleteDelivered() {
-            guard !undeleted.isEmpty else { return }
-            _ = try? store.remove(undeleted)
-            undeleted = []
-            store.leaseFloor.store(Int64.max, ordering: .relaxed)
-        }
+        var pipeline = CyclePipeline()
         defer {
-            deleteDelivered()
+            pipeline.deleteDelivered(store)
             store.releaseLease()  // every attempt has ended (`endAttempt`)
         }
         while !thread.isStopping {
@@ -89,22 +72,10 @@ extension AppNorthEvents {
                  s.networkType.batchSize, s.consentGeneration)
             }
             guard allowed else { return state.withLock { $0.breaker.isOpen } ? .paused : .succeeded }
-            let batch: PreparedBatch
             let part = Self.drainPart(batchSize)
+            let batch: PreparedBatch
             do {
-                try store.recoverOrphansIfDue()
-                // A short batch read ahead may have missed rows drained since.
-                if let next = ahead, next.generation == generation, next.events.count == batchSize,
-                   next.removals == store.removals.load(ordering: .acquiring) {
-                    batch = next
-                } else {
-                    // Only the journal's oldest part before this batch: the
-                    // rest goes in while the requests are in flight.
-                    try drainIntoTable(part: part)
-                    deleteDelivered()
-                    batch = try prepareBatch(batchSize, after: nil, generation)
-                }
-                ahead = nil
+                batch = try nextBatch(&pipeline, batchSize, part: part, generation)
             } catch {
                 record(error)
                 state.withLock { $0.cycleError = error }
@@ -115,19 +86,14 @@ extension AppNorthEvents {
                 if store.hasRetiredRest { continue }
                 return .succeeded
             }
-            let outcome = upload(batch.events, generation, thread, body: batch.body,
-                                 deferRemoval: { delivered in
-                // The batch before, if its request's wait did not delete it.
-                deleteDelivered()
-                undeleted = delivered
-                // Still leased until deleted: a trim must not count them as dropped.
-                if let first = delivered.first?.seq { self.store.leaseFloor.store(first, ordering: .relaxed) }
+            let outcome = upload(batch.events, generation, thread, body: batch.body, deferRemoval: { delivered in
+                pipeline.deferRemoval(of: delivered, self.store)
             }, whileWaiting: {
-                deleteDelivered()
+                pipeline.deleteDelivered(self.store)
                 // The journal's next part, while the server works (a failure
                 // is met again, and reported, before the next batch).
                 if self.store.hasRetiredRest { try? self.drainIntoTable(part: part) }
-                ahead = try? self.prepareBatch(batchSize, after: batch.events.last?.seq, generation)
+                pipeline.ahead = try? self.prepareBatch(batchSize, after: batch.events.last?.seq, generation)
             })
             switch outcome {
             case .delivered:
@@ -137,153 +103,212 @@ extension AppNorthEvents {
                 refreshConsent()
                 return .succeeded
             case .failed(let error, let kept):
-                let opened = state.withLock { s -> Bool in
-                    let wasOpen = s.breaker.isOpen
-                    s.breaker.recordFailure()
-                    s.cycleError = error
-                    return !wasOpen && s.breaker.isOpen
-                }
-                if opened {
-                    logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
-                               + "uploads paused until start_session or foreground")
-                }
+                recordFailedFlush(error)
                 return kept ? .kept : .discarded
             }
         }
         return .succeeded
     }
 
+    /// What one cycle carries from a batch to the next: the batch read
+    /// while the previous one was in flight, and a delivered batch whose
+    /// rows are deleted while the next is in flight (a crash before that
+    /// resends it; the server deduplicates).
+    struct CyclePipeline {
+        var ahead: PreparedBatch?
+        var undeleted: [StoredEvent] = []
+
+        mutating func deleteDelivered(_ store: EventStore) {
+            guard !undeleted.isEmpty else { return }
+            _ = try? store.remove(undeleted)
+            undeleted = []
+            store.leaseFloor.store(Int64.max, ordering: .relaxed)
+        }
+
+        /// The batch before, if its request's wait did not delete it; the
+        /// delivered rows stay leased until deleted (a trim must not count
+        /// them as dropped).
+        mutating func deferRemoval(of delivered: [StoredEvent], _ store: EventStore) {
+            deleteDelivered(store)
+            undeleted = delivered
+            if let first = delivered.first?.seq { store.leaseFloor.store(first, ordering: .relaxed) }
+        }
+    }
+
+    /// The cycle's next batch: the one read ahead, if it is still what a
+    /// read now would give (a short one may have missed rows drained
+    /// since); else the journal's oldest part goes in (the rest goes in
+    /// while the requests are in flight) and the oldest rows are read.
+    func nextBatch(_ pipeline: inout CyclePipeline, _ batchSize: Int, part: Int,
+                   _ generation: UInt64) throws(AppNorthError) -> PreparedBatch {
+        try store.recoverOrphansIfDue()
+        defer { pipeline.ahead = nil }
+        if let next = pipeline.ahead, next.generation == generation, next.events.count == batchSize,
+           next.removals == store.removals.load(ordering: .acquiring) {
+            return next
+        }
+        try drainIntoTable(part: part)
+        pipeline.deleteDelivered(store)
+        return try prepareBatch(batchSize, after: nil, generation)
+    }
+
+    /// A failed flush: one more toward the circuit breaker.
+    func recordFailedFlush(_ error: AppNorthError) {
+        let opened = state.withLock { s -> Bool in
+            let wasOpen = s.breaker.isOpen
+            s.breaker.recordFailure()
+            s.cycleError = error
+            return !wasOpen && s.breaker.isOpen
+        }
+        if opened {
+            logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
+                       + "uploads paused until start_session or foreground")
+        }
+    }
+
     /// How an upload cycle ended (`UploadTrigger.CycleResult`).
     typealias CycleResult = UploadTrigger.CycleResult
 
-    /// Sends one batch with the retry schedule. Every attempt first checks,
-    /// under the state lock, that consent has not been revoked since the
-    /// batch was read (`generation`), and registers its request so that a
-    /// revocation cancels it.
-    ///
-    /// `body`: the batch's body, when prepared ahead. `deferRemoval`: takes
-    /// the delivered rows instead of deleting them now. `whileWaiting`: runs
-    /// once the first attempt's request is out (`HTTPTransport.perform`).
+    /// Sends one batch: runs its `BatchUpload` (retries, 415, split,
+    /// bisect), doing what it answers, each transition logged at debug
+    /// level. `body`: the batch's body, when prepared ahead.
+    /// `deferRemoval`: takes the delivered rows instead of deleting them
+    /// now. `whileWaiting`: runs once the first attempt's request is out
+    /// (`HTTPTransport.perform`).
     func upload(_ batch: [StoredEvent], _ generation: UInt64, _ thread: BackgroundThread,
-                        body: BatchBody? = nil, deferRemoval: (([StoredEvent]) -> Void)? = nil,
-                        whileWaiting: (() -> Void)? = nil) -> BatchOutcome {
-        var batch = batch
-        var body = body ?? BatchBody(batch, client.compression)
+                body: BatchBody? = nil, deferRemoval: (([StoredEvent]) -> Void)? = nil,
+                whileWaiting: (() -> Void)? = nil) -> BatchOutcome {
+        var machine = BatchUpload(batch, schedule: options.retry)
+        // The prepared body serves every attempt of the whole batch.
+        let prepared = body.map { (batch, $0) }
         var whileWaiting = whileWaiting
-        var retry = 0
+        var input = BatchUpload.Input.start
+        var status = 0
         while true {
-            guard waitForRetryAfter(generation, thread) else { return .abandoned }
-            // Rows a trim (or another handle) deleted since the batch was
-            // read are not sent; the rest is leased for the attempt.
-            try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
-            let floor = store.leaseFloor.load(ordering: .relaxed)
-            guard let rest = try? store.lease(batch, from: floor == Int64.max ? nil : floor) else {
-                return .failed(.storage("cannot read the event queue"), kept: true)
-            }
-            if rest.isEmpty { return .delivered }
-            if rest.count != batch.count {
-                logger.log(.debug, "events: \(batch.count - rest.count) event(s) of the batch left the queue before its attempt")
-                batch = rest
-                body = BatchBody(rest, client.compression)
-            }
-            // The fence keeps a revocation in another handle from returning
-            // while this attempt, checked before it, is still in progress.
-            let attempt = consentWatch.withUploadFence { () -> (Int?, HTTPResponse?, AppNorthError?)? in
-                guard let cancel = beginAttempt(generation) else { return nil }
-                return send(body, cancel: cancel, whileWaiting: whileWaiting)
-            }
-            whileWaiting = nil
-            store.endAttempt(delivered: attempt.map { UploadStatusPolicy.outcome(for: $0.0) == .delivered } ?? false)
-            guard let (status, response, error) = attempt else { return .abandoned }
-            // Another handle's revocation during the attempt is adopted now:
-            // the batch is then left alone (that revocation purged it).
-            refreshConsent()
-            let revoked = state.withLock { s -> Bool in
-                s.inFlight = nil
-                s.lastAttemptMs = clock.wallMilliseconds()
-                return s.consentGeneration != generation
-            }
-            // Whatever came back, a revocation has purged these events.
-            if revoked || thread.isStopping { return .abandoned }
-            switch UploadStatusPolicy.outcome(for: status) {
-            case .delivered:
-                if let deferRemoval { deferRemoval(batch) } else { _ = try? store.remove(batch) }
-                let failuresBefore = state.withLock { s -> Int in
-                    let before = s.breaker.consecutiveFailures
-                    s.delivered &+= batch.count
-                    s.breaker.recordSuccess()
-                    s.lastFlushMs = clock.wallMilliseconds()
-                    return before
+            let action = machine.next(input)
+            logger.log(.debug, "events: batch of \(batch.count): \(action.summary)")
+            switch action {
+            case .attempt(let events, let compressed, let why):
+                if case .half(let size, let code) = why, code != 413 {
+                    logger.log(.warning, "events: HTTP \(code) for a batch of \(size) naming no event; sending it in halves")
                 }
-                logger.log(.debug, "events: batch of \(batch.count) delivered (HTTP \(status ?? 0))")
-                if failuresBefore > 0 { logger.log(.info, "events: uploads work again after \(failuresBefore) failure(s)") }
-                return .delivered
-            case .discard:
-                let error = error ?? .http("HTTP \(status ?? 0)", httpStatus: status ?? 0)
-                record(error)
-                let rest = dropRejected(batch, response)
-                if let rest, !rest.isEmpty {
-                    // Only the listed events were refused: the rest goes at once.
-                    batch = rest
-                    body = BatchBody(rest, client.compression)
-                    continue
-                }
-                if rest == nil, batch.count > 1, status == 400 || status == 422 {
-                    return bisect(batch, status ?? 0, generation, thread)
-                }
-                let gone = (try? store.remove(batch)) ?? 0
-                state.withLock { $0.dropped["client_error", default: 0] += gone }
-                logger.log(.error, "event batch of \(batch.count) discarded after HTTP \(status ?? 0): check the event schema")
-                return .failed(error, kept: false)
-            case .split:
-                if batch.count == 1 {
-                    let gone = (try? store.remove(batch)) ?? 0
-                    state.withLock { $0.dropped["payload_too_large", default: 0] += gone }
-                    logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
-                    return .delivered
-                }
-                let half = batch.count / 2
-                let first = upload(Array(batch[..<half]), generation, thread)
-                guard case .delivered = first else { return first }
-                return upload(Array(batch[half...]), generation, thread)
-            case .retry:
-                if let response, let wait = RetryAfter.milliseconds(for: response, nowWallMs: clock.wallMilliseconds(),
-                                                                       capMs: options.retryAfterCapMilliseconds) {
-                    let until = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
-                    state.withLock { $0.notBeforeMono = until }
-                }
-                let failure = error ?? .network("no response")
-                record(failure)
-                retry += 1
-                guard let delay = options.retry.delay(retry: retry, unit: Random.unit()) else {
-                    logger.log(.debug, "events: batch of \(batch.count) kept for the next cycle after \(retry) attempt(s)")
-                    return .failed(failure, kept: true)
-                }
-                logger.log(.debug, "events: batch of \(batch.count) failed; retry \(retry) in \(delay) ms")
-                if !pause(milliseconds: delay, generation, thread) { return .abandoned }
+                input = attempt(events, compressed: compressed, generation, thread, prepared: prepared, whileWaiting: whileWaiting)
+                if case .answered(_, let code, _, _, _, _) = input { status = code ?? 0 }
+                whileWaiting = nil
+            case .wait(let milliseconds, _):
+                input = .waited(pause(milliseconds: milliseconds, generation, thread))
+            case .deliver(let events, let deferrable):
+                delivered(events, status: status, deferRemoval: deferrable ? deferRemoval : nil)
+                input = .done
+            case .drop(let events, let reason):
+                drop(events, reason, status: status, of: machine.current.count)
+                input = .done
+            case .finish(let outcome):
+                return outcome
             }
         }
     }
 
-    /// A 400 or 422 that names no event of a batch of several: the halves
-    /// go separately (as after a 413), down to single events, so that only
-    /// what the server refuses is dropped and one poisoned event does not
-    /// take the good ones with it. A batch every part of which is refused
-    /// is a discarded batch (a failed flush); a batch of which some part
-    /// went through is not.
-    func bisect(_ batch: [StoredEvent], _ status: Int, _ generation: UInt64, _ thread: BackgroundThread) -> BatchOutcome {
-        logger.log(.warning, "events: HTTP \(status) for a batch of \(batch.count) naming no event; sending it in halves")
-        let half = batch.count / 2
-        let first = upload(Array(batch[..<half]), generation, thread)
-        switch first {
-        case .abandoned, .failed(_, kept: true): return first
-        case .delivered, .failed(_, kept: false): break
+    /// One attempt of `events`: waits out a Retry-After, trims the
+    /// directory if it is over its limits, leases the rows still queued
+    /// (those a trim, a purge or another handle deleted since the batch
+    /// was read are not sent), and POSTs them, unless consent was revoked
+    /// since `generation` (checked under the state lock, the request
+    /// registered so that a revocation cancels it). What came of it, for
+    /// the batch's `BatchUpload`.
+    func attempt(_ events: [StoredEvent], compressed: Bool, _ generation: UInt64, _ thread: BackgroundThread,
+                 prepared: ([StoredEvent], BatchBody)?, whileWaiting: (() -> Void)?) -> BatchUpload.Input {
+        guard waitForRetryAfter(generation, thread) else { return .abandoned }
+        try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
+        let floor = store.leaseFloor.load(ordering: .relaxed)
+        guard let rest = try? store.lease(events, from: floor == Int64.max ? nil : floor) else {
+            return .storageFailed(.storage("cannot read the event queue"))
         }
-        let second = upload(Array(batch[half...]), generation, thread)
-        switch (first, second) {
-        case (_, .abandoned), (_, .failed(_, kept: true)): return second
-        case (.failed, .failed): return second
-        default: return .delivered
+        if rest.isEmpty { return .gone }
+        if rest.count != events.count {
+            logger.log(.debug, "events: \(events.count - rest.count) event(s) of the batch left the queue before its attempt")
+        }
+        // `rest` is a part of the prepared batch: the same rows when as many.
+        let body = prepared.flatMap { $0.0.count == rest.count ? $0.1 : nil } ?? BatchBody(rest, client.compression)
+        // The fence keeps a revocation in another handle from returning
+        // while this attempt, checked before it, is still in progress.
+        let answer = consentWatch.withUploadFence { () -> Answer? in
+            guard let cancel = beginAttempt(generation) else { return nil }
+            return send(body, compressed: compressed, cancel: cancel, whileWaiting: whileWaiting)
+        }
+        store.endAttempt(delivered: answer.map { UploadStatusPolicy.outcome(for: $0.status) == .delivered } ?? false)
+        guard let answer else { return .abandoned }
+        // Another handle's revocation during the attempt is adopted now:
+        // the batch is then left alone (that revocation purged it).
+        refreshConsent()
+        let revoked = state.withLock { s -> Bool in
+            s.inFlight = nil
+            s.lastAttemptMs = clock.wallMilliseconds()
+            return s.consentGeneration != generation
+        }
+        if revoked || thread.isStopping { return .abandoned }
+        noteAnswer(answer)
+        let rejected = answer.response.flatMap { $0.status == 400 || $0.status == 422 ? RejectedEvents.ids(in: $0.body) : nil }
+        return .answered(sent: rest, status: answer.status, error: answer.error, gzipped: answer.gzipped,
+                         rejected: rejected, jitter: Random.unit())
+    }
+
+    /// What one POST came back with.
+    struct Answer {
+        var status: Int?
+        var response: HTTPResponse?
+        var error: AppNorthError?
+        /// The body went gzipped.
+        var gzipped: Bool
+    }
+
+    /// What an answer tells beyond the batch: a failure is recorded (the
+    /// stats' last error, a warning), a Retry-After is kept for every
+    /// attempt and cycle, and a 415 to a gzip body turns compression off.
+    func noteAnswer(_ answer: Answer) {
+        if answer.status == 415 && answer.gzipped {
+            if client.compression.noteRefused() {
+                logger.log(.info, "the server answered 415 to a gzip body: this client sends uncompressed bodies from now on")
+            }
+            return
+        }
+        guard let error = answer.error else { return }
+        record(error)
+        if UploadStatusPolicy.outcome(for: answer.status) == .retry, let response = answer.response,
+           let wait = RetryAfter.milliseconds(for: response, nowWallMs: clock.wallMilliseconds(),
+                                              capMs: options.retryAfterCapMilliseconds) {
+            let until = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
+            state.withLock { $0.notBeforeMono = until }
+        }
+    }
+
+    /// Delivered rows: removed (or handed to `deferRemoval`) and counted.
+    func delivered(_ events: [StoredEvent], status: Int, deferRemoval: (([StoredEvent]) -> Void)?) {
+        if let deferRemoval { deferRemoval(events) } else { _ = try? store.remove(events) }
+        let failuresBefore = state.withLock { s -> Int in
+            let before = s.breaker.consecutiveFailures
+            s.delivered &+= events.count
+            s.breaker.recordSuccess()
+            s.lastFlushMs = clock.wallMilliseconds()
+            return before
+        }
+        logger.log(.debug, "events: batch of \(events.count) delivered (HTTP \(status))")
+        if failuresBefore > 0 { logger.log(.info, "events: uploads work again after \(failuresBefore) failure(s)") }
+    }
+
+    /// Rows the server refused: removed and counted by their reason.
+    /// `of`: the events of the part they belong to.
+    func drop(_ events: [StoredEvent], _ reason: BatchUpload.DropReason, status: Int, of part: Int) {
+        let gone = (reason == .rejected ? try? store.remove(ids: events.map(\.id)) : try? store.remove(events)) ?? 0
+        state.withLock { $0.dropped[reason.counted, default: 0] += gone }
+        switch reason {
+        case .rejected:
+            logger.log(.error, "the server rejected \(events.count) of \(part) events (HTTP \(status)): "
+                       + "dropped them, sending the rest; check the event schema")
+        case .refused:
+            logger.log(.error, "event batch of \(events.count) discarded after HTTP \(status): check the event schema")
+        case .tooLarge:
+            logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
         }
     }
 
@@ -300,22 +325,6 @@ extension AppNorthEvents {
         }
     }
 
-    /// After a 400 or 422 that lists rejected event ids (docs/protocol.md):
-    /// drops those events, counts them as `client_error`, and returns the
-    /// rest of the batch. Nil when the answer lists none of the batch's
-    /// events: then the whole batch is refused, as the seed says.
-    func dropRejected(_ batch: [StoredEvent], _ response: HTTPResponse?) -> [StoredEvent]? {
-        guard let response, response.status == 400 || response.status == 422,
-              let listed = RejectedEvents.ids(in: response.body) else { return nil }
-        let rejected = batch.filter { listed.contains($0.id) }
-        guard !rejected.isEmpty else { return nil }
-        let gone = (try? store.remove(ids: rejected.map(\.id))) ?? 0
-        state.withLock { $0.dropped["client_error", default: 0] += gone }
-        logger.log(.error, "the server rejected \(rejected.count) of \(batch.count) events (HTTP \(response.status)): "
-                   + "dropped them, sending the rest; check the event schema")
-        return batch.filter { !listed.contains($0.id) }
-    }
-
     /// Reads the oldest `limit` events (after `after`) and encodes them,
     /// noting what they were read under.
     func prepareBatch(_ limit: Int, after: Int64?, _ generation: UInt64) throws(AppNorthError) -> PreparedBatch {
@@ -326,20 +335,20 @@ extension AppNorthEvents {
                              removals: removals)
     }
 
-    /// One POST of a batch.
-    func send(_ body: BatchBody, cancel: StreamCancellation,
-                      whileWaiting: (() -> Void)?) -> (Int?, HTTPResponse?, AppNorthError?) {
+    /// One POST of a batch, gzipped if `compressed` and the client
+    /// compresses (a 415 to it is the caller's: `BatchUpload`).
+    func send(_ body: BatchBody, compressed: Bool, cancel: StreamCancellation, whileWaiting: (() -> Void)?) -> Answer {
         var headers = client.standardHeaders()
         headers.append(("Content-Type", "application/json"))
         let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body.plain)
+        let packed = compressed ? client.compression.compressed(request, as: .eventBatch, packed: body.packed) : nil
         do {
-            let response = try client.upload(request, as: .eventBatch, packed: body.packed, cancel: cancel,
-                                             whileWaiting: whileWaiting)
-            if response.isSuccess { return (response.status, response, nil) }
-            return (response.status, response,
-                    AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response)))
+            let response = try client.transport.perform(packed ?? request, cancel: cancel, whileWaiting: whileWaiting)
+            let error = response.isSuccess ? nil
+                : AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response))
+            return Answer(status: response.status, response: response, error: error, gzipped: packed != nil)
         } catch {
-            return (nil, nil, error)
+            return Answer(status: nil, response: nil, error: error, gzipped: packed != nil)
         }
     }
 

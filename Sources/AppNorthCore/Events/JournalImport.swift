@@ -156,75 +156,15 @@ extension EventStore {
     /// revocation of consent (its epoch is older than the stored count) is
     /// purged instead: marked and deleted, nothing imported.
     func importJournals(_ files: [JournalFile], limit: Int = .max,
-                                _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
-        let (_, _, refused, cursors, parts) = try db.transaction {
-            conn throws(AppNorthError) -> (Int, Int, Int, [ImportCursor], [ImportedPart]) in
-            let revocations = try ConsentRecord.revocations(conn)
-            var parts = [ImportedPart](repeating: ImportedPart(), count: files.count)
-            var cursors: [ImportCursor] = []
-            var refused = 0
-            for (index, file) in files.enumerated() {
-                var cursor = ImportCursor(position: file.contents.count)
-                defer { cursors.append(cursor) }
-                guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
-                cursor.advance(file.contents, from: start)
-                if let expected = file.expected, start > expected {
-                    var position = expected
-                    while let found = JournalRecord.next(in: file.contents, from: position), let event = found.event,
-                          found.end <= start {
-                        parts[index].records += 1
-                        parts[index].bytes += event.payload.count
-                        position = found.end
-                    }
-                }
-                guard EventJournal.epoch(ofName: file.name) == revocations else {
-                    while let event = cursor.head {
-                        parts[index].records += 1
-                        parts[index].bytes += event.payload.count
-                        cursor.advance(file.contents, from: cursor.headEnd)
-                    }
-                    refused += parts[index].records
-                    continue
-                }
-            }
-            var count = 0, bytes = 0, taken = 0
-            let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
-            while taken < limit {
-                var oldest: Int?
-                for index in cursors.indices where cursors[index].head != nil {
-                    if let best = oldest, cursors[best].headMilliseconds <= cursors[index].headMilliseconds { continue }
-                    oldest = index
-                }
-                guard let index = oldest, let event = cursors[index].head else { break }
-                // An id already queued is the same event (ids are UUIDv7).
-                let added = try insert.run(event.id, event.payload, Int64(event.payload.count))
-                if added > 0 {
-                    count += 1
-                    bytes += event.payload.count
-                }
-                parts[index].records += 1
-                parts[index].bytes += event.payload.count
-                taken += 1
-                cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
-            }
-            for (index, file) in files.enumerated() {
-                parts[index].position = cursors[index].position
-                if cursors[index].head == nil {
-                    parts[index].finished = true
-                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
-                                 [.text(Self.importedNamespace), .text(file.name)])
-                    try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.progressNamespace), .text(file.name)])
-                } else if parts[index].records > 0 {
-                    try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
-                                 [.text(Self.progressNamespace), .text(file.name), .blob(Array(String(cursors[index].position).utf8))])
-                }
-            }
-            for settled in settledMarks {
-                try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
-                             [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(settled)])
-            }
+                        _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
+        let marks = settledMarks
+        let (refused, cursors, parts) = try db.transaction {
+            conn throws(AppNorthError) -> (Int, [ImportCursor], [ImportedPart]) in
+            var (cursors, parts, refused) = try openCursors(conn, files)
+            let (count, bytes) = try insertOldest(conn, files, &cursors, &parts, limit: limit)
+            try markImports(conn, files, cursors, &parts, settled: marks)
             addToTable(count, bytes)
-            return (count, bytes, refused, cursors, parts)
+            return (refused, cursors, parts)
         }
         for (file, cursor) in zip(files, cursors) where cursor.damaged > 0 {
             damagedDropped.add(cursor.damaged, ordering: .relaxed)
@@ -240,6 +180,92 @@ extension EventStore {
             settledMarks.append(file.name)
         }
         return parts
+    }
+
+    /// Each file's cursor at its first record not imported (none for a
+    /// file marked imported whole). Records a trim of another handle
+    /// dropped past this handle's last import of its own file are settled
+    /// (`expected`); a file from before the latest revocation is taken
+    /// whole as refused (purged). In the import's transaction.
+    private func openCursors(_ conn: SQLiteStore.Connection, _ files: [JournalFile]) throws(AppNorthError)
+        -> (cursors: [ImportCursor], parts: [ImportedPart], refused: Int) {
+        let revocations = try ConsentRecord.revocations(conn)
+        var parts = [ImportedPart](repeating: ImportedPart(), count: files.count)
+        var cursors: [ImportCursor] = []
+        var refused = 0
+        for (index, file) in files.enumerated() {
+            var cursor = ImportCursor(position: file.contents.count)
+            defer { cursors.append(cursor) }
+            guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
+            cursor.advance(file.contents, from: start)
+            if let expected = file.expected, start > expected {
+                var position = expected
+                while let found = JournalRecord.next(in: file.contents, from: position), let event = found.event,
+                      found.end <= start {
+                    parts[index].records += 1
+                    parts[index].bytes += event.payload.count
+                    position = found.end
+                }
+            }
+            guard EventJournal.epoch(ofName: file.name) == revocations else {
+                while let event = cursor.head {
+                    parts[index].records += 1
+                    parts[index].bytes += event.payload.count
+                    cursor.advance(file.contents, from: cursor.headEnd)
+                }
+                refused += parts[index].records
+                continue
+            }
+        }
+        return (cursors, parts, refused)
+    }
+
+    /// Inserts up to `limit` records, the files' heads merged by their
+    /// timestamps; returns the rows and bytes that went in (an id already
+    /// queued is the same event: ids are UUIDv7).
+    private func insertOldest(_ conn: SQLiteStore.Connection, _ files: [JournalFile], _ cursors: inout [ImportCursor],
+                              _ parts: inout [ImportedPart], limit: Int) throws(AppNorthError) -> (Int, Int) {
+        var count = 0, bytes = 0, taken = 0
+        let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
+        while taken < limit {
+            var oldest: Int?
+            for index in cursors.indices where cursors[index].head != nil {
+                if let best = oldest, cursors[best].headMilliseconds <= cursors[index].headMilliseconds { continue }
+                oldest = index
+            }
+            guard let index = oldest, let event = cursors[index].head else { break }
+            if try insert.run(event.id, event.payload, Int64(event.payload.count)) > 0 {
+                count += 1
+                bytes += event.payload.count
+            }
+            parts[index].records += 1
+            parts[index].bytes += event.payload.count
+            taken += 1
+            cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
+        }
+        return (count, bytes)
+    }
+
+    /// Each file's mark: imported whole (and then finished), or its
+    /// progress; and the marks of files deleted before (`settled`) go.
+    private func markImports(_ conn: SQLiteStore.Connection, _ files: [JournalFile], _ cursors: [ImportCursor],
+                             _ parts: inout [ImportedPart], settled: [String]) throws(AppNorthError) {
+        for (index, file) in files.enumerated() {
+            parts[index].position = cursors[index].position
+            if cursors[index].head == nil {
+                parts[index].finished = true
+                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
+                             [.text(Self.importedNamespace), .text(file.name)])
+                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.progressNamespace), .text(file.name)])
+            } else if parts[index].records > 0 {
+                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
+                             [.text(Self.progressNamespace), .text(file.name), .blob(Array(String(cursors[index].position).utf8))])
+            }
+        }
+        for name in settled {
+            try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
+                         [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(name)])
+        }
     }
 
     /// Where an import of `name` starts: the offset its progress mark

@@ -34,7 +34,22 @@ static inline uint64_t appnorth_shared_load(const uint64_t *word) {
 }
 
 static inline uint64_t appnorth_shared_increment(uint64_t *word) {
-    return __atomic_add_fetch(word, 1, __ATOMIC_ACQ_REL);
+    return __atomic_add_fetch(word, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Sequentially consistent, for the upload slots of consent.watch
+   (ConsentWatch): an attempt stores its slot then loads the revocation
+   counter; a revocation moves the counter then loads the slots. */
+static inline uint64_t appnorth_shared_load_seq_cst(const uint64_t *word) {
+    return __atomic_load_n(word, __ATOMIC_SEQ_CST);
+}
+
+static inline void appnorth_shared_store_seq_cst(uint64_t *word, uint64_t value) {
+    __atomic_store_n(word, value, __ATOMIC_SEQ_CST);
+}
+
+static inline _Bool appnorth_shared_compare_exchange(uint64_t *word, uint64_t expected, uint64_t desired) {
+    return __atomic_compare_exchange_n(word, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 /* eventfd: the dispatch mode's descriptor (CallbackDispatcher). */

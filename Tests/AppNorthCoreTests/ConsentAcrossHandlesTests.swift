@@ -122,6 +122,49 @@ final class ConsentAcrossHandlesTests: EventsTestCase {
         XCTAssertEqual(try serverEvents().count, 0)
     }
 
+    /// The fence holds no lock across the request (issue 24): while b's
+    /// upload is in progress the flock of consent.watch is free, and the
+    /// attempt is registered in a slot of the shared mapping instead, which
+    /// a revocation waits for.
+    func testAnUploadInProgressHoldsNoFileLockButIsRegistered() throws {
+        let b = try open(quiet(), client: TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 30_000)))
+        try b.track("b0")
+        try TestServer.post("/admin/faults", #"{"delay_ms":1500,"status":503,"path_prefix":"/v1/apps/swift/events"}"#)
+        let flushed = try flushInBackground(b)
+        XCTAssertTrue(try eventually { (try TestServer.get("/admin/faults")["faults"]?.arrayElements.count ?? -1) == 0 },
+                      "b's upload is in progress")
+        let fd = Glibc.open(folder + "/" + ConsentWatch.fileName, O_RDWR | O_NOFOLLOW)
+        XCTAssertEqual(flock(fd, LOCK_EX | LOCK_NB), 0, "no file lock is held across the request")
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+        let watch = try ConsentWatch(directory: DataDirectory(path: folder))
+        XCTAssertEqual(watch.uploadsRegistered, 1)
+        XCTAssertFalse(watch.waitForUploads(timeoutMilliseconds: 50), "a revocation would wait for it")
+        XCTAssertTrue(eventually { flushed.isSet })
+        XCTAssertTrue(watch.waitForUploads(timeoutMilliseconds: 5_000))
+        XCTAssertEqual(watch.uploadsRegistered, 0)
+    }
+
+    /// A process killed in the middle of an upload leaves its slot behind:
+    /// the next revocation finds the process gone, clears it and does not
+    /// wait.
+    func testTheSlotOfAProcessThatIsGoneDoesNotHoldARevocation() throws {
+        let watch = try ConsentWatch(directory: DataDirectory(path: folder))
+        var child: pid_t = 0
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { free(argv[0]) }
+        XCTAssertEqual(posix_spawn(&child, "/bin/true", nil, nil, &argv, environ), 0)
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(child, &status, 0), child)
+        XCTAssertTrue(watch.occupySlotForTesting(pid: child))
+        XCTAssertTrue(watch.occupySlotForTesting(pid: getpid()))
+        XCTAssertEqual(watch.uploadsRegistered, 2)
+        XCTAssertFalse(watch.waitForUploads(timeoutMilliseconds: 30), "this process is alive")
+        XCTAssertEqual(watch.uploadsRegistered, 1, "the gone process's slot was cleared")
+        watch.clearSlotsForTesting(pid: getpid())
+        XCTAssertTrue(watch.waitForUploads(timeoutMilliseconds: 30))
+    }
+
     /// Threads tracking through b while a revokes: whatever b accepted
     /// around the revocation is purged, nothing reaches the server.
     func testTracksRacingARevocationElsewhereAreNeverSent() throws {

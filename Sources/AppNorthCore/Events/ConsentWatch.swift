@@ -12,24 +12,36 @@ import Synchronization
 /// (no syscall, no SQLite); a handle that finds the first moved reads the
 /// stored choice and adopts it (AppNorthEvents.adoptSharedConsent).
 ///
-/// The same file's `flock` fences uploads: each upload attempt holds it
-/// shared from its last check of the revocation counter until its response,
-/// and a revocation takes it exclusive once it has moved the counter, so
+/// The same mapping fences uploads without a lock: each upload attempt
+/// registers in a slot (its process id and a tag) before its last check of
+/// the revocation counter and clears it after its response; a revocation
+/// moves the counter, then waits until every slot registered is clear, or
+/// its process is gone. Both sides are sequentially consistent (a store,
+/// then a load of the other word), so either the attempt sees the moved
+/// counter and does not send, or the revocation sees its slot and waits:
 /// it returns only after every attempt that could carry older events has
-/// been answered, and no later attempt passes the check.
+/// been answered, and no later attempt passes the check. Nothing is held
+/// across the request: a process killed in the middle of one leaves a slot
+/// that the next revocation finds dead and clears.
 final class ConsentWatch: Sendable {
     static let fileName = "consent.watch"
-    private static let wordCount = 2
+    /// The two counters, then `slotCount` slots of uploads in flight: one
+    /// page. (Libraries before the slots map the first 16 bytes only.)
+    private static let slotCount = 510
+    private static let wordCount = 2 + slotCount
 
     private let directory: DataDirectory
     private let fd: Int32
-    /// The two counters in the shared mapping (changes, revocations). Only
-    /// this library writes the file, and only ever grows it.
+    /// The two counters in the shared mapping (changes, revocations), then
+    /// the upload slots. Only this library writes the file, and only ever
+    /// grows it.
     nonisolated(unsafe) private let words: UnsafeMutablePointer<UInt64>
     /// The change counter as of this handle's last adoption.
     private let seen = Atomic<UInt64>(0)
     /// The fork generation that mapped it (see `deinit`).
     private let forkGeneration: UInt64
+    /// This handle's part of its slot's value (the low 32 bits, never 0).
+    private let tag = UInt64(UInt32.random(in: 1...UInt32.max))
 
     init(directory: DataDirectory) throws(AppNorthError) {
         let path = directory.file(Self.fileName)
@@ -81,7 +93,7 @@ final class ConsentWatch: Sendable {
 
     /// The revocation counter: an upload compares it with the value it read
     /// with its batch.
-    var revocations: UInt64 { appnorth_shared_load(words + 1) }
+    var revocations: UInt64 { appnorth_shared_load_seq_cst(words + 1) }
 
     /// Rings the doorbell after the stored choice has changed (committed).
     func announce(revocation: Bool) {
@@ -91,42 +103,97 @@ final class ConsentWatch: Sendable {
 
     // MARK: The upload fence
 
-    /// Runs one upload attempt holding the fence shared; `body` checks the
-    /// revocation counter first, and sends only if it has not moved.
-    func withUploadFence<T>(_ body: () -> T) -> T {
-        let locked = Self.lock(fd, LOCK_SH)
-        defer { if locked { _ = flock(fd, LOCK_UN) } }
+    /// Runs one upload attempt registered in a slot; `body` checks the
+    /// revocation counter first, and sends only if it has not moved. Nil
+    /// when no slot came free within about a second (510 attempts in
+    /// flight on one directory): the attempt does not go.
+    func withUploadRegistered<T>(_ body: () -> T) -> T? {
+        let value = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | tag
+        guard let slot = claimSlot(value) else { return nil }
+        defer { _ = appnorth_shared_compare_exchange(slot, value, 0) }
         return body()
     }
 
-    /// Waits until no upload attempt of any handle holds the fence, at most
-    /// `timeoutMilliseconds`. False on timeout: a process stopped (SIGSTOP)
-    /// in the middle of a request must not hang the revoking host.
-    ///
-    /// On a descriptor of its own: asking for the exclusive lock on the
-    /// upload thread's descriptor would convert that thread's shared lock,
-    /// and a failed conversion drops it.
+    /// A free slot (or one whose process is gone), now holding `value`.
+    private func claimSlot(_ value: UInt64) -> UnsafeMutablePointer<UInt64>? {
+        for round in 0..<50 {
+            for index in 0..<Self.slotCount {
+                let slot = words + 2 + index
+                let seen = appnorth_shared_load_seq_cst(slot)
+                if seen == 0 || (round > 0 && !Self.isAlive(seen)) {
+                    if appnorth_shared_compare_exchange(slot, seen, value) { return slot }
+                }
+            }
+            sleepMilliseconds(20)
+        }
+        return nil
+    }
+
+    /// Whether the process of a slot's value still runs (kill(pid, 0)).
+    private static func isAlive(_ value: UInt64) -> Bool {
+        let pid = pid_t(truncatingIfNeeded: value >> 32)
+        return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)
+    }
+
+    /// Waits until no upload attempt of any handle is registered (a slot of
+    /// a process that is gone is cleared), at most `timeoutMilliseconds`.
+    /// False on timeout: a process stopped (SIGSTOP) in the middle of a
+    /// request must not hang the revoking host. Then also waits for the
+    /// shared `flock` that libraries before the slots hold across an
+    /// attempt, on a descriptor of its own.
     func waitForUploads(timeoutMilliseconds: Int) -> Bool {
-        guard let own = try? directory.openExisting(Self.fileName) else { return false }
-        defer { close(own) }
         var waitedMs = 0
         var stepMs = 1
-        while true {
-            if flock(own, LOCK_EX | LOCK_NB) == 0 {
-                _ = flock(own, LOCK_UN)
-                return true
-            }
-            guard errno == EWOULDBLOCK || errno == EINTR, waitedMs < timeoutMilliseconds else { return false }
+        func step() -> Bool {
+            guard waitedMs < timeoutMilliseconds else { return false }
             sleepMilliseconds(stepMs)
             waitedMs += stepMs
             stepMs = min(20, stepMs * 2)
+            return true
         }
+        while !slotsClear() {
+            guard step() else { return false }
+        }
+        guard let own = try? directory.openExisting(Self.fileName) else { return false }
+        defer { close(own) }
+        while flock(own, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, step() else { return false }
+        }
+        _ = flock(own, LOCK_UN)
+        return true
     }
 
-    private static func lock(_ fd: Int32, _ operation: Int32) -> Bool {
-        while true {
-            if flock(fd, operation) == 0 { return true }
-            if errno != EINTR { return false }
+    /// True when no slot holds an attempt of a live process; clears the
+    /// slots of processes that are gone.
+    private func slotsClear() -> Bool {
+        var clear = true
+        for index in 0..<Self.slotCount {
+            let slot = words + 2 + index
+            let seen = appnorth_shared_load_seq_cst(slot)
+            guard seen != 0 else { continue }
+            if Self.isAlive(seen) {
+                clear = false
+            } else {
+                _ = appnorth_shared_compare_exchange(slot, seen, 0)
+            }
+        }
+        return clear
+    }
+
+    /// The slots in use (for tests).
+    var uploadsRegistered: Int {
+        (0..<Self.slotCount).reduce(0) { $0 + (appnorth_shared_load_seq_cst(words + 2 + $1) == 0 ? 0 : 1) }
+    }
+
+    /// Registers an attempt of `pid` as a dead or stopped process leaves it (for tests).
+    func occupySlotForTesting(pid: pid_t) -> Bool {
+        claimSlot(UInt64(UInt32(truncatingIfNeeded: pid)) << 32 | 1) != nil
+    }
+
+    /// Clears the slots of `pid` (for tests).
+    func clearSlotsForTesting(pid: pid_t) {
+        for index in 0..<Self.slotCount where appnorth_shared_load_seq_cst(words + 2 + index) >> 32 == UInt64(UInt32(truncatingIfNeeded: pid)) {
+            appnorth_shared_store_seq_cst(words + 2 + index, 0)
         }
     }
 }

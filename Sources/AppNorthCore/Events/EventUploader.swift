@@ -230,12 +230,15 @@ extension AppNorthEvents {
         }
         // `rest` is a part of the prepared batch: the same rows when as many.
         let body = prepared.flatMap { $0.0.count == rest.count ? $0.1 : nil } ?? BatchBody(rest, client.compression)
-        // The fence keeps a revocation in another handle from returning
-        // while this attempt, checked before it, is still in progress.
-        let answer = consentWatch.withUploadFence { () -> Answer? in
+        // Registered (no lock held), so that a revocation in another handle
+        // does not return while this attempt, checked after the
+        // registration, is still in progress (ConsentWatch).
+        let registered = consentWatch.withUploadRegistered { () -> Answer? in
             guard let cancel = beginAttempt(generation) else { return nil }
             return send(body, compressed: compressed, cancel: cancel, whileWaiting: whileWaiting)
         }
+        let answer: Answer? = registered ?? Answer(status: nil, response: nil,
+                                                   error: .network("no upload slot of the data directory came free"), gzipped: false)
         store.endAttempt(delivered: answer.map { UploadStatusPolicy.outcome(for: $0.status) == .delivered } ?? false)
         guard let answer else { return .abandoned }
         // Another handle's revocation during the attempt is adopted now:

@@ -17,15 +17,6 @@ final class BatchUploadTests: XCTestCase {
         return .answered(sent: sent, status: status, error: error, gzipped: gzipped, rejected: rejected, jitter: jitter)
     }
 
-    /// The rows of an `.attempt`, or a failure.
-    func attempted(_ action: BatchUpload.Action, file: StaticString = #filePath, line: UInt = #line) -> [StoredEvent] {
-        guard case .attempt(let rows, _, _) = action else {
-            XCTFail("expected an attempt, got \(action.summary)", file: file, line: line)
-            return []
-        }
-        return rows
-    }
-
     func testA2xxDeliversTheBatchAndFinishes() {
         let batch = events(0..<20)
         var upload = BatchUpload(batch, schedule: schedule)

@@ -216,14 +216,16 @@ struct BatchUpload: Sendable {
 }
 
 extension BatchUpload.Action {
-    /// One line for the transition log.
-    var summary: String {
+    /// One line for the transition log, of a part of `count` events:
+    /// "events: batch of 20 failed; retry 1 in 1000 ms".
+    func summary(_ count: Int) -> String {
         switch self {
-        case .attempt(let rows, let compressed, let why): "attempt \(rows.count) (\(why)\(compressed ? "" : ", uncompressed"))"
-        case .wait(let milliseconds, let retry): "retry \(retry) in \(milliseconds) ms"
-        case .deliver(let rows, _): "delivered \(rows.count)"
-        case .drop(let rows, let reason): "drop \(rows.count) (\(reason.rawValue))"
-        case .finish(let outcome): "finish: \(outcome)"
+        case .attempt(let rows, let compressed, let why):
+            "batch of \(rows.count): attempt (\(why)\(compressed ? "" : ", uncompressed"))"
+        case .wait(let milliseconds, let retry): "batch of \(count) failed; retry \(retry) in \(milliseconds) ms"
+        case .deliver(let rows, _): "batch of \(rows.count): remove as delivered"
+        case .drop(let rows, let reason): "batch of \(count): drop \(rows.count) (\(reason.rawValue))"
+        case .finish(let outcome): "batch of \(count): finished, \(outcome)"
         }
     }
 }

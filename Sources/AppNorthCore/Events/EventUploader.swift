@@ -186,7 +186,7 @@ extension AppNorthEvents {
         var status = 0
         while true {
             let action = machine.next(input)
-            logger.log(.debug, "events: batch of \(batch.count): \(action.summary)")
+            logger.log(.debug, "events: " + action.summary(machine.current.count))
             switch action {
             case .attempt(let events, let compressed, let why):
                 if case .half(let size, let code) = why, code != 413 {

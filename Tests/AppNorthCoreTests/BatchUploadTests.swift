@@ -4,7 +4,7 @@ import XCTest
 /// The per-batch upload as a value (`BatchUpload`): driven with plain
 /// answers, no thread, clock, server or sleep.
 final class BatchUploadTests: XCTestCase {
-    let schedule = RetrySchedule(baseMilliseconds: 1000, retries: 3, jitterFraction: 0.2)
+    let schedule = Backoff(retries: 3, baseMilliseconds: 1000, spread: 0.2)
 
     func events(_ range: Range<Int>) -> [StoredEvent] {
         range.map { StoredEvent(seq: Int64($0), id: "id\($0)", payload: []) }
@@ -127,7 +127,7 @@ final class BatchUploadTests: XCTestCase {
     }
 
     func testABisectedHalfThatStaysQueuedStopsTheBisection() {
-        var upload = BatchUpload(events(0..<4), schedule: RetrySchedule(baseMilliseconds: 1, retries: 0, jitterFraction: 0))
+        var upload = BatchUpload(events(0..<4), schedule: Backoff(retries: 0, baseMilliseconds: 1, spread: 0))
         _ = upload.next(.start)
         _ = upload.next(answer(events(0..<4), 400))
         XCTAssertEqual(upload.next(answer(events(0..<2), 503)), .finish(.failed(.http("HTTP 503", httpStatus: 503), kept: true)))

@@ -81,35 +81,30 @@ struct DropCount: ~Copyable, Sendable {
 
 /// The leases in the database (QueueLimits: a trim reads every handle's).
 extension EventStore {
-    static let leaseNamespace = "events_lease"
+    static let leaseNamespace = Schema.Namespace.eventsLease
     /// A lease older than this belongs to a process that died mid-request
     /// (requests time out after 30 s).
     static let leaseLifetimeMs: Int64 = 120_000
 
     /// The leases of every handle, as a trim sees them.
     func activeLeases(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> [(key: String, lease: BatchLease)] {
-        try conn.query("SELECT key, value FROM kv WHERE namespace = ? AND updated_ms > ?",
-                       [.text(Self.leaseNamespace), .int(Self.wallMilliseconds() - Self.leaseLifetimeMs)]) {
-            ($0.text(0), String(decoding: $0.blob(1), as: UTF8.self))
-        }.compactMap { key, value in BatchLease(parsing: value).map { (key, $0) } }
+        try conn.kvRows(Self.leaseNamespace, updatedAfter: Self.wallMilliseconds() - Self.leaseLifetimeMs).compactMap { key, value in
+            BatchLease(parsing: String(decoding: value, as: UTF8.self)).map { (key, $0) }
+        }
     }
 
     /// Stores a lease; `touch`: as of now (an attempt begins), else keeping its time.
     func putLease(_ conn: SQLiteStore.Connection, key: String, _ lease: BatchLease, touch: Bool) throws(AppNorthError) {
         if touch {
-            try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, ?)",
-                         [.text(Self.leaseNamespace), .text(key), .blob(Array(lease.value.utf8)), .int(Self.wallMilliseconds())])
+            try conn.kvPut(Self.leaseNamespace, key, Array(lease.value.utf8), updatedMs: Self.wallMilliseconds())
         } else {
-            try conn.run("UPDATE kv SET value = ? WHERE namespace = ? AND key = ?",
-                         [.blob(Array(lease.value.utf8)), .text(Self.leaseNamespace), .text(key)])
+            try conn.kvReplaceValue(Self.leaseNamespace, key, Array(lease.value.utf8))
         }
     }
 
     /// This handle's lease, if any.
     func ownLease(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> BatchLease? {
-        try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?", [.text(Self.leaseNamespace), .text(leaseKey)]) {
-            BatchLease(parsing: String(decoding: $0.blob(0), as: UTF8.self))
-        }.first ?? nil
+        try conn.kvValue(Self.leaseNamespace, leaseKey).flatMap { BatchLease(parsing: String(decoding: $0, as: UTF8.self)) }
     }
 
     /// Ends this handle's attempt, if one is leased, in one transaction:
@@ -123,7 +118,7 @@ extension EventStore {
             if let rest, !release {
                 try putLease(conn, key: leaseKey, rest, touch: false)
             } else {
-                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.leaseNamespace), .text(leaseKey)])
+                try conn.kvDelete(Self.leaseNamespace, leaseKey)
             }
             return dropped
         }
@@ -150,7 +145,7 @@ extension EventStore {
             } else if let kept {
                 try putLease(conn, key: leaseKey, kept, touch: false)
             } else {
-                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.leaseNamespace), .text(leaseKey)])
+                try conn.kvDelete(Self.leaseNamespace, leaseKey)
             }
             return (rest, dropped)
         }

@@ -107,9 +107,9 @@ struct BatchUpload: Sendable {
     private(set) var frames: [Frame] = []
     /// What a `.done` leads to: the rest to send, or the part's end.
     private var afterDone: (rest: [StoredEvent]?, end: Outcome?) = (nil, nil)
-    let schedule: RetrySchedule
+    let schedule: Backoff
 
-    init(_ batch: [StoredEvent], schedule: RetrySchedule) {
+    init(_ batch: [StoredEvent], schedule: Backoff) {
         current = batch
         self.schedule = schedule
     }

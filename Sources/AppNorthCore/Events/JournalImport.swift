@@ -254,17 +254,15 @@ extension EventStore {
             parts[index].position = cursors[index].position
             if cursors[index].head == nil {
                 parts[index].finished = true
-                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, x'', 0)",
-                             [.text(Self.importedNamespace), .text(file.name)])
-                try conn.run("DELETE FROM kv WHERE namespace = ? AND key = ?", [.text(Self.progressNamespace), .text(file.name)])
+                try conn.kvPut(Self.importedNamespace, file.name, [], updatedMs: 0)
+                try conn.kvDelete(Self.progressNamespace, file.name)
             } else if parts[index].records > 0 {
-                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
-                             [.text(Self.progressNamespace), .text(file.name), .blob(Array(String(cursors[index].position).utf8))])
+                try conn.kvPut(Self.progressNamespace, file.name, Array(String(cursors[index].position).utf8), updatedMs: 0)
             }
         }
         for name in settled {
-            try conn.run("DELETE FROM kv WHERE namespace IN (?, ?) AND key = ?",
-                         [.text(Self.importedNamespace), .text(Self.progressNamespace), .text(name)])
+            try conn.kvDelete(Self.importedNamespace, name)
+            try conn.kvDelete(Self.progressNamespace, name)
         }
     }
 
@@ -274,12 +272,8 @@ extension EventStore {
     /// file is marked imported whole.
     static func importedOffset(_ conn: SQLiteStore.Connection, _ name: String,
                                        within size: Int) throws(AppNorthError) -> Int? {
-        let whole = try conn.query("SELECT 1 FROM kv WHERE namespace = ? AND key = ?",
-                                   [.text(importedNamespace), .text(name)]) { $0.int(0) }
-        guard whole.isEmpty else { return nil }
-        let progress = try conn.query("SELECT value FROM kv WHERE namespace = ? AND key = ?",
-                                      [.text(progressNamespace), .text(name)]) { $0.blob(0) }
-        guard let value = progress.first, value.count <= 20, let offset = Int(String(decoding: value, as: UTF8.self)) else { return 0 }
+        guard try !conn.kvContains(importedNamespace, name) else { return nil }
+        guard let value = try conn.kvValue(progressNamespace, name), value.count <= 20, let offset = Int(String(decoding: value, as: UTF8.self)) else { return 0 }
         return min(max(0, offset), size)
     }
 
@@ -289,6 +283,6 @@ extension EventStore {
     /// that a library from before imports in parts, finding a file with a
     /// progress mark, imports it whole (the server drops the copies by
     /// event id) rather than deleting it as imported.
-    static let importedNamespace = "events_journal_imported"
-    static let progressNamespace = "events_journal_progress"
+    static let importedNamespace = Schema.Namespace.journalImported
+    static let progressNamespace = Schema.Namespace.journalProgress
 }

@@ -167,9 +167,8 @@ extension EventStore {
                 try putLease(conn, key: leases[index].key, lease, touch: false)
             }
             for (index, file) in census.foreign.enumerated() where taken[index] > 0 {
-                try conn.run("INSERT OR REPLACE INTO kv (namespace, key, value, updated_ms) VALUES (?, ?, ?, 0)",
-                             [.text(Self.progressNamespace), .text(file.name),
-                              .blob(Array(String(file.records[taken[index] - 1].end).utf8))])
+                try conn.kvPut(Self.progressNamespace, file.name, Array(String(file.records[taken[index] - 1].end).utf8),
+                               updatedMs: 0)
             }
             return dropped
         }

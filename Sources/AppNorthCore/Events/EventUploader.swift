@@ -347,9 +347,7 @@ extension AppNorthEvents {
         let packed = compressed ? client.compression.compressed(request, as: .eventBatch, packed: body.packed) : nil
         do {
             let response = try client.transport.perform(packed ?? request, cancel: cancel, whileWaiting: whileWaiting)
-            let error = response.isSuccess ? nil
-                : AppNorthError.fromHTTP(status: response.status, message: AppNorthClient.serverMessage(response))
-            return Answer(status: response.status, response: response, error: error, gzipped: packed != nil)
+            return Answer(status: response.status, response: response, error: response.error, gzipped: packed != nil)
         } catch {
             return Answer(status: nil, response: nil, error: error, gzipped: packed != nil)
         }

@@ -14,7 +14,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 RESTARTS=${FUZZ_RESTARTS:-3}
 OUT=build/fuzz
 SWIFTC=${SWIFTC:-swiftc}
-INCLUDES="-I Sources/CJansson -I Sources/CSQLite -I Sources/CCurl -I Sources/CSystem"
+INCLUDES="-I Sources/CJansson -I Sources/CSQLite -I Sources/CCurl -I Sources/CSystem -I Sources/CZlib"
 FLAGS="-sanitize=fuzzer,address -parse-as-library -O -g"
 mkdir -p "$OUT"
 
@@ -43,7 +43,7 @@ for h in $harnesses; do
         # shellcheck disable=SC2086
         nice -n 10 "$SWIFTC" -swift-version 5 $FLAGS -module-name "fuzz_$h" -package-name appnorth -I "$OUT" $INCLUDES \
             "$src" fuzz/support/FuzzInput.swift "$OUT/libAppNorthCore.a" \
-            -ljansson -lsqlite3 -lcurl -o "$OUT/$h" 2>&1 | grep -v "Cannot export local symbol" || true
+            -ljansson -lsqlite3 -lcurl -lz -o "$OUT/$h" 2>&1 | grep -v "Cannot export local symbol" || true
         [ -x "$OUT/$h" ] || { echo "fuzz: building $h failed"; exit 1; }
     fi
 done

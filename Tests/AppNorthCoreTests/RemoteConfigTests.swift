@@ -435,7 +435,7 @@ final class RemoteConfigTests: XCTestCase {
 
     func testCancellingAStreamEndsItAtOnce() throws {
         let transport = HTTPTransport()
-        let cancel = StreamCancellation()
+        let cancel = CancellationToken()
         let canceller = try BackgroundThread(name: "canceller") { thread in
             _ = thread.sleep(milliseconds: 100)
             cancel.cancel()

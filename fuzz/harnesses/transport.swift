@@ -113,7 +113,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         // config reads them.
         var parser = ServerSentEventParser(maxEventBytes: 1 << 16)
         _ = try? endpoint.transport.stream(endpoint.streamRequest(lastEventID: "1"), idleTimeoutMs: 2000,
-                                           cancel: StreamCancellation()) { chunk in
+                                           cancel: CancellationToken()) { chunk in
             for event in parser.feed(chunk) { _ = try? ConfigEndpoint.parsePayload(event.data, what: "fuzz") }
             return true
         }

@@ -29,7 +29,7 @@ package final class AppNorthEvents: Sendable {
     let logger: Logger
     let state: Lock<State>
     let flushDone = GenerationWaiter()
-    let shutdown = StreamCancellation()
+    let shutdown = CancellationToken()
     let worker: Lock<BackgroundThread?> = Lock(nil)
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
@@ -80,7 +80,7 @@ package final class AppNorthEvents: Sendable {
         /// never sent under another.
         var consentGeneration: UInt64 = 0
         /// The upload request in progress; a revocation cancels it.
-        var inFlight: StreamCancellation?
+        var inFlight: CancellationToken?
         /// The shared revocation counter (ConsentWatch) as of this handle's
         /// last adoption: an upload attempt goes only while it still reads so.
         var revocationsAdopted: UInt64 = 0

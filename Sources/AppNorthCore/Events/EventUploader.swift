@@ -318,11 +318,11 @@ extension AppNorthEvents {
     /// Registers the next attempt's request, unless consent was revoked
     /// since `generation`, here or by another handle (adopted or not), or
     /// the queue is closing.
-    func beginAttempt(_ generation: UInt64) -> StreamCancellation? {
-        state.withLock { s -> StreamCancellation? in
+    func beginAttempt(_ generation: UInt64) -> CancellationToken? {
+        state.withLock { s -> CancellationToken? in
             guard s.consentGeneration == generation, s.revocationsAdopted == consentWatch.revocations,
                   !s.closed, !shutdown.isCancelled else { return nil }
-            let cancel = StreamCancellation()
+            let cancel = CancellationToken()
             s.inFlight = cancel
             return cancel
         }
@@ -340,7 +340,7 @@ extension AppNorthEvents {
 
     /// One POST of a batch, gzipped if `compressed` and the client
     /// compresses (a 415 to it is the caller's: `BatchUpload`).
-    func send(_ body: BatchBody, compressed: Bool, cancel: StreamCancellation, whileWaiting: (() -> Void)?) -> Answer {
+    func send(_ body: BatchBody, compressed: Bool, cancel: CancellationToken, whileWaiting: (() -> Void)?) -> Answer {
         var headers = client.standardHeaders()
         headers.append(("Content-Type", "application/json"))
         let request = HTTPRequest(method: .post, url: client.url("/events"), headers: headers, body: body.plain)

@@ -71,7 +71,3 @@ final class InFlightTransfers: Sendable {
         _ = running.withLock { $0.removeValue(forKey: key) }
     }
 }
-
-/// The token's former name, for the code not yet moved to it
-/// (Events/, Config/RemoteConfig.swift, tests); goes once they are.
-package typealias StreamCancellation = CancellationToken

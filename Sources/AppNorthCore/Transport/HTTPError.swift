@@ -40,10 +40,3 @@ extension AppNorthError {
         }
     }
 }
-
-extension AppNorthClient {
-    /// `response.serverMessage`, for the callers not yet moved to
-    /// `HTTPResponse.error` (Config/RemoteConfig.swift, Events/EventUploader.swift,
-    /// being reshaped by other work); goes once they read `response.error`.
-    static func serverMessage(_ response: HTTPResponse) -> String { response.serverMessage }
-}

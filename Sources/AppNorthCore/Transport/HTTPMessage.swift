@@ -49,8 +49,14 @@ package struct HTTPResponse: Sendable {
 
     /// The first header with this name, compared case-insensitively.
     package func header(_ name: String) -> String? {
-        let wanted = Text.asciiLowercased(name)
-        return headers.first { Text.asciiLowercased($0.name) == wanted }?.value
+        headers.first { Self.sameName($0.name, name) }?.value
+    }
+
+    /// Equal but for ASCII case, compared on the bytes.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) &- UInt8(ascii: "a") < 26)
+        }
     }
 
     package var isSuccess: Bool { (200...299).contains(status) }

@@ -74,19 +74,8 @@ func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ co
     let length = size * count
     guard let data, length > 0 else { return length }
     context.lastActivityNs = monotonicNow()
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    if line.hasPrefix("HTTP/") {
-        // A new status line (after 100 Continue or a redirect) starts over.
-        context.headers.removeAll()
-        let parts = line.split(separator: " ")
-        if parts.count >= 2, let status = Int(parts[1]) { context.status = status }
-        return length
-    }
-    if let colon = line.firstIndex(of: ":") {
-        let name = String(line[..<colon])
-        let value = String(Text.trimmed(String(line[line.index(after: colon)...])))
-        context.headers.append((name, value))
-    }
+    HTTPHeaderLine.record(UnsafeRawBufferPointer(start: data, count: length),
+                          into: &context.headers, status: &context.status)
     return length
 }
 

@@ -35,3 +35,18 @@ static inline CURLcode cshim_setopt_blob_copy(CURL *h, CURLoption opt, const voi
 static inline CURLMcode cshim_multi_setopt_long(CURLM *m, CURLMoption opt, long value) {
     return curl_multi_setopt(m, opt, value);
 }
+/* The event-driven multi interface (TransferEngine): curl tells which
+ * sockets to watch and when its next timeout is; the caller waits on them
+ * itself and reports back with curl_multi_socket_action. */
+typedef int (*cshim_socket_fn)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
+typedef int (*cshim_timer_fn)(CURLM *m, long timeout_ms, void *userp);
+static inline void cshim_multi_set_event_callbacks(CURLM *m, cshim_socket_fn on_socket, cshim_timer_fn on_timer,
+                                                   void *userp) {
+    curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, userp);
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, userp);
+}
+static inline CURLMcode cshim_multi_socket_timeout(CURLM *m, int *running) {
+    return curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, running);
+}

@@ -79,6 +79,60 @@ final class TransferEngineTests: XCTestCase {
         XCTAssertTrue(holder.results.wait(for: 1, seconds: 0).isEmpty, "the held reads are still in flight")
     }
 
+    /// Starts come from several threads at once while curl finishes others
+    /// (a start on a warm origin sends its request on the caller's thread,
+    /// under the engine's lock): every read completes once, and every
+    /// completion runs on the one engine thread, never on a starter.
+    func testStartsFromSeveralThreadsCompleteOnceEachOnTheEngineThread() throws {
+        try TestServer.reset()
+        _ = try TestServer.board("swift", "Features")
+        let client = try TestServer.client()
+        let results = AsyncOperationTests.Results()
+        let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []))
+        let starters = 4, each = 40
+        let started = MonotonicCondition()
+        nonisolated(unsafe) var failures: [String] = []
+        var workers: [pthread_t] = []
+        for t in 0..<starters {
+            var thread = pthread_t()
+            let body: @Sendable () -> Void = {
+                threads.withLock { _ = $0.starters.insert(UInt(pthread_self())) }
+                for i in 0..<each {
+                    let index = t * each + i
+                    do {
+                        try client.start(.listBoards, operation: CancellationToken()) { result in
+                            threads.withLock { _ = $0.completers.insert(UInt(pthread_self())) }
+                            results.put(index, result)
+                        }
+                    } catch { started.locked { failures.append("start \(index): \(error)") } }
+                }
+            }
+            let box = Unmanaged.passRetained(Box(body)).toOpaque()
+            XCTAssertEqual(pthread_create(&thread, nil, { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box), 0)
+            workers.append(thread)
+        }
+        for thread in workers { pthread_join(thread, nil) }
+        XCTAssertEqual(started.locked { failures }, [])
+        let done = results.wait(for: starters * each, seconds: 30)
+        XCTAssertEqual(done.count, starters * each)
+        for (index, result) in done {
+            guard case .success(let json) = result else { return XCTFail("read \(index): \(result)") }
+            XCTAssertTrue(json.contains("Features"), json)
+        }
+        let seen = threads.withLock { $0 }
+        XCTAssertEqual(seen.completers.count, 1, "completions ran on \(seen.completers.count) threads")
+        XCTAssertTrue(seen.completers.isDisjoint(with: seen.starters), "a completion ran on a starter thread")
+    }
+
+    private final class Box: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
     /// Starts `maxHostConnections` reads that the server holds for 60 s,
     /// and returns once the server has all of them.
     private func holdEveryPlace() throws -> (client: AppNorthClient, results: AsyncOperationTests.Results) {

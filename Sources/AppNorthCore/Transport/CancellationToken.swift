@@ -15,19 +15,19 @@ import Synchronization
 /// which reads both.
 package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
-    /// The multi handle of the transfer in progress, woken by cancel().
-    private let running = Lock<MultiHandle?>(nil)
+    /// What the transfer in progress waits in, woken by cancel().
+    private let running = Lock<TransferWaker?>(nil)
     package init() {}
 
     package func cancel() {
         flag.store(true, ordering: .releasing)
-        running.withLock { if let multi = $0 { curl_multi_wakeup(multi.raw) } }
+        running.withLock { $0?.wake() }
     }
 
     package var isCancelled: Bool { flag.load(ordering: .acquiring) }
 
-    func attach(_ multi: UnsafeMutableRawPointer) {
-        running.withLock { $0 = MultiHandle(raw: multi) }
+    func attach(_ waker: TransferWaker) {
+        running.withLock { $0 = waker }
     }
 
     func detach() {
@@ -37,11 +37,11 @@ package final class CancellationToken: Sendable {
 
 /// The transfers of one transport in progress, for `cancelInFlight()`: a
 /// generation that each transfer compares with the one it started under,
-/// and their multi handles, woken so that a transfer waiting in
-/// curl_multi_poll notices at once.
+/// and their wakers, woken so that a transfer waiting in curl_multi_poll
+/// (or the engine's poll()) notices at once.
 final class InFlightTransfers: Sendable {
     private let counter = Atomic<UInt64>(0)
-    private let running = Lock<[ObjectIdentifier: MultiHandle]>([:])
+    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:])
 
     var generation: UInt64 { counter.load(ordering: .acquiring) }
 
@@ -50,21 +50,21 @@ final class InFlightTransfers: Sendable {
         // multi handle can be reused or cleaned up.
         running.withLock { handles in
             counter.add(1, ordering: .acquiringAndReleasing)
-            for handle in handles.values { curl_multi_wakeup(handle.raw) }
+            for waker in handles.values { waker.wake() }
         }
     }
 
     func register(_ slot: TransferSlot) {
-        register(ObjectIdentifier(slot), multi: slot.multi)
+        register(ObjectIdentifier(slot), waker: TransferWaker(multi: slot.multi))
     }
 
     func unregister(_ slot: TransferSlot) {
         unregister(ObjectIdentifier(slot))
     }
 
-    /// A transfer on a shared multi handle (TransferEngine's), by its own key.
-    func register(_ key: ObjectIdentifier, multi: UnsafeMutableRawPointer) {
-        running.withLock { $0[key] = MultiHandle(raw: multi) }
+    /// A transfer of the shared engine (TransferEngine's), by its own key.
+    func register(_ key: ObjectIdentifier, waker: TransferWaker) {
+        running.withLock { $0[key] = waker }
     }
 
     func unregister(_ key: ObjectIdentifier) {

@@ -1,10 +1,5 @@
 import CCurl
 
-/// A curl multi handle; curl_multi_wakeup may be called from any thread.
-struct MultiHandle: @unchecked Sendable {
-    let raw: UnsafeMutableRawPointer
-}
-
 /// An owned curl multi handle and its connection cache. Only one transfer
 /// uses it at a time.
 final class TransferSlot: @unchecked Sendable {
@@ -32,8 +27,9 @@ final class TransferSlot: @unchecked Sendable {
         // below may already write the request).
         if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
-        cancel?.attach(multi)
-        context.operation?.attach(multi)
+        let waker = TransferWaker(multi: multi)
+        cancel?.attach(waker)
+        context.operation?.attach(waker)
         defer {
             context.operation?.detach()
             cancel?.detach()

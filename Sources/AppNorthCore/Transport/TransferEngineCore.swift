@@ -1,0 +1,240 @@
+import CCurl
+import CSystem
+import Glibc
+
+/// The state of `TransferEngine` behind its lock: the multi handle, the
+/// sockets and timer curl asked it to watch, the transfers in curl's hands,
+/// the jobs waiting for a place, and the jobs that ended, whose `done` the
+/// engine thread runs once the lock is released.
+///
+/// Every method runs with the engine's lock held, on whichever thread holds
+/// it (curl's socket and timer callbacks run inside curl calls made here, so
+/// they find the lock held too). Nothing here calls a job's `done`.
+final class TransferEngineCore: @unchecked Sendable {
+    typealias Job = TransferEngine.Job
+
+    private let multi: UnsafeMutableRawPointer
+    private let wakeFD: Int32
+    /// What curl wants watched: socket → poll() events.
+    private var sockets: [Int32: Int16] = [:]
+    /// When curl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) (nil: never).
+    private var timerAt: UInt64? = nil
+    private var running: [UnsafeMutableRawPointer: Job] = [:]
+    private var admission: AdmissionQueue<Job>
+    /// Origins that answered this engine: their name lookup and connection
+    /// are in curl's caches, so a new transfer is sent on the caller's thread.
+    private var warmOrigins: Set<String> = []
+    private var ended: [(Job, CURLcode)] = []
+    private var lastSweep: UInt64 = 0
+    private var sweptLastTurn = false
+    private var nextWaitingDeadline: Deadline? = nil
+    /// When the engine thread's poll() ends at the latest (nil: it is
+    /// running a turn), and whether something since needs it sooner: a
+    /// socket to watch, an earlier curl timer, a job that ended.
+    private var engineWakesAt: UInt64? = nil
+    private var engineNeeded = false
+
+    private static let maxWarmOrigins = 64
+
+    init?(wakeFD: Int32, perOrigin: Int) {
+        guard let multi = curl_multi_init() else { return nil }
+        self.multi = multi
+        self.wakeFD = wakeFD
+        admission = AdmissionQueue(perOrigin: perOrigin)
+        cshim_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perOrigin)
+        cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, perOrigin * 2)
+        // The core lives as long as its engine: as long as the process.
+        cshim_multi_set_event_callbacks(multi, { _, socket, what, user, _ in
+            Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().watch(socket, what)
+            return 0
+        }, { _, timeoutMs, user in
+            Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().setTimer(timeoutMs)
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    // MARK: curl's callbacks
+
+    private func watch(_ socket: Int32, _ what: Int32) {
+        let events: Int16? = switch what {
+        case CURL_POLL_IN: Int16(POLLIN)
+        case CURL_POLL_OUT: Int16(POLLOUT)
+        case CURL_POLL_INOUT: Int16(POLLIN | POLLOUT)
+        default: nil  // CURL_POLL_REMOVE
+        }
+        // A socket no longer watched may stay in the engine's poll() set
+        // until its next turn (which ignores it); a new one must join it.
+        if let events, sockets[socket] != events { engineNeeded = true }
+        sockets[socket] = events
+    }
+
+    private func setTimer(_ timeoutMs: Int) {
+        timerAt = timeoutMs < 0 ? nil : Deadline(milliseconds: timeoutMs, after: monotonicNow()).nanoseconds
+        if let timerAt, let engineWakesAt, timerAt < engineWakesAt { engineNeeded = true }
+    }
+
+    // MARK: From the caller's thread
+
+    /// A new job: it starts now (on this thread, when its origin is warm)
+    /// or waits for a place. Returns whether the engine thread must wake to
+    /// carry on (a job that only waits for a place does not need it: the
+    /// engine is busy with that origin's transfers).
+    func arrive(_ job: Job) -> Bool {
+        let origin = job.transfer.origin
+        startInTurn(admission.arrive(job, origin: origin))
+        if warmOrigins.contains(origin) {
+            runTimerIfDue(now: monotonicNow())
+            // curl may have finished other transfers meanwhile: their
+            // `done` is the engine thread's to run.
+            collect()
+        }
+        if !ended.isEmpty { engineNeeded = true }
+        defer { engineNeeded = false }
+        return engineNeeded && engineWakesAt != nil
+    }
+
+    // MARK: From the engine thread
+
+    /// Fills `watched` with the eventfd and curl's sockets; returns how long
+    /// poll() may wait, in ms.
+    func pollSet(into watched: inout [pollfd], now: UInt64) -> Int32 {
+        watched.removeAll(keepingCapacity: true)
+        watched.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+        for (socket, events) in sockets { watched.append(pollfd(fd: socket, events: events, revents: 0)) }
+        engineNeeded = false
+        if !ended.isEmpty { return 0 }
+        // With nothing in flight only the eventfd (a new transfer) ends the
+        // wait. A cancel wakes the loop but is looked for only by the sweep
+        // (at most every `sweepIntervalNs`: looking at every transfer on
+        // each socket event would cost O(transfers)); so a turn that skipped
+        // the sweep comes back for it soon, and one that swept waits for
+        // curl, a wake-up or a second.
+        let idle = running.isEmpty && admission.isEmpty
+        var wait = Deadline(milliseconds: idle ? 3_600_000 : 1000, after: now)
+        if !idle && !sweptLastTurn {
+            wait = min(wait, Deadline(nanoseconds: lastSweep &+ TransferEngine.sweepIntervalNs))
+        }
+        if let timerAt { wait = min(wait, Deadline(nanoseconds: timerAt)) }
+        if let nextWaitingDeadline { wait = min(wait, nextWaitingDeadline) }
+        let waitMs = wait.sleepMilliseconds(at: now)
+        engineWakesAt = Deadline(milliseconds: waitMs, after: now).nanoseconds
+        return Int32(clamping: waitMs)
+    }
+
+    /// One turn after poll() returned: curl's socket events and timer, the
+    /// transfers that finished, the sweep. Returns the jobs that ended.
+    func turn(after watched: [pollfd], now: UInt64) -> [(Job, CURLcode)] {
+        engineWakesAt = nil
+        var count: Int32 = 0
+        for entry in watched where entry.revents != 0 {
+            if entry.fd == wakeFD {
+                var value: eventfd_t = 0
+                _ = eventfd_read(wakeFD, &value)
+            } else if sockets[entry.fd] != nil {
+                curl_multi_socket_action(multi, entry.fd, Self.selectMask(entry.revents), &count)
+            }
+        }
+        runTimerIfDue(now: now)
+        collect()
+        sweptLastTurn = now &- lastSweep >= TransferEngine.sweepIntervalNs
+        if sweptLastTurn {
+            lastSweep = now
+            nextWaitingDeadline = sweep(now: now)
+        }
+        defer { ended.removeAll(keepingCapacity: true) }
+        return ended
+    }
+
+    private static func selectMask(_ revents: Int16) -> Int32 {
+        var mask: Int32 = 0
+        if revents & Int16(POLLIN | POLLHUP) != 0 { mask |= CURL_CSELECT_IN }
+        if revents & Int16(POLLOUT) != 0 { mask |= CURL_CSELECT_OUT }
+        if revents & Int16(POLLERR | POLLNVAL) != 0 { mask |= CURL_CSELECT_ERR }
+        return mask
+    }
+
+    /// Lets curl run what its timer asked for (a new transfer's first
+    /// steps among them), as long as it asks for it now.
+    private func runTimerIfDue(now: UInt64) {
+        var count: Int32 = 0
+        while let at = timerAt, at <= now {
+            timerAt = nil
+            cshim_multi_socket_timeout(multi, &count)
+        }
+    }
+
+    // MARK: Places, starts and ends
+
+    /// Starts `job` (a job that holds a place), and on down the queue while
+    /// a started one ends at once.
+    private func startInTurn(_ job: Job?) {
+        var next = job
+        while let job = next { next = start(job) }
+    }
+
+    /// Hands a job to curl, or ends it at once if it was cancelled or its
+    /// total timeout ran out while it waited its turn; then returns the job
+    /// that takes its place.
+    private func start(_ job: Job) -> Job? {
+        let transfer = job.transfer
+        // Cancelled before it started: send nothing.
+        if transfer.context.isCancelled { return endUnstarted(job, CURLE_ABORTED_BY_CALLBACK) }
+        if let left = job.timeoutLeftMs(at: monotonicNow()) {
+            guard left > 0 else { return endUnstarted(job, CURLE_OPERATION_TIMEDOUT) }
+            if left < transfer.totalTimeoutMs { transfer.setTotalTimeout(milliseconds: left) }
+        }
+        guard curl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
+            return endUnstarted(job, CURLE_FAILED_INIT)
+        }
+        running[transfer.handle] = job
+        return nil
+    }
+
+    /// Ends a job that held a place but never reached curl; returns the one
+    /// that takes its place.
+    private func endUnstarted(_ job: Job, _ code: CURLcode) -> Job? {
+        ended.append((job, code))
+        return admission.leave(origin: job.transfer.origin)
+    }
+
+    private func collect() {
+        var finished: [(UnsafeMutableRawPointer, CURLcode)] = []
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let h = message.pointee.easy_handle else { continue }
+            finished.append((h, message.pointee.data.result))
+        }
+        for (h, code) in finished { complete(h, code) }
+    }
+
+    /// Ends the cancelled transfers, and the waiting jobs that were
+    /// cancelled or whose total timeout ran out (as curl would end them);
+    /// returns the nearest deadline of the jobs still waiting.
+    private func sweep(now: UInt64) -> Deadline? {
+        let cancelled = running.compactMap { $0.value.transfer.context.isCancelled ? $0.key : nil }
+        for h in cancelled { complete(h, CURLE_ABORTED_BY_CALLBACK) }
+        guard !admission.isEmpty else { return nil }
+        var nearest: Deadline? = nil
+        let expired = admission.removeWaiting { job in
+            if job.transfer.context.isCancelled || job.timedOut(at: now) { return true }
+            if let deadline = job.deadline { nearest = min(nearest ?? deadline, deadline) }
+            return false
+        }
+        for job in expired {
+            ended.append((job, job.transfer.context.isCancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_OPERATION_TIMEDOUT))
+        }
+        return nearest
+    }
+
+    private func complete(_ h: UnsafeMutableRawPointer, _ code: CURLcode) {
+        guard let job = running.removeValue(forKey: h) else { return }
+        curl_multi_remove_handle(multi, h)
+        let origin = job.transfer.origin
+        if code == CURLE_OK && !warmOrigins.contains(origin) {
+            if warmOrigins.count >= Self.maxWarmOrigins { warmOrigins.removeAll() }
+            warmOrigins.insert(origin)
+        }
+        ended.append((job, code))
+        startInTurn(admission.leave(origin: origin))
+    }
+}

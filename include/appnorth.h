@@ -783,7 +783,12 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    flushes, config refreshes and events flushes complete on one of at
  *    most 2 worker threads. No library lock is held while it runs.
  *  - Cost. No thread per operation: client reads and writes all run on the
- *    transfer thread through libcurl's multi interface, with at most 8
+ *    transfer thread through libcurl's multi interface. A start to a host
+ *    that already answered this process writes its request on the calling
+ *    thread before returning (a non-blocking socket write under an internal
+ *    lock the transfer thread holds only for short turns; no host callback
+ *    runs there); a first request to a host (name lookup, connect, TLS
+ *    set-up) starts on the transfer thread. At most 8
  *    connections per host (further requests wait their turn, their timeout
  *    running); the calls of several steps share the 2 workers (an events
  *    flush holds one while it waits, up to its timeout). At most 4096

@@ -132,9 +132,15 @@ public final class AppNorthClient: Sendable {
     }
 
     /// The body of a 2xx response, checked to be a JSON object, as text.
+    /// Checked without building a tree (JSONValidator judges it as
+    /// `JSON.parse` does), since the text is returned as it came.
     static func objectText(_ response: HTTPResponse) throws(AppNorthError) -> String {
-        let parsed = try JSON.parse(response.body, what: "server response")
-        guard parsed.kind == .object else {
+        let top = try response.body.withUnsafeBufferPointer { bytes in
+            Result { () throws(AppNorthError) in
+                try JSONValidator.validate(bytes, what: "server response", integersAsReals: false)
+            }
+        }.get()
+        guard top == .object else {
             throw .invalidJSON("server response is not a JSON object", position: 0)
         }
         return String(decoding: response.body, as: UTF8.self)

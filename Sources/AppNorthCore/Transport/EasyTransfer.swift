@@ -42,7 +42,8 @@ final class EasyTransfer: @unchecked Sendable {
         body = copy
         unmanagedContext = Unmanaged.passRetained(context)
         for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
+            // withCString: a native string's own bytes, no utf8CString copy.
+            headerList = "\(name): \(value)".withCString { curl_slist_append(headerList, $0) }
         }
         // No "Expect: 100-continue" round trip before a body.
         headerList = curl_slist_append(headerList, "Expect:")
@@ -52,14 +53,18 @@ final class EasyTransfer: @unchecked Sendable {
     /// The URL up to the end of its authority ("http://127.0.0.1:8080"),
     /// found in its UTF-8 (no Character iteration on this path).
     static func origin(of url: String) -> String {
-        let bytes = Array(url.utf8)
+        var url = url
+        return url.withUTF8 { origin(of: $0) }
+    }
+
+    private static func origin(of bytes: UnsafeBufferPointer<UInt8>) -> String {
         var start = 0
         if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes.count > colon + 2,
            bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") {
             start = colon + 3
         }
         let end = bytes[start...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
-        return String(decoding: bytes[..<(end ?? bytes.count)], as: UTF8.self)
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[..<(end ?? bytes.count)]), as: UTF8.self)
     }
 
     /// Sets the whole transfer's limit again before curl starts it, for the

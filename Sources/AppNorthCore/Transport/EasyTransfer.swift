@@ -112,8 +112,14 @@ final class EasyTransfer: @unchecked Sendable {
         // keepalive).
         cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
         cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
-        cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
-        cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
+        if context.onData != nil {
+            // A stream reads its status (and notes activity) from each
+            // header line as it comes; other answers read the fields the
+            // core uses from curl once done (`finish`), with no callback
+            // per line.
+            cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
+            cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
+        }
         if context.cancel != nil || context.operation != nil {
             cshim_setopt_long(h, CURLOPT_NOPROGRESS, 0)
             cshim_setopt_xferinfo_function(h, transferProgress)
@@ -165,6 +171,7 @@ final class EasyTransfer: @unchecked Sendable {
         var version = 0
         cshim_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         context.protocolName = HTTPResponse.protocolName(curlVersion: version)
+        if context.onData == nil { context.headers = HTTPResponse.readFields(of: handle) }
         return context.response(status: status)
     }
 }

@@ -1,5 +1,7 @@
-/// One line of a response's header block, as curl hands it to the header
-/// callback (the line's bytes with their CRLF), read on its raw bytes: no
+/// One line of a response's header block, as curl hands it to a stream's
+/// header callback (the line's bytes with their CRLF; a whole answer's
+/// fields come from curl once done, `HTTPResponse.readFields`), read on
+/// its raw bytes: no
 /// String is made but a field's name and value, and no Character (grapheme)
 /// work is done. Everything in it is the server's: any bytes give a value,
 /// never a trap.

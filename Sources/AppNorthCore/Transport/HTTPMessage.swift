@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 
 /// One HTTP request, as the core builds it.
 package struct HTTPRequest: Sendable {
@@ -45,6 +46,30 @@ package struct HTTPResponse: Sendable {
         case 30: return "HTTP/3"  // CURL_HTTP_VERSION_3 (7.66+)
         default: return ""
         }
+    }
+
+    /// The response fields the core reads (`header(_:)`'s callers). A
+    /// whole answer (not a stream) holds only these: curl keeps every field
+    /// of the transfer, and `readFields` takes these from it once it is
+    /// done. Add a name here before reading it.
+    static let readNames = ["ETag", "Retry-After"]
+
+    /// `readNames` from a finished transfer's easy handle (the last
+    /// response's fields, not a proxy's or a trailer; the first of
+    /// duplicates). A value is as curl gives it (no blanks around it,
+    /// folded lines joined), invalid UTF-8 repaired; a value longer than
+    /// `HTTPHeaderLine.maxLineBytes` is ignored.
+    static func readFields(of handle: UnsafeMutableRawPointer) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        for name in readNames {
+            var header: UnsafeMutablePointer<curl_header>? = nil
+            guard curl_easy_header(handle, name, 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK,
+                  let value = header?.pointee.value else { continue }
+            let length = strnlen(value, HTTPHeaderLine.maxLineBytes + 1)
+            guard length <= HTTPHeaderLine.maxLineBytes else { continue }
+            fields.append((name, String(decoding: UnsafeRawBufferPointer(start: value, count: length), as: UTF8.self)))
+        }
+        return fields
     }
 
     /// The first header with this name, compared case-insensitively.

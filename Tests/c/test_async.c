@@ -363,6 +363,56 @@ static void test_many_in_flight(void) {
     appnorth_client_free(c);
 }
 
+/* Starts from 4 host threads at once while curl finishes others (a start
+ * to a host that already answered writes its request on the calling
+ * thread): every read completes once, all on one library thread (the
+ * transfer thread), none on a starter or on the main thread. */
+typedef struct {
+    appnorth_client *client;
+    int first;
+    pthread_t self;
+    int failed_starts;
+} starter;
+
+static void *start_reads(void *arg) {
+    starter *s = arg;
+    s->self = pthread_self();
+    for (int i = s->first; i < s->first + 64; i++) {
+        if (appnorth_client_list_boards_async(s->client, on_done, &slots[i], NULL, NULL) != APPNORTH_OK) s->failed_starts++;
+    }
+    return NULL;
+}
+
+static void test_starts_from_several_threads(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    static batch b;
+    batch_init(&b);
+    appnorth_error err;
+    char *json = NULL;
+    CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_OK, err);
+    appnorth_string_free(json);
+    starter s[4];
+    pthread_t threads[4];
+    for (int t = 0; t < 4; t++) {
+        s[t] = (starter){c, t * 64, 0, 0};
+        CHECK(pthread_create(&threads[t], NULL, start_reads, &s[t]) == 0, "starter %d", t);
+    }
+    for (int t = 0; t < 4; t++) pthread_join(threads[t], NULL);
+    for (int t = 0; t < 4; t++) CHECK(s[t].failed_starts == 0, "starter %d: %d starts refused", t, s[t].failed_starts);
+    CHECK(wait_done(&b, 256) == 256, "all 256 complete: %d", done_count(&b));
+    int ok = 0, on_a_starter = 0, elsewhere = 0;
+    for (int i = 0; i < 256; i++) {
+        ok += b.calls[i] == 1 && b.status[i] == APPNORTH_OK;
+        for (int t = 0; t < 4; t++) on_a_starter += pthread_equal(b.thread[i], s[t].self) != 0;
+        elsewhere += pthread_equal(b.thread[i], pthread_self()) || !pthread_equal(b.thread[i], b.thread[0]);
+    }
+    CHECK(ok == 256, "%d of 256 ok", ok);
+    CHECK(on_a_starter == 0 && elsewhere == 0,
+          "completions on one library thread: %d on a starter, %d elsewhere", on_a_starter, elsewhere);
+    batch_free(&b);
+    appnorth_client_free(c);
+}
+
 static void test_queue_config_and_events(void) {
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     char *board = admin_board(server, APP, "async-queue");
@@ -510,6 +560,7 @@ int main(void) {
     RUN(test_free_with_operations_in_flight);
     RUN(test_free_inside_a_completion);
     RUN(test_many_in_flight);
+    RUN(test_starts_from_several_threads);
     RUN(test_queue_config_and_events);
     RUN(test_dispatch_mode_completions_run_on_the_dispatching_thread);
     return check_summary();

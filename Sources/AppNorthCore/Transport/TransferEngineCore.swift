@@ -102,6 +102,7 @@ final class TransferEngineCore: @unchecked Sendable {
         watched.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
         for (socket, events) in sockets { watched.append(pollfd(fd: socket, events: events, revents: 0)) }
         engineNeeded = false
+        if admission.isEmpty { nextWaitingDeadline = nil }  // the last one was admitted
         if !ended.isEmpty { return 0 }
         // With nothing in flight only the eventfd (a new transfer) ends the
         // wait. A cancel wakes the loop but is looked for only by the sweep

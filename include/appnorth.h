@@ -780,8 +780,9 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    transfer thread, which serves every such operation of every client
  *    (keep on_done short; it may call any appnorth_ function, start more
  *    operations, cancel others, or free the handle). Queue submits and
- *    flushes, config refreshes and events flushes complete on one of at
- *    most 2 worker threads. No library lock is held while it runs.
+ *    flushes and config refreshes complete on one of at most 2 worker
+ *    threads; events flushes on the transfer thread. No library lock is
+ *    held while it runs.
  *  - Cost. No thread per operation: client reads and writes all run on the
  *    transfer thread through libcurl's multi interface. A start to a host
  *    that already answered this process writes its request on the calling
@@ -791,7 +792,7 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    set-up) starts on the transfer thread. At most 8
  *    connections per host (further requests wait their turn, their timeout
  *    running); the calls of several steps share the 2 workers (an events
- *    flush holds one while it waits, up to its timeout). At most 4096
+ *    flush holds none: the transfer thread watches its deadline). At most 4096
  *    operations may be in flight per handle: one more is
  *    APPNORTH_E_WRONG_STATE. In all, non-blocking calls add at most 3
  *    library threads to the process, however many are in flight.
@@ -1576,11 +1577,13 @@ APPNORTH_API int32_t appnorth_events_flush_sent(appnorth_events *events, int32_t
 
 /**
  * appnorth_events_flush() without blocking (see "Non-blocking
- * operations"): a library worker thread waits up to timeout_ms (0 to
- * INT32_MAX) for the upload, with the same statuses. Result, on success and
- * on failure alike: {"sent":N}, the events the server accepted meanwhile.
- * A cancel ends the wait with APPNORTH_E_CANCELLED (the events stay
- * queued; the upload thread goes on). The wait holds one of the 2 workers.
+ * operations"): the handle's upload thread uploads, and the operation ends
+ * when its cycle does or after timeout_ms (0 to INT32_MAX), with the same
+ * statuses. No thread waits meanwhile: the transfer thread watches the
+ * deadline and the cancel, and on_done (default mode) runs on it. Result,
+ * on success and on failure alike: {"sent":N}, the events the server
+ * accepted meanwhile. A cancel ends it with APPNORTH_E_CANCELLED within a
+ * few milliseconds (the events stay queued; the upload thread goes on).
  * Returns at once; on_done and user_data are kept until on_done has run.
  */
 APPNORTH_API int32_t appnorth_events_flush_async(appnorth_events *events, int32_t timeout_ms,

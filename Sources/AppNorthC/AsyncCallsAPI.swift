@@ -198,15 +198,13 @@ public func appnorth_events_flush_async(_ events: OpaquePointer?, _ timeoutMs: I
     startOperation(onDone, userData, outOp, err) {
         let events = try Handle.get(events, as: AppNorthEvents.self, "events")
         guard timeoutMs >= 0 else { throw AppNorthError.invalidArgument("timeout_ms must be 0 or more") }
-        return .work(owners: [events], client: events.client) {
+        // No worker waits: the transfer engine's thread watches the deadline
+        // and the cancel, and the upload thread's cycle end completes it.
+        return OperationPlan(owners: [events], client: events.client) { operation, finish in
             let before = events.deliveredCount
-            var failure: (any Error)?
-            do {
-                try events.flush(timeoutMilliseconds: Int(timeoutMs))
-            } catch {
-                failure = error
+            try events.startFlush(timeoutMilliseconds: Int(timeoutMs), operation: operation.cancellation) { failure in
+                finish(OperationOutcome(json: #"{"sent":\#(max(0, events.deliveredCount &- before))}"#, error: failure))
             }
-            return OperationOutcome(json: #"{"sent":\#(max(0, events.deliveredCount &- before))}"#, error: failure)
         }
     }
 }

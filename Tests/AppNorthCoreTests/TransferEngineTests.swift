@@ -128,6 +128,59 @@ final class TransferEngineTests: XCTestCase {
         XCTAssertTrue(seen.completers.isDisjoint(with: seen.starters), "a completion ran on a starter thread")
     }
 
+    /// An `EngineWait` holds no thread: it ends once, on the engine thread,
+    /// when reached, at its deadline, or at a cancel of its operation or of
+    /// its client; a reach after it ended changes nothing.
+    func testEngineWaitsEndOnceOnTheEngineThreadEachWay() throws {
+        let engine = try TransferEngine.shared()
+        let client = try TestServer.client()
+        let ends = Lock<[Int: (EngineWait.End, UInt)]>([:])
+        let condition = MonotonicCondition()
+        let other = try TestServer.client()  // its cancelInFlight() is not called
+        func wait(_ index: Int, _ timeoutMs: Int, _ operation: CancellationToken = CancellationToken(),
+                  on owner: AppNorthClient? = nil) -> EngineWait {
+            EngineWait(timeoutMilliseconds: timeoutMs, operation: operation, transport: (owner ?? client).transport) { how in
+                ends.withLock { $0[index] = ($0[index] == nil ? (how, UInt(pthread_self())) : (how, 0)) }
+                condition.locked { condition.broadcast() }
+            }
+        }
+        let reached = wait(0, 60_000, on: other), timed = wait(1, 50, on: other), byOperation = CancellationToken()
+        let cancelled = wait(2, 60_000, byOperation), byClient = wait(3, 60_000)
+        for w in [reached, timed, cancelled, byClient] { try engine.watch(w) }
+        engine.reach(reached)
+        byOperation.cancel()
+        client.cancelInFlight()
+        condition.locked {
+            condition.wait(until: { ends.withLock { $0.count } == 4 }, deadline: Deadline.fromNow(milliseconds: 15_000))
+        }
+        engine.reach(reached)
+        engine.reach(timed)
+        let seen = ends.withLock { $0 }
+        XCTAssertEqual(seen[0]?.0, .reached)
+        XCTAssertEqual(seen[1]?.0, .timedOut)
+        XCTAssertEqual(seen[2]?.0, .cancelledByOperation)
+        XCTAssertEqual(seen[3]?.0, .cancelledByClient)
+        let threads = Set(seen.values.map(\.1))
+        XCTAssertEqual(threads.count, 1, "each ended once, all on one thread: \(seen)")
+        XCTAssertFalse(threads.contains(UInt(pthread_self())) || threads.contains(0))
+    }
+
+    /// `whenReached` runs its action at once when the value is reached
+    /// already, otherwise once, on the thread that moves the value there.
+    func testGenerationWaiterRunsActionsWhenReached() {
+        let waiter = GenerationWaiter()
+        let ran = Lock<[String]>([])
+        waiter.whenReached(2) { ran.withLock { $0.append("two") } }
+        waiter.whenReached(1) { ran.withLock { $0.append("one") } }
+        waiter.advance(to: 1)
+        XCTAssertEqual(ran.withLock { $0 }, ["one"])
+        waiter.advance(to: 5)
+        waiter.advance(to: 6)
+        XCTAssertEqual(ran.withLock { $0 }, ["one", "two"])
+        waiter.whenReached(3) { ran.withLock { $0.append("three, at once") } }
+        XCTAssertEqual(ran.withLock { $0 }.last, "three, at once")
+    }
+
     private final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

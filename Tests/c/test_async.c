@@ -486,6 +486,74 @@ static void test_queue_config_and_events(void) {
     appnorth_client_free(c);
 }
 
+/* Events flushes waiting on a held upload hold no worker: three of them
+ * wait while a config refresh and a queue flush (which run on the 2
+ * workers) complete; then a cancel ends each within a few milliseconds. */
+static void test_events_flushes_hold_no_worker(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    appnorth_error err;
+    char *dir = make_temp_dir("async-flushes");
+    appnorth_events_options *eo = appnorth_events_options_new();
+    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
+    appnorth_events *events = NULL;
+    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(eo);
+    char prefix[128], spec[256];
+    snprintf(prefix, sizeof prefix, "/v1/apps/%s/events", APP);
+    snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
+    admin_add_fault(server, spec);
+    CHECK_STATUS(appnorth_events_track(events, "held_event", NULL, NULL, &err), APPNORTH_OK, err);
+    static batch b;
+    batch_init(&b);
+    uint64_t ops[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(appnorth_events_flush_async(events, 60000, on_done, &slots[i], &ops[i], &err), APPNORTH_OK, err);
+    }
+    admin_wait_fault_taken(server, prefix);
+
+    appnorth_config_options *co = appnorth_config_options_new();
+    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
+    appnorth_config *config = NULL;
+    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
+    appnorth_config_options_free(co);
+    appnorth_storage *storage = NULL;
+    CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
+    appnorth_queue *q = NULL;
+    CHECK_STATUS(appnorth_queue_new(storage, 10, &q, &err), APPNORTH_OK, err);
+    appnorth_storage_free(storage);
+    CHECK_STATUS(appnorth_config_refresh_async(config, on_done, &slots[3], NULL, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[4], NULL, &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 2) == 2, "two operations completed: %d", done_count(&b));
+    pthread_mutex_lock(&b.mu);
+    CHECK(b.calls[3] == 1 && b.calls[4] == 1 && b.calls[0] + b.calls[1] + b.calls[2] == 0,
+          "the refresh and the queue flush completed while the 3 events flushes wait: %d %d / %d %d %d", b.calls[3],
+          b.calls[4], b.calls[0], b.calls[1], b.calls[2]);
+    pthread_mutex_unlock(&b.mu);
+    CHECK(b.status[3] == APPNORTH_OK && b.status[4] == APPNORTH_OK, "refresh %d, queue flush %d", b.status[3], b.status[4]);
+
+    int64_t cancelled_at = mono_ms();
+    for (int i = 0; i < 3; i++) CHECK_STATUS(appnorth_op_cancel(ops[i], &err), APPNORTH_OK, err);
+    CHECK(wait_done(&b, 5) == 5, "the cancelled flushes completed: %d", done_count(&b));
+    int64_t took = mono_ms() - cancelled_at;
+    for (int i = 0; i < 3; i++) {
+        CHECK(b.calls[i] == 1 && b.status[i] == APPNORTH_E_CANCELLED && b.err_matches[i],
+              "flush %d: %d calls, status %d", i, b.calls[i], b.status[i]);
+        CHECK(b.json[i] && strncmp(b.json[i], "{\"sent\":", 8) == 0, "flush %d result %s", i, b.json[i] ? b.json[i] : "(null)");
+    }
+    printf("3 events flushes waiting: refresh and queue flush completed meanwhile; cancels ended them in %lld ms\n",
+           (long long)took);
+    CHECK(took < HOLD_MS / 2, "the cancels ended the flushes before the hold: %lld ms", (long long)took);
+    appnorth_queue_free(q);
+    appnorth_config_free(config);
+    appnorth_events_free(events);
+    admin_clear_faults(server);
+    remove_tree(dir);
+    batch_free(&b);
+    appnorth_client_free(c);
+}
+
 /* Dispatch mode: a completion runs only inside appnorth_dispatch(), on the
  * thread calling it; the descriptor is readable while one is queued. Freeing
  * the client with operations in flight cancels them and runs their
@@ -562,6 +630,7 @@ int main(void) {
     RUN(test_many_in_flight);
     RUN(test_starts_from_several_threads);
     RUN(test_queue_config_and_events);
+    RUN(test_events_flushes_hold_no_worker);
     RUN(test_dispatch_mode_completions_run_on_the_dispatching_thread);
     return check_summary();
 }

@@ -51,12 +51,11 @@ struct WaitCancellation {
 
     /// The `.cancelled` error to throw, once cancelled.
     var error: AppNorthError? {
-        if operation?.isCancelled == true {
-            return .cancelled("flush cancelled (its operation was cancelled); events stay queued")
-        }
-        if transport.cancelGeneration != generation {
-            return .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
-        }
+        if operation?.isCancelled == true { return Self.operationCancelled }
+        if transport.cancelGeneration != generation { return Self.clientCancelled }
         return nil
     }
+
+    static let operationCancelled = AppNorthError.cancelled("flush cancelled (its operation was cancelled); events stay queued")
+    static let clientCancelled = AppNorthError.cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
 }

@@ -172,23 +172,68 @@ package final class AppNorthEvents: Sendable {
     /// (the events stay queued).
     @discardableResult
     package func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
-        let start = state.withLock { s -> (target: UInt64, delivered: Int)? in
+        let ticket = try requestFlush()
+        let cancel = WaitCancellation(client.transport)
+        guard waitForFlush(ticket.target, timeoutMilliseconds, cancel) else {
+            if let error = cancel.error { throw error }
+            throw Self.timeoutError(timeoutMilliseconds)
+        }
+        return try flushOutcome(ticket)
+    }
+
+    /// `flush` without blocking: returns at once; `completion` runs once, on
+    /// the transfer engine's thread (no thread waits meanwhile), with nil
+    /// or the error `flush` would throw. `operation` cancels it.
+    package func startFlush(timeoutMilliseconds: Int, operation: CancellationToken,
+                            completion: @escaping @Sendable (AppNorthError?) -> Void) throws(AppNorthError) {
+        let engine = try TransferEngine.shared()
+        let ticket = try requestFlush()
+        let wait = EngineWait(timeoutMilliseconds: timeoutMilliseconds, operation: operation,
+                              transport: client.transport) { [weak self] how in
+            // Weak: the upload thread's list of waiters must not keep a
+            // handle alive; a handle freed meanwhile ended the wait first.
+            switch how {
+            case .reached:
+                guard let self else { return completion(.wrongState("the event queue is closed")) }
+                do throws(AppNorthError) { _ = try self.flushOutcome(ticket); completion(nil) } catch { completion(error) }
+            case .timedOut: completion(Self.timeoutError(timeoutMilliseconds))
+            case .cancelledByOperation: completion(WaitCancellation.operationCancelled)
+            case .cancelledByClient: completion(WaitCancellation.clientCancelled)
+            }
+        }
+        try engine.watch(wait)
+        flushDone.whenReached(ticket.target) { engine.reach(wait) }
+    }
+
+    /// A flush asked for: the cycle that completes it, and the delivered
+    /// count before it.
+    struct FlushTicket: Sendable {
+        let target: UInt64
+        let delivered: Int
+    }
+
+    private func requestFlush() throws(AppNorthError) -> FlushTicket {
+        let ticket = state.withLock { s -> FlushTicket? in
             guard !s.closed else { return nil }
             s.flushRequested += 1
-            return (s.flushRequested, s.delivered)
+            return FlushTicket(target: s.flushRequested, delivered: s.delivered)
         }
-        guard let start else { throw .wrongState("the event queue is closed") }
-        let cancel = WaitCancellation(client.transport)
+        guard let ticket else { throw .wrongState("the event queue is closed") }
         wakeUploader()
-        let finished = waitForFlush(start.target, timeoutMilliseconds, cancel)
-        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- start.delivered) }
-        guard finished else {
-            if let error = cancel.error { throw error }
-            throw .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
-        }
+        return ticket
+    }
+
+    /// What a flush whose cycle ended gives: the events accepted since it
+    /// was asked for, or the cycle's error.
+    private func flushOutcome(_ ticket: FlushTicket) throws(AppNorthError) -> Int {
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- ticket.delivered) }
         if outcome.0 { throw Self.pausedError }
         if let error = outcome.1 { throw error }
         return max(0, outcome.2)
+    }
+
+    private static func timeoutError(_ timeoutMilliseconds: Int) -> AppNorthError {
+        .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
     }
 
     /// Waits for the flush cycle `target` in short slices of real time, so

@@ -154,19 +154,41 @@ final class BackgroundThread: @unchecked Sendable {
     }
 }
 
-/// A counter that threads can wait to reach: flush callers wait for the
-/// upload thread to finish the cycle they asked for.
+/// A counter that threads can wait to reach, or ask to be told of: flush
+/// callers wait for the upload thread to finish the cycle they asked for,
+/// and a non-blocking flush is told.
 final class GenerationWaiter: @unchecked Sendable {
-    // @unchecked: `value` is only touched with the condition's mutex held.
+    // @unchecked: `value` and `pending` are only touched with the
+    // condition's mutex held.
     private let condition = MonotonicCondition()
     private var value: UInt64 = 0
+    /// Actions for a value not reached yet (`whenReached`), in no order.
+    private var pending: [(target: UInt64, action: @Sendable () -> Void)] = []
 
-    /// Moves the counter to at least `target` and wakes every waiter.
+    /// Moves the counter to at least `target` and wakes every waiter; then
+    /// runs, on this thread and with no lock held, the actions it reached.
     func advance(to target: UInt64) {
-        condition.locked {
+        let due = condition.locked { () -> [@Sendable () -> Void] in
             if target > value { value = target }
             condition.broadcast()
+            guard pending.contains(where: { $0.target <= value }) else { return [] }
+            let reached = pending.filter { $0.target <= value }.map(\.action)
+            pending.removeAll { $0.target <= value }
+            return reached
         }
+        for action in due { action() }
+    }
+
+    /// Runs `action` once the counter reaches `target`: now, on this thread,
+    /// if it has; otherwise on the thread that moves it there. Keep it short
+    /// (it runs on that thread, with no lock held).
+    func whenReached(_ target: UInt64, _ action: @escaping @Sendable () -> Void) {
+        let reached = condition.locked { () -> Bool in
+            if value >= target { return true }
+            pending.append((target, action))
+            return false
+        }
+        if reached { action() }
     }
 
     /// Waits until the counter reaches `target` or `milliseconds` pass.

@@ -122,6 +122,25 @@ final class TransferEngine: @unchecked Sendable {
         if lock.withLock({ _ in core.arrive(job) }) { waker.wake() }
     }
 
+    // MARK: Waits
+
+    /// Watches `wait` (its deadline and cancellation) until it ends; returns
+    /// at once. Its `onEnd` runs later, on the engine thread.
+    func watch(_ wait: EngineWait) throws(AppNorthError) {
+        if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
+        wait.operation.attach(waker)
+        wait.inFlight.register(ObjectIdentifier(wait), waker: waker)
+        let core = self.core
+        if lock.withLock({ _ in core.watch(wait) }) { waker.wake() }
+    }
+
+    /// What `wait` waited for happened: it ends `.reached` (on the engine
+    /// thread), unless it ended already. Callable from any thread.
+    func reach(_ wait: EngineWait) {
+        let core = self.core
+        if lock.withLock({ _ in core.reach(wait) }) { waker.wake() }
+    }
+
     // MARK: The engine thread
 
     private func loop() {
@@ -131,7 +150,8 @@ final class TransferEngine: @unchecked Sendable {
             let waitMs = lock.withLock { _ in core.pollSet(into: &watched, now: monotonicNow()) }
             _ = poll(&watched, nfds_t(watched.count), waitMs)
             let ended = lock.withLock { _ in core.turn(after: watched, now: monotonicNow()) }
-            for (job, code) in ended { end(job, code) }
+            for (job, code) in ended.jobs { end(job, code) }
+            for (wait, how) in ended.waits { end(wait, how) }
         }
     }
 
@@ -142,5 +162,11 @@ final class TransferEngine: @unchecked Sendable {
         context.operation?.detach()
         context.inFlight?.unregister(ObjectIdentifier(job.transfer))
         job.done(code)
+    }
+
+    private func end(_ wait: EngineWait, _ how: EngineWait.End) {
+        wait.operation.detach()
+        wait.inFlight.unregister(ObjectIdentifier(wait))
+        wait.onEnd(how)
     }
 }

@@ -4,8 +4,9 @@ import Glibc
 
 /// The state of `TransferEngine` behind its lock: the multi handle, the
 /// sockets and timer curl asked it to watch, the transfers in curl's hands,
-/// the jobs waiting for a place, and the jobs that ended, whose `done` the
-/// engine thread runs once the lock is released.
+/// the jobs waiting for a place, the waits it watches (`EngineWait`), and
+/// the jobs and waits that ended, which the engine thread finishes once
+/// the lock is released.
 ///
 /// Every method runs with the engine's lock held, on whichever thread holds
 /// it (curl's socket and timer callbacks run inside curl calls made here, so
@@ -24,7 +25,15 @@ final class TransferEngineCore: @unchecked Sendable {
     /// Origins that answered this engine: their name lookup and connection
     /// are in curl's caches, so a new transfer is sent on the caller's thread.
     private var warmOrigins: Set<String> = []
-    private var ended: [(Job, CURLcode)] = []
+    private var ended = Ended()
+    private var waits: [ObjectIdentifier: EngineWait] = [:]
+
+    /// What a turn hands the engine thread to finish, with no lock held.
+    struct Ended {
+        var jobs: [(Job, CURLcode)] = []
+        var waits: [(EngineWait, EngineWait.End)] = []
+        var isEmpty: Bool { jobs.isEmpty && waits.isEmpty }
+    }
     private var lastSweep: UInt64 = 0
     private var sweptLastTurn = false
     private var nextWaitingDeadline: Deadline? = nil
@@ -110,13 +119,14 @@ final class TransferEngineCore: @unchecked Sendable {
         // each socket event would cost O(transfers)); so a turn that skipped
         // the sweep comes back for it soon, and one that swept waits for
         // curl, a wake-up or a second.
-        let idle = running.isEmpty && admission.isEmpty
+        let idle = running.isEmpty && admission.isEmpty && waits.isEmpty
         var wait = Deadline(milliseconds: idle ? 3_600_000 : 1000, after: now)
         if !idle && !sweptLastTurn {
             wait = min(wait, Deadline(nanoseconds: lastSweep &+ TransferEngine.sweepIntervalNs))
         }
         if let timerAt { wait = min(wait, Deadline(nanoseconds: timerAt)) }
         if let nextWaitingDeadline { wait = min(wait, nextWaitingDeadline) }
+        for engineWait in waits.values { if let deadline = engineWait.deadline { wait = min(wait, deadline) } }
         let waitMs = wait.sleepMilliseconds(at: now)
         engineWakesAt = Deadline(milliseconds: waitMs, after: now).nanoseconds
         return Int32(clamping: waitMs)
@@ -124,7 +134,7 @@ final class TransferEngineCore: @unchecked Sendable {
 
     /// One turn after poll() returned: curl's socket events and timer, the
     /// transfers that finished, the sweep. Returns the jobs that ended.
-    func turn(after watched: [pollfd], now: UInt64) -> [(Job, CURLcode)] {
+    func turn(after watched: [pollfd], now: UInt64) -> Ended {
         engineWakesAt = nil
         var count: Int32 = 0
         for entry in watched where entry.revents != 0 {
@@ -142,7 +152,7 @@ final class TransferEngineCore: @unchecked Sendable {
             lastSweep = now
             nextWaitingDeadline = sweep(now: now)
         }
-        defer { ended.removeAll(keepingCapacity: true) }
+        defer { ended = Ended() }
         return ended
     }
 
@@ -161,6 +171,40 @@ final class TransferEngineCore: @unchecked Sendable {
         while let at = timerAt, at <= now {
             timerAt = nil
             cshim_multi_socket_timeout(multi, &count)
+        }
+    }
+
+    // MARK: Waits
+
+    /// Watches `wait` from now on. Returns whether the engine thread must wake.
+    func watch(_ wait: EngineWait) -> Bool {
+        if let how = wait.cancellation {
+            ended.waits.append((wait, how))
+            engineNeeded = true
+        } else {
+            waits[ObjectIdentifier(wait)] = wait
+            if let deadline = wait.deadline, let engineWakesAt, deadline.nanoseconds < engineWakesAt { engineNeeded = true }
+        }
+        defer { engineNeeded = false }
+        return engineNeeded && engineWakesAt != nil
+    }
+
+    /// The awaited thing happened: `wait` ends `.reached`, unless it already
+    /// ended. Returns whether the engine thread must wake.
+    func reach(_ wait: EngineWait) -> Bool {
+        guard waits.removeValue(forKey: ObjectIdentifier(wait)) != nil else { return false }
+        ended.waits.append((wait, .reached))
+        return engineWakesAt != nil
+    }
+
+    /// Ends the waits that were cancelled or whose deadline passed.
+    private func sweepWaits(now: UInt64) {
+        guard !waits.isEmpty else { return }
+        for (key, wait) in waits {
+            let how = wait.cancellation ?? (wait.deadline?.hasPassed(at: now) == true ? .timedOut : nil)
+            guard let how else { continue }
+            waits[key] = nil
+            ended.waits.append((wait, how))
         }
     }
 
@@ -194,7 +238,7 @@ final class TransferEngineCore: @unchecked Sendable {
     /// Ends a job that held a place but never reached curl; returns the one
     /// that takes its place.
     private func endUnstarted(_ job: Job, _ code: CURLcode) -> Job? {
-        ended.append((job, code))
+        ended.jobs.append((job, code))
         return admission.leave(origin: job.transfer.origin)
     }
 
@@ -214,6 +258,7 @@ final class TransferEngineCore: @unchecked Sendable {
     private func sweep(now: UInt64) -> Deadline? {
         let cancelled = running.compactMap { $0.value.transfer.context.isCancelled ? $0.key : nil }
         for h in cancelled { complete(h, CURLE_ABORTED_BY_CALLBACK) }
+        sweepWaits(now: now)
         guard !admission.isEmpty else { return nil }
         var nearest: Deadline? = nil
         let expired = admission.removeWaiting { job in
@@ -222,7 +267,7 @@ final class TransferEngineCore: @unchecked Sendable {
             return false
         }
         for job in expired {
-            ended.append((job, job.transfer.context.isCancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_OPERATION_TIMEDOUT))
+            ended.jobs.append((job, job.transfer.context.isCancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_OPERATION_TIMEDOUT))
         }
         return nearest
     }
@@ -235,7 +280,7 @@ final class TransferEngineCore: @unchecked Sendable {
             if warmOrigins.count >= Self.maxWarmOrigins { warmOrigins.removeAll() }
             warmOrigins.insert(origin)
         }
-        ended.append((job, code))
+        ended.jobs.append((job, code))
         startInTurn(admission.leave(origin: origin))
     }
 }

@@ -139,7 +139,7 @@ func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<C
     guard !hasNUL else {
         throw .invalidArgument("the value holds U+0000 and cannot be returned as a C string")
     }
-    guard let copy = strdup(value) else { throw .internal("out of memory") }
+    guard let copy = value.withCString({ strdup($0) }) else { throw .internal("out of memory") }
     return copy
 }
 

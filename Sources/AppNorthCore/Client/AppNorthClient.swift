@@ -14,6 +14,8 @@ public final class AppNorthClient: Sendable {
     /// where library threads call the host directly). Handles made with
     /// this client (config, events) queue their callbacks on it too.
     package let dispatcher: CallbackDispatcher?
+    /// "API_URL/v1/apps/APP_ID": every API path goes after it (`url`).
+    private let urlPrefix: String
 
     public convenience init(configuration: AppNorthClientConfiguration) {
         self.init(configuration: configuration, dispatcher: nil)
@@ -26,6 +28,7 @@ public final class AppNorthClient: Sendable {
         if let dispatcher { configuration.logger = configuration.logger.routed(through: dispatcher) }
         self.dispatcher = dispatcher
         self.configuration = configuration
+        self.urlPrefix = "\(configuration.apiURL)/v1/apps/\(configuration.appID)"
         self.compression = UploadCompression(enabled: configuration.compressUploads)
         self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger,
                                        trust: configuration.trust)
@@ -77,7 +80,7 @@ public final class AppNorthClient: Sendable {
 
     /// The URL of an API path under this app.
     func url(_ path: String) -> String {
-        "\(configuration.apiURL)/v1/apps/\(configuration.appID)\(path)"
+        urlPrefix + path
     }
 
     /// Headers every API request carries: identity and JSON.

@@ -35,7 +35,7 @@ final class EasyTransfer: @unchecked Sendable {
         maxResponseBytes = transport.maxResponseBytes
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        url = strdup(request.url)
+        url = request.url.withCString { strdup($0) }
         let bytes = request.body ?? []
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
         bytes.withUnsafeBytes { copy.copyMemory(from: $0) }
@@ -86,7 +86,7 @@ final class EasyTransfer: @unchecked Sendable {
         let h = handle
         let contextPointer = unmanagedContext.toOpaque()
         cshim_setopt_pointer(h, CURLOPT_URL, url)
-        cshim_setopt_pointer(h, CURLOPT_USERAGENT, transport.userAgent)
+        transport.userAgent.withCString { _ = cshim_setopt_pointer(h, CURLOPT_USERAGENT, $0) }  // curl copies it
         cshim_setopt_pointer(h, CURLOPT_HTTPHEADER, headerList)
         cshim_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer)
         cshim_setopt_long(h, CURLOPT_NOSIGNAL, 1)          // threads: no SIGALRM

@@ -63,7 +63,7 @@ package struct HTTPResponse: Sendable {
         var fields: [(name: String, value: String)] = []
         for name in readNames {
             var header: UnsafeMutablePointer<curl_header>? = nil
-            guard curl_easy_header(handle, name, 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK,
+            guard name.withCString({ curl_easy_header(handle, $0, 0, UInt32(CURLH_HEADER), -1, &header) }) == CURLHE_OK,
                   let value = header?.pointee.value else { continue }
             let length = strnlen(value, HTTPHeaderLine.maxLineBytes + 1)
             guard length <= HTTPHeaderLine.maxLineBytes else { continue }

@@ -74,7 +74,10 @@ package struct HTTPResponse: Sendable {
 
     /// The first header with this name, compared case-insensitively.
     package func header(_ name: String) -> String? {
-        headers.first { Self.sameName($0.name, name) }?.value
+        // A whole answer holds only readNames: reading another would always
+        // be nil (debug builds stop here instead).
+        assert(Self.readNames.contains { Self.sameName($0, name) }, "add \(name) to HTTPResponse.readNames")
+        return headers.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Equal but for ASCII case, compared on the bytes.

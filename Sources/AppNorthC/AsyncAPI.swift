@@ -36,7 +36,7 @@ private struct HostCompletion: @unchecked Sendable {
         let (code, httpStatus, message) = outcome.error.map(statusReport) ?? (0, 0, "")
         report(&err, code: code, httpStatus: httpStatus, message: message)
         ThreadCalls.callback {
-            if let json = outcome.json, !json.utf8.contains(0) {
+            if let json = outcome.json, !holdsNUL(json) {
                 json.withCString { fn(id, code, &err, $0, userData.raw) }
             } else {
                 fn(id, code, &err, nil, userData.raw)

@@ -131,16 +131,19 @@ func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String,
 /// appnorth_string_free(). A string holding U+0000 (a JSON string value
 /// spelled with `\u0000`) is refused: as a C string it would be cut short.
 func hostString(_ value: String) throws(AppNorthError) -> UnsafeMutablePointer<CChar> {
-    // On the contiguous bytes when there are (memchr), not byte by byte.
-    let hasNUL = value.utf8.withContiguousStorageIfAvailable { bytes in
-        bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false
-    }
-        ?? value.utf8.contains(0)
-    guard !hasNUL else {
+    guard !holdsNUL(value) else {
         throw .invalidArgument("the value holds U+0000 and cannot be returned as a C string")
     }
     guard let copy = value.withCString({ strdup($0) }) else { throw .internal("out of memory") }
     return copy
+}
+
+/// Whether `value` holds U+0000 (it would be cut short as a C string). On
+/// the contiguous bytes when there are (memchr), not byte by byte.
+func holdsNUL(_ value: String) -> Bool {
+    value.utf8.withContiguousStorageIfAvailable { bytes in
+        bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false
+    } ?? value.utf8.contains(0)
 }
 
 /// Writes a string out-parameter: NULL first, so a failure leaves NULL.

@@ -76,9 +76,10 @@ extension AppNorthClient {
         var headers = standardHeaders() + call.extraHeaders
         if call.body != nil { headers.append(("Content-Type", "application/json")) }
         let request = HTTPRequest(method: call.method, url: url(call.path), headers: headers, body: call.body)
-        let what = "\(call.method.rawValue) \(call.path.split(separator: "?").first ?? "")"
         let logger = configuration.logger
         let finish: @Sendable (Result<HTTPResponse, AppNorthError>) -> Void = { result in
+            // Named only for a warning: no string work on the way to success.
+            var what: String { "\(call.method.rawValue) \(call.path.split(separator: "?").first ?? "")" }
             switch result {
             case .failure(let error):
                 logger.log(.warning, "\(what): \(error.message)")

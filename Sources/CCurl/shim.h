@@ -50,3 +50,14 @@ static inline void cshim_multi_set_event_callbacks(CURLM *m, cshim_socket_fn on_
 static inline CURLMcode cshim_multi_socket_timeout(CURLM *m, int *running) {
     return curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, running);
 }
+
+/* curl_easy_header (libcurl 7.83+, unless built without the headers API)
+ * is referenced weakly: with an older libcurl the library still loads, the
+ * symbol is NULL, and the transport reads response fields in its header
+ * callback instead. Returns CURLHE_NOT_BUILT_IN then. */
+#pragma weak curl_easy_header
+static inline CURLHcode cshim_easy_header(CURL *h, const char *name, size_t index, unsigned int origin,
+                                          int request, struct curl_header **out) {
+    if (!curl_easy_header) return CURLHE_NOT_BUILT_IN;
+    return curl_easy_header(h, name, index, origin, request, out);
+}

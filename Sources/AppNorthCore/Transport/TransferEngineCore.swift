@@ -147,6 +147,10 @@ final class TransferEngineCore: @unchecked Sendable {
         }
         runTimerIfDue(now: now)
         collect()
+        // Jobs that took a place freed just now send their requests in this
+        // turn, not after one more trip through poll().
+        runTimerIfDue(now: monotonicNow())
+        collect()
         sweptLastTurn = now &- lastSweep >= TransferEngine.sweepIntervalNs
         if sweptLastTurn {
             lastSweep = now

@@ -413,15 +413,44 @@ static void test_starts_from_several_threads(void) {
     appnorth_client_free(c);
 }
 
-static void test_queue_config_and_events(void) {
-    appnorth_client *c = make_client(server, APP, NULL, NULL);
-    char *board = admin_board(server, APP, "async-queue");
+/* The handles the queue, config and events tests use, on client c. */
+static appnorth_queue *memory_queue(void) {
     appnorth_error err;
     appnorth_storage *storage = NULL;
     CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
     appnorth_queue *q = NULL;
     CHECK_STATUS(appnorth_queue_new(storage, 10, &q, &err), APPNORTH_OK, err);
     appnorth_storage_free(storage);
+    return q;
+}
+
+static appnorth_config *config_in(appnorth_client *c, const char *dir) {
+    appnorth_error err;
+    appnorth_config_options *co = appnorth_config_options_new();
+    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
+    appnorth_config *config = NULL;
+    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
+    appnorth_config_options_free(co);
+    return config;
+}
+
+static appnorth_events *events_in(appnorth_client *c, const char *dir) {
+    appnorth_error err;
+    appnorth_events_options *eo = appnorth_events_options_new();
+    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
+    appnorth_events *events = NULL;
+    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(eo);
+    return events;
+}
+
+static void test_queue_config_and_events(void) {
+    appnorth_client *c = make_client(server, APP, NULL, NULL);
+    char *board = admin_board(server, APP, "async-queue");
+    appnorth_error err;
+    appnorth_queue *q = memory_queue();
     batch b;
     batch_init(&b);
 
@@ -451,12 +480,7 @@ static void test_queue_config_and_events(void) {
     snprintf(path, sizeof path, "/admin/apps/%s/config", APP);
     CHECK(admin_request(server, "POST", path, "{\"config\":{\"greeting\":\"hi\"}}", NULL) == 201, "publish");
     char *dir = make_temp_dir("async-config");
-    appnorth_config_options *co = appnorth_config_options_new();
-    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
-    appnorth_config *config = NULL;
-    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
-    appnorth_config_options_free(co);
+    appnorth_config *config = config_in(c, dir);
     CHECK_STATUS(appnorth_config_refresh_async(config, on_done, &slots[4], NULL, &err), APPNORTH_OK, err);
     CHECK(wait_done(&b, 4) == 4 && b.status[4] == APPNORTH_OK, "refresh: %d", b.status[4]);
     char *value = NULL;
@@ -466,12 +490,7 @@ static void test_queue_config_and_events(void) {
     appnorth_config_free(config);
 
     /* Events: a flush reports what went out. */
-    appnorth_events_options *eo = appnorth_events_options_new();
-    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
-    appnorth_events *events = NULL;
-    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
-    appnorth_events_options_free(eo);
+    appnorth_events *events = events_in(c, dir);
     int32_t queued = 0;
     CHECK_STATUS(appnorth_events_track(events, "async_event", NULL, &queued, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_events_flush_async(events, -1, on_done, &slots[5], NULL, &err), APPNORTH_E_INVALID_ARGUMENT, err);
@@ -493,12 +512,7 @@ static void test_events_flushes_hold_no_worker(void) {
     appnorth_client *c = make_client(server, APP, NULL, NULL);
     appnorth_error err;
     char *dir = make_temp_dir("async-flushes");
-    appnorth_events_options *eo = appnorth_events_options_new();
-    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
-    appnorth_events *events = NULL;
-    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
-    appnorth_events_options_free(eo);
+    appnorth_events *events = events_in(c, dir);
     char prefix[128], spec[256];
     snprintf(prefix, sizeof prefix, "/v1/apps/%s/events", APP);
     snprintf(spec, sizeof spec, "{\"delay_ms\":%d,\"count\":1,\"path_prefix\":\"%s\"}", HOLD_MS, prefix);
@@ -512,17 +526,8 @@ static void test_events_flushes_hold_no_worker(void) {
     }
     admin_wait_fault_taken(server, prefix);
 
-    appnorth_config_options *co = appnorth_config_options_new();
-    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
-    appnorth_config *config = NULL;
-    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
-    appnorth_config_options_free(co);
-    appnorth_storage *storage = NULL;
-    CHECK_STATUS(appnorth_storage_new_memory(&storage, &err), APPNORTH_OK, err);
-    appnorth_queue *q = NULL;
-    CHECK_STATUS(appnorth_queue_new(storage, 10, &q, &err), APPNORTH_OK, err);
-    appnorth_storage_free(storage);
+    appnorth_config *config = config_in(c, dir);
+    appnorth_queue *q = memory_queue();
     CHECK_STATUS(appnorth_config_refresh_async(config, on_done, &slots[3], NULL, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_queue_flush_async(q, c, on_done, &slots[4], NULL, &err), APPNORTH_OK, err);
     CHECK(wait_done(&b, 2) == 2, "two operations completed: %d", done_count(&b));

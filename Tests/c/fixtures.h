@@ -79,4 +79,27 @@ static inline appnorth_client *client_with_timeouts(const char *base, const char
     return c;
 }
 
+/* A config handle, and an events handle, of client `c` on data directory `dir`. */
+static inline appnorth_config *config_in(appnorth_client *c, const char *dir) {
+    appnorth_error err;
+    appnorth_config_options *co = appnorth_config_options_new();
+    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
+    appnorth_config *config = NULL;
+    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
+    appnorth_config_options_free(co);
+    return config;
+}
+
+static inline appnorth_events *events_in(appnorth_client *c, const char *dir) {
+    appnorth_error err;
+    appnorth_events_options *eo = appnorth_events_options_new();
+    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
+    appnorth_events *events = NULL;
+    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
+    appnorth_events_options_free(eo);
+    return events;
+}
+
 #endif

@@ -413,7 +413,7 @@ static void test_starts_from_several_threads(void) {
     appnorth_client_free(c);
 }
 
-/* The handles the queue, config and events tests use, on client c. */
+/* An offline queue on memory storage (10 entries at most). */
 static appnorth_queue *memory_queue(void) {
     appnorth_error err;
     appnorth_storage *storage = NULL;
@@ -422,28 +422,6 @@ static appnorth_queue *memory_queue(void) {
     CHECK_STATUS(appnorth_queue_new(storage, 10, &q, &err), APPNORTH_OK, err);
     appnorth_storage_free(storage);
     return q;
-}
-
-static appnorth_config *config_in(appnorth_client *c, const char *dir) {
-    appnorth_error err;
-    appnorth_config_options *co = appnorth_config_options_new();
-    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
-    appnorth_config *config = NULL;
-    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
-    appnorth_config_options_free(co);
-    return config;
-}
-
-static appnorth_events *events_in(appnorth_client *c, const char *dir) {
-    appnorth_error err;
-    appnorth_events_options *eo = appnorth_events_options_new();
-    CHECK_STATUS(appnorth_events_options_set_client(eo, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_events_options_set_data_dir(eo, dir, &err), APPNORTH_OK, err);
-    appnorth_events *events = NULL;
-    CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
-    appnorth_events_options_free(eo);
-    return events;
 }
 
 static void test_queue_config_and_events(void) {

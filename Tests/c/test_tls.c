@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "check.h"
+#include "fixtures.h"
 #include "support.h"
 
 #define APP "ctls"
@@ -343,12 +344,7 @@ static void test_requests_and_stream_go_through_the_proxy(void) {
     appnorth_string_free(json);
 
     char *dir = make_temp_dir("tls-proxy");
-    appnorth_config_options *co = appnorth_config_options_new();
-    CHECK_STATUS(appnorth_config_options_set_client(co, c, &err), APPNORTH_OK, err);
-    CHECK_STATUS(appnorth_config_options_set_data_dir(co, dir, &err), APPNORTH_OK, err);
-    appnorth_config *config = NULL;
-    CHECK_STATUS(appnorth_config_new(co, &config, &err), APPNORTH_OK, err);
-    appnorth_config_options_free(co);
+    appnorth_config *config = config_in(c, dir);
     seen_theme seen = {.theme = ""};
     pthread_mutex_init(&seen.mu, NULL);
     int64_t token = 0;

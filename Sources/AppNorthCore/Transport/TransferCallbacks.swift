@@ -46,13 +46,20 @@ final class TransferContext {
     }
 }
 
-func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                               _ user: UnsafeMutableRawPointer?) -> Int {
+/// What a curl write callback received: its transfer's context and the
+/// bytes, with the transfer's activity noted (nil: nothing arrived).
+private func received(_ data: UnsafeMutablePointer<CChar>?, _ length: Int,
+                      _ user: UnsafeMutableRawPointer?) -> (TransferContext, UnsafeRawBufferPointer)? {
+    guard let data, length > 0 else { return nil }
     let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
-    let length = size * count
-    guard let data, length > 0 else { return length }
     context.lastActivityNs = monotonicNow()
-    let chunk = UnsafeRawBufferPointer(start: data, count: length)
+    return (context, UnsafeRawBufferPointer(start: data, count: length))
+}
+
+func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                       _ user: UnsafeMutableRawPointer?) -> Int {
+    let length = size * count
+    guard let (context, chunk) = received(data, length, user) else { return length }
     if context.isStreamingSuccess, let onData = context.onData {
         if !onData(Array(chunk)) {
             context.stoppedByReceiver = true
@@ -69,13 +76,10 @@ func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ coun
 }
 
 func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                                 _ user: UnsafeMutableRawPointer?) -> Int {
-    let context = Unmanaged<TransferContext>.fromOpaque(user!).takeUnretainedValue()
+                         _ user: UnsafeMutableRawPointer?) -> Int {
     let length = size * count
-    guard let data, length > 0 else { return length }
-    context.lastActivityNs = monotonicNow()
-    HTTPHeaderLine.record(UnsafeRawBufferPointer(start: data, count: length),
-                          into: &context.headers, status: &context.status)
+    guard let (context, line) = received(data, length, user) else { return length }
+    HTTPHeaderLine.record(line, into: &context.headers, status: &context.status)
     return length
 }
 

@@ -148,7 +148,8 @@ final class TransferEngine: @unchecked Sendable {
         let core = self.core
         while true {
             let waitMs = lock.withLock { _ in core.pollSet(into: &watched, now: monotonicNow()) }
-            _ = poll(&watched, nfds_t(watched.count), waitMs)
+            // A failing poll() (out of memory, say) must not spin the thread.
+            if poll(&watched, nfds_t(watched.count), waitMs) < 0 && errno != EINTR { usleep(1000) }
             let ended = lock.withLock { _ in core.turn(after: watched, now: monotonicNow()) }
             for (job, code) in ended.jobs { end(job, code) }
             for (wait, how) in ended.waits { end(wait, how) }

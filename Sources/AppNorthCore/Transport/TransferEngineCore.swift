@@ -54,7 +54,7 @@ final class TransferEngineCore: @unchecked Sendable {
         cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, perOrigin * 2)
         // The core lives as long as its engine: as long as the process.
         cshim_multi_set_event_callbacks(multi, { _, socket, what, user, _ in
-            Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().watch(socket, what)
+            Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().curlWatches(socket, what)
             return 0
         }, { _, timeoutMs, user in
             Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().setTimer(timeoutMs)
@@ -64,7 +64,7 @@ final class TransferEngineCore: @unchecked Sendable {
 
     // MARK: curl's callbacks
 
-    private func watch(_ socket: Int32, _ what: Int32) {
+    private func curlWatches(_ socket: Int32, _ what: Int32) {
         let events: Int16? = switch what {
         case CURL_POLL_IN: Int16(POLLIN)
         case CURL_POLL_OUT: Int16(POLLOUT)

@@ -26,16 +26,7 @@ final class DrainPartTests: XCTestCase {
     /// Journals events named `e<i>` (ids at `firstMs + i` ms) into the
     /// stripe `stripe`, as `track` does.
     func journal(_ store: EventStore, _ indexes: some Sequence<Int>, stripe index: Int = 0) throws {
-        let stripe = store.journal.stripes[index]
-        try stripe.state.withLock { s throws(AppNorthError) in
-            for i in indexes {
-                let ms = Self.firstMs + Int64(i)
-                try s.buffer.set(EventPayload.build(id: Random.uuidV7(unixMilliseconds: ms), name: "e\(i)", timestampMs: ms,
-                                              propertiesJSON: #"{"n":1}"#, anonymousID: "anon", userID: nil, sessionID: "s"))
-                try store.journal.append(&s, of: stripe)
-            }
-            store.journal.publish(stripe)
-        }
+        try store.journalForTests(indexes, firstMs: Self.firstMs, stripe: index)
     }
 
     /// The table's event names, oldest first.

@@ -19,16 +19,7 @@ final class LeaseAccountingTests: XCTestCase {
 
     /// Journals and imports events `e<i>` (ids at `firstMs + i` ms).
     func queue(_ store: EventStore, _ indexes: some Sequence<Int>) throws {
-        let stripe = store.journal.stripes[0]
-        try stripe.state.withLock { s throws(AppNorthError) in
-            for i in indexes {
-                let ms = Self.firstMs + Int64(i)
-                try s.buffer.set(EventPayload.build(id: Random.uuidV7(unixMilliseconds: ms), name: "e\(i)", timestampMs: ms,
-                                              propertiesJSON: #"{"n":1}"#, anonymousID: "anon", userID: nil, sessionID: "s"))
-                try store.journal.append(&s, of: stripe)
-            }
-            store.journal.publish(stripe)
-        }
+        try store.journalForTests(indexes, firstMs: Self.firstMs)
         try store.drain()
     }
 

@@ -10,7 +10,7 @@
 package final class EngineWait: Sendable {
     package enum End: Sendable, Equatable { case reached, timedOut, cancelledByOperation, cancelledByClient }
 
-    let deadline: Deadline?
+    let deadline: Deadline
     let operation: CancellationToken
     let inFlight: InFlightTransfers
     private let generation: UInt64

@@ -126,7 +126,7 @@ final class TransferEngineCore: @unchecked Sendable {
         }
         if let timerAt { wait = min(wait, Deadline(nanoseconds: timerAt)) }
         if let nextWaitingDeadline { wait = min(wait, nextWaitingDeadline) }
-        for engineWait in waits.values { if let deadline = engineWait.deadline { wait = min(wait, deadline) } }
+        for engineWait in waits.values { wait = min(wait, engineWait.deadline) }
         let waitMs = wait.sleepMilliseconds(at: now)
         engineWakesAt = Deadline(milliseconds: waitMs, after: now).nanoseconds
         return Int32(clamping: waitMs)
@@ -187,7 +187,7 @@ final class TransferEngineCore: @unchecked Sendable {
             engineNeeded = true
         } else {
             waits[ObjectIdentifier(wait)] = wait
-            if let deadline = wait.deadline, let engineWakesAt, deadline.nanoseconds < engineWakesAt { engineNeeded = true }
+            if let engineWakesAt, wait.deadline.nanoseconds < engineWakesAt { engineNeeded = true }
         }
         defer { engineNeeded = false }
         return engineNeeded && engineWakesAt != nil
@@ -205,7 +205,7 @@ final class TransferEngineCore: @unchecked Sendable {
     private func sweepWaits(now: UInt64) {
         guard !waits.isEmpty else { return }
         for (key, wait) in waits {
-            let how = wait.cancellation ?? (wait.deadline?.hasPassed(at: now) == true ? .timedOut : nil)
+            let how = wait.cancellation ?? (wait.deadline.hasPassed(at: now) ? .timedOut : nil)
             guard let how else { continue }
             waits[key] = nil
             ended.waits.append((wait, how))

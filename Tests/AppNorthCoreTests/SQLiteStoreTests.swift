@@ -32,6 +32,31 @@ final class SQLiteStoreTests: XCTestCase {
         XCTAssertEqual(mode(store.path + "-wal"), 0o600)
     }
 
+    /// `take` stands in for `DELETE ... RETURNING` (SQLite 3.35+, the floor
+    /// ships 3.34): it returns what it deleted, alone or inside a caller's
+    /// transaction, and a rollback of that transaction keeps the rows.
+    func testTakeReturnsTheDeletedRowsAloneAndInsideATransaction() throws {
+        let store = try SQLiteStore(directory: DataDirectory(path: folder))
+        for key in ["a", "b", "c"] { try store.kvPut(namespace: "n", key: key, value: Array(key.utf8), updatedMs: 1) }
+        let alone = try store.withConnection { conn throws(AppNorthError) in
+            try conn.take(from: "kv", where: "namespace = ? AND key = ?", [.text("n"), .text("a")], returning: "value") {
+                $0.blob(0)
+            }
+        }
+        XCTAssertEqual(alone, [Array("a".utf8)])
+        XCTAssertNil(try store.kvGet(namespace: "n", key: "a"))
+        XCTAssertThrowsError(try store.transaction { conn throws(AppNorthError) -> Void in
+            let both = try conn.take(from: "kv", where: "namespace = ?", [.text("n")], returning: "key") { $0.text(0) }
+            XCTAssertEqual(both.sorted(), ["b", "c"])
+            throw AppNorthError.storage("roll back")
+        })
+        XCTAssertNotNil(try store.kvGet(namespace: "n", key: "b"), "a rolled-back take keeps its rows")
+        let none = try store.withConnection { conn throws(AppNorthError) in
+            try conn.take(from: "kv", where: "key = ?", [.text("zz")], returning: "key") { $0.text(0) }
+        }
+        XCTAssertEqual(none, [])
+    }
+
     func testWALModeAndSchemaVersion() throws {
         let store = try SQLiteStore(directory: DataDirectory(path: folder))
         let mode = try store.withConnection { conn throws(AppNorthError) in

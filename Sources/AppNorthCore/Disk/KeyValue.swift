@@ -43,8 +43,8 @@ extension SQLiteStore.Connection {
 
     /// Deletes the row and returns the value it held, nil without one.
     func kvTake(_ namespace: String, _ key: String) throws(AppNorthError) -> [UInt8]? {
-        try query("DELETE FROM kv WHERE namespace = ? AND key = ? RETURNING value",
-                  [.text(namespace), .text(key)]) { $0.blob(0) }.first
+        try take(from: "kv", where: "namespace = ? AND key = ?", [.text(namespace), .text(key)],
+                 returning: "value") { $0.blob(0) }.first
     }
 
     /// The keys and values of a namespace's rows updated after `updatedMs`.

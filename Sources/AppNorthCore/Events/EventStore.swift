@@ -166,7 +166,7 @@ final class EventStore: Sendable {
             }
             let damaged = rows.filter { !Self.isSound($0.payload) }
             for row in damaged {
-                let gone = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(row.seq)]) {
+                let gone = try conn.take(from: "events", where: "seq = ?", [.int(row.seq)], returning: "length(payload)") {
                     $0.int(0)
                 }
                 addToTable(-gone.count, -gone.reduce(0, +))
@@ -187,8 +187,8 @@ final class EventStore: Sendable {
     func remove(_ batch: [StoredEvent]) throws(AppNorthError) -> Int {
         guard let first = batch.first?.seq, let last = batch.last?.seq else { return 0 }
         return try db.withConnection { conn throws(AppNorthError) in
-            let gone = try conn.query("DELETE FROM events WHERE seq BETWEEN ? AND ? RETURNING length(payload)",
-                                      [.int(first), .int(last)]) { $0.int(0) }
+            let gone = try conn.take(from: "events", where: "seq BETWEEN ? AND ?", [.int(first), .int(last)],
+                                     returning: "length(payload)") { $0.int(0) }
             addToTable(-gone.count, -gone.reduce(0, +))
             return gone.count
         }
@@ -204,7 +204,7 @@ final class EventStore: Sendable {
             try conn.exec("BEGIN IMMEDIATE")
             do throws(AppNorthError) {
                 for id in ids {
-                    sizes += try conn.query("DELETE FROM events WHERE id = ? RETURNING length(payload)", [.text(id)]) { $0.int(0) }
+                    sizes += try conn.take(from: "events", where: "id = ?", [.text(id)], returning: "length(payload)") { $0.int(0) }
                 }
                 try conn.exec("COMMIT")
             } catch {
@@ -228,7 +228,7 @@ final class EventStore: Sendable {
             let (epoch, sizes) = try db.transaction { conn throws(AppNorthError) -> (Int64, [Int]) in
                 try ConsentRecord.putChoice(conn, .revoked, nowMs: nowMs)
                 let epoch = try ConsentRecord.countRevocation(conn, nowMs: nowMs)
-                let sizes = try conn.query("DELETE FROM events RETURNING length(payload)") { $0.int(0) }
+                let sizes = try conn.take(from: "events", where: "1", returning: "length(payload)") { $0.int(0) }
                 addToTable(-sizes.count, -sizes.reduce(0, +))
                 return (epoch, sizes)
             }

@@ -224,7 +224,7 @@ extension EventStore {
         func delete(_ conn: SQLiteStore.Connection, _ store: EventStore) throws(AppNorthError) {
             var count = 0, bytes = 0
             for seq in taken {
-                let sizes = try conn.query("DELETE FROM events WHERE seq = ? RETURNING length(payload)", [.int(seq)]) { $0.int(0) }
+                let sizes = try conn.take(from: "events", where: "seq = ?", [.int(seq)], returning: "length(payload)") { $0.int(0) }
                 count += sizes.count
                 bytes += sizes.reduce(0, +)
             }

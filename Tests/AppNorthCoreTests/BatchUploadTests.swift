@@ -173,4 +173,85 @@ final class BatchUploadTests: XCTestCase {
         _ = upload.next(.start)
         XCTAssertEqual(upload.next(.storageFailed(.storage("x"))), .finish(.failed(.storage("x"), kept: true)))
     }
+
+    // MARK: - The budget of extra requests
+
+    /// What one batch's upload came to, driven to its end by `status`
+    /// (the answer to an attempt of these rows).
+    struct Run {
+        var requests = 0
+        var delivered: [Int64] = []
+        var dropped: [BatchUpload.DropReason: [Int64]] = [:]
+        var outcome: BatchUpload.Outcome?
+        var allDropped: [Int64] { dropped.values.flatMap { $0 }.sorted() }
+    }
+
+    func run(_ batch: [StoredEvent], _ status: ([StoredEvent]) -> Int) -> Run {
+        var upload = BatchUpload(batch, schedule: schedule)
+        var result = Run()
+        var action = upload.next(.start)
+        for _ in 0..<10_000 {
+            switch action {
+            case .attempt(let rows, _, _):
+                result.requests += 1
+                action = upload.next(answer(rows, status(rows)))
+            case .deliver(let rows, _): result.delivered += rows.map(\.seq); action = upload.next(.done)
+            case .drop(let rows, let reason): result.dropped[reason, default: []] += rows.map(\.seq); action = upload.next(.done)
+            case .wait: action = upload.next(.waited(true))
+            case .finish(let outcome): result.outcome = outcome; return result
+            }
+        }
+        XCTFail("did not finish")
+        return result
+    }
+
+    func testTheBudgetIsTwiceTheLevelsOfHalvesPlusTwo() {
+        XCTAssertEqual([0, 1, 2, 3, 4, 5, 20, 100, 128, 129].map(BatchUpload.extraBudget), [2, 2, 4, 6, 6, 8, 12, 16, 16, 18])
+    }
+
+    /// Before the budget: 39 requests for a batch of 20 (2n - 1).
+    func testA400ToEverythingCostsTheFirstRequestAndTheBudgetThenTheRestIsDiscarded() {
+        let refused = run(events(0..<20)) { _ in 400 }
+        XCTAssertEqual(refused.requests, 1 + 12)
+        XCTAssertEqual(refused.allDropped, (0..<20).map(Int64.init), "every event dropped exactly once")
+        XCTAssertFalse(refused.dropped[.overBudget, default: []].isEmpty)
+        XCTAssertEqual(refused.outcome, .failed(.http("HTTP 400", httpStatus: 400), kept: false))
+    }
+
+    /// Before: 199 requests for a batch of 100, and the batch counted as
+    /// delivered (no failed flush).
+    func testA413ToEverythingIsBoundedAndAFailedBatch() {
+        let refused = run(events(0..<100)) { _ in 413 }
+        XCTAssertEqual(refused.requests, 1 + 16)
+        XCTAssertEqual(refused.allDropped, (0..<100).map(Int64.init))
+        XCTAssertFalse(refused.dropped[.tooLarge, default: []].isEmpty)
+        XCTAssertEqual(refused.outcome, .failed(.http("HTTP 413", httpStatus: 413), kept: false),
+                       "all refused: a failed flush for the breaker")
+    }
+
+    /// Every size up to 130, the poisoned event at every place: the budget
+    /// always finds it; refused everything, the budget holds.
+    func testTheBudgetFindsOnePoisonedEventAndHoldsAgainstARefusingServer() {
+        for count in 1...130 {
+            for status in [400, 413] {
+                let refused = run(events(0..<count)) { _ in status }
+                XCTAssertLessThanOrEqual(refused.requests, 1 + BatchUpload.extraBudget(count), "\(count), \(status)")
+                XCTAssertEqual(refused.allDropped, (0..<count).map(Int64.init), "\(count), \(status)")
+                XCTAssertEqual(refused.outcome, .failed(.http("HTTP \(status)", httpStatus: status), kept: false))
+                for poisoned in Set([0, count / 3, count / 2, count - 1]) {
+                    let found = run(events(0..<count)) { rows in rows.contains { $0.seq == poisoned } ? status : 200 }
+                    XCTAssertEqual(found.allDropped, [Int64(poisoned)], "\(count), \(status), \(poisoned)")
+                    XCTAssertEqual(found.delivered.count, count - 1)
+                    XCTAssertEqual(found.outcome, count == 1 ? .failed(.http("HTTP \(status)", httpStatus: status), kept: false)
+                                                             : .delivered)
+                }
+            }
+        }
+    }
+
+    func testAPartlyDeliveredSplitStaysDelivered() {
+        let mixed = run(events(0..<8)) { rows in rows.count > 2 ? 413 : 200 }
+        XCTAssertEqual(mixed.delivered, (0..<8).map(Int64.init))
+        XCTAssertEqual(mixed.outcome, .delivered)
+    }
 }

@@ -17,6 +17,16 @@
 ///   of a batch of several is bisected: the halves go separately, down to
 ///   single events, so only what the server refuses is dropped. Any other
 ///   4xx drops the part (`client_error`): a discarded batch.
+/// - Splits, bisects, the rest after listed events and the uncompressed
+///   attempt after a 415 share one budget of extra requests per batch,
+///   `extraBudget(n)` = 2 x ceil(log2 n) + 2: enough to find one poisoned
+///   event (two requests per level of halves) with two to spare. Past it,
+///   every event of the batch not yet delivered or dropped is discarded
+///   (`overBudget`, counted as `client_error`): a server that refuses
+///   everything costs a few requests per batch, not 2n - 1.
+/// - A batch none of whose events was delivered and some refused (any
+///   4xx, a 413 included) ends `failed(kept: false)`: a failed flush for
+///   the circuit breaker.
 ///
 /// Halves nest (a half of a half), kept as a stack of `Frame`s.
 struct BatchUpload: Sendable {
@@ -52,6 +62,8 @@ struct BatchUpload: Sendable {
         case refused
         /// A single event refused by a 413.
         case tooLarge
+        /// What was left of a batch once its extra requests were spent.
+        case overBudget
         /// The stats' reason.
         var counted: String { self == .tooLarge ? "payload_too_large" : "client_error" }
     }
@@ -108,10 +120,25 @@ struct BatchUpload: Sendable {
     /// What a `.done` leads to: the rest to send, or the part's end.
     private var afterDone: (rest: [StoredEvent]?, end: Outcome?) = (nil, nil)
     let schedule: Backoff
+    /// Extra requests still allowed (splits, bisects, rests, uncompressed).
+    private(set) var extraLeft: Int
+    /// Some rows were delivered / refused (dropped) so far.
+    private(set) var deliveredAny = false
+    private(set) var refusal: AppNorthError?
 
     init(_ batch: [StoredEvent], schedule: Backoff) {
         current = batch
         self.schedule = schedule
+        extraLeft = Self.extraBudget(batch.count)
+    }
+
+    /// The extra requests a batch of `count` may cost beyond its first
+    /// attempt and its retries: 2 x ceil(log2 count) + 2 (2 for one event,
+    /// 12 for 20, 16 for 100).
+    static func extraBudget(_ count: Int) -> Int {
+        var levels = 0
+        while levels < Int.bitWidth - 2, (1 << levels) < count { levels += 1 }
+        return 2 * levels + 2
     }
 
     /// The one transition.
@@ -126,10 +153,7 @@ struct BatchUpload: Sendable {
         case .done:
             let (rest, end) = afterDone
             afterDone = (nil, nil)
-            if let rest {
-                current = rest
-                return .attempt(rest, compressed: compress, why: .rest)
-            }
+            if let rest { return extra(rest, why: .rest) }
             return endPart(end ?? .delivered)
         case .answered(let sent, let status, let error, let gzipped, let rejected, let jitter):
             if !sent.isEmpty { current = sent }
@@ -143,23 +167,26 @@ struct BatchUpload: Sendable {
         switch UploadStatusPolicy.outcome(for: status) {
         case .delivered:
             afterDone = (nil, .delivered)
+            deliveredAny = true
             return .deliver(current, deferrable: frames.isEmpty)
         case .discard:
+            let failure = AppNorthError.http("HTTP \(code)", httpStatus: code)
+            refusal = error ?? failure
             if code == 415 && gzipped {
                 compress = false
-                return .attempt(current, compressed: false, why: .uncompressed)
+                return extra(current, why: .uncompressed)
             }
-            let failure = Outcome.failed(error ?? .http("HTTP \(code)", httpStatus: code), kept: false)
             let refusable = code == 400 || code == 422
             if refusable, let rejected, current.contains(where: { rejected.contains($0.id) }) {
                 let rest = current.filter { !rejected.contains($0.id) }
-                afterDone = rest.isEmpty ? (nil, failure) : (rest, nil)
+                afterDone = rest.isEmpty ? (nil, .failed(error ?? failure, kept: false)) : (rest, nil)
                 return .drop(current.filter { rejected.contains($0.id) }, .rejected)
             }
             if refusable && current.count > 1 { return halve(bisect: true, status: code) }
-            afterDone = (nil, failure)
+            afterDone = (nil, .failed(error ?? failure, kept: false))
             return .drop(current, .refused)
         case .split:
+            refusal = error ?? .http("HTTP \(code)", httpStatus: code)
             if current.count > 1 { return halve(bisect: false, status: code) }
             afterDone = (nil, .delivered)
             return .drop(current, .tooLarge)
@@ -174,15 +201,30 @@ struct BatchUpload: Sendable {
 
     /// Sends the first half of the current part, the second kept on a frame.
     private mutating func halve(bisect: Bool, status: Int) -> Action {
+        guard extraLeft > 0 else { return overBudget() }
         let half = current.count / 2
         frames.append(Frame(bisect: bisect, second: Array(current[half...])))
-        return begin(Array(current[..<half]), why: .half(of: current.count, status: status))
+        return extra(Array(current[..<half]), why: .half(of: current.count, status: status))
     }
 
-    private mutating func begin(_ part: [StoredEvent], why: Attempt) -> Action {
+    /// An extra attempt of `part`, if the budget has one left; else the
+    /// rest of the batch is discarded.
+    private mutating func extra(_ part: [StoredEvent], why: Attempt) -> Action {
         current = part
+        guard extraLeft > 0 else { return overBudget() }
+        extraLeft -= 1
         retries = 0
         return .attempt(part, compressed: compress, why: why)
+    }
+
+    /// The budget is spent: what is left of the batch (the current part,
+    /// not sent again, and every half still to send) is dropped, and the
+    /// batch ends, failed.
+    private mutating func overBudget() -> Action {
+        let rest = (current + frames.compactMap(\.second).joined()).sorted { $0.seq < $1.seq }
+        frames.removeAll()
+        afterDone = (nil, .failed(refusal ?? .http("HTTP 400", httpStatus: 400), kept: false))
+        return .drop(rest, .overBudget)
     }
 
     /// The current part ended with `outcome`: the frames above it decide
@@ -200,13 +242,24 @@ struct BatchUpload: Sendable {
                 // The first half ended.
                 guard !stops else { continue }
                 frames.append(Frame(bisect: frame.bisect, second: nil, firstFailed: outcome != .delivered))
-                return begin(second, why: .secondHalf)
+                return extra(second, why: .secondHalf)
             }
             // The second half ended: a bisected part is discarded only if
             // both halves were; delivered if any part went through.
             if frame.bisect, !stops, !(frame.firstFailed && outcome != .delivered) { outcome = .delivered }
         }
-        return .finish(outcome)
+        return .finish(settled(outcome))
+    }
+
+    /// The batch's verdict: some rows delivered, it went; none delivered
+    /// and some refused (a 413 included), it failed, discarded.
+    private func settled(_ outcome: Outcome) -> Outcome {
+        switch outcome {
+        case .delivered where !deliveredAny:
+            if let refusal { return .failed(refusal, kept: false) }
+            return outcome
+        default: return outcome
+        }
     }
 
     private mutating func finishAll(_ outcome: Outcome) -> Action {

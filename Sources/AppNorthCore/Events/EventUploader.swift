@@ -201,7 +201,7 @@ extension AppNorthEvents {
                 delivered(events, status: status, deferRemoval: deferrable ? deferRemoval : nil)
                 input = .done
             case .drop(let events, let reason):
-                drop(events, reason, status: status, of: machine.current.count)
+                drop(events, reason, status: status, of: reason == .overBudget ? batch.count : machine.current.count)
                 input = .done
             case .finish(let outcome):
                 return outcome
@@ -312,6 +312,10 @@ extension AppNorthEvents {
             logger.log(.error, "event batch of \(events.count) discarded after HTTP \(status): check the event schema")
         case .tooLarge:
             logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
+        case .overBudget:
+            logger.log(.error, "the server kept refusing a batch (HTTP \(status)): \(events.count) event(s) of a batch of "
+                       + "\(part) discarded after its \(BatchUpload.extraBudget(part)) extra requests; "
+                       + "check the event schema and the server's body limit")
         }
     }
 

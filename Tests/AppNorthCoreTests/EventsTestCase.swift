@@ -66,7 +66,15 @@ class EventsTestCase: XCTestCase {
         let fd = Glibc.open(path, O_RDONLY)
         guard fd >= 0 else { throw AppNorthError.storage("cannot open \(path)") }
         defer { close(fd) }
-        return try EventJournal.readAll(fd, path)
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw AppNorthError.storage("cannot read \(path)") }
+            if n == 0 { return out }
+            out += chunk[..<n]
+        }
     }
 
     func writeFile(_ path: String, _ bytes: [UInt8]) {

@@ -68,19 +68,57 @@ final class JournalTests: EventsTestCase {
         events.close(timeoutMilliseconds: 0)
     }
 
-    func testAnOversizeOrphanIsSkippedAndTheOthersImported() throws {
+    /// An ended process's journal larger than the limits allow is set
+    /// aside (renamed, logged), not read: the open does not walk it.
+    func testAnOversizeOrphanIsSetAsideAndTheOthersImported() throws {
         _ = try DataDirectory(path: folder)
-        // Sparse: no disk space, but its size says more than any journal holds.
+        // Sparse: no disk space, but its size says more than the limits allow.
         let oversize = folder + "/events-999996-0000000000000000.journal"
         writeFile(oversize, JournalRecord.encode(payload("inside")))
-        XCTAssertEqual(truncate(oversize, off_t(EventJournal.maxFileBytes) + 1), 0)
+        let largest = EventJournal.largestFile(maxEvents: 10_000, maxBytes: 5 << 20)
+        XCTAssertEqual(truncate(oversize, off_t(largest) + 1), 0)
         let good = folder + "/events-999995-1111111111111111.journal"
         writeFile(good, JournalRecord.encode(payload("good")))
-        let events = try open(quiet())
+        let lines = Lock<[String]>([])
+        let logger = Logger(minimum: .warning) { _, line in lines.withLock { $0.append(line) } }
+        let events = try open(quiet(), logger: logger)
         XCTAssertEqual(events.queuedCount, 1, "the readable orphan is imported; the open does not fail")
-        XCTAssertTrue(journalFiles().contains(oversize), "the oversize file is left in place")
+        XCTAssertFalse(journalFiles().contains(oversize), "no longer a journal")
+        XCTAssertEqual(access(oversize + EventJournal.asideSuffix, F_OK), 0, "set aside, not deleted")
         XCTAssertFalse(journalFiles().contains(good))
+        XCTAssertTrue(lines.withLock { $0 }.contains { $0.contains("set aside") })
         events.close(timeoutMilliseconds: 0)
+    }
+
+    /// A journal is read a window at a time: records across windows (one
+    /// longer than a window), damage in between, every offset the same as
+    /// a whole read gives.
+    func testAReaderGivesWhatAWholeReadGives() throws {
+        _ = try DataDirectory(path: folder)
+        var bytes: [UInt8] = []
+        for i in 0..<300 {
+            let pad = String(repeating: "x", count: i == 150 ? 3000 : (i * 37) % 200)
+            bytes += JournalRecord.encode(payload("e\(i)" + pad))
+            if i % 50 == 7 { bytes += [0x41, 0x4E, 0x4A, 0x31, 9, 9, 9] }  // a torn stretch
+        }
+        let path = folder + "/events-1-0000000000000000.journal"
+        writeFile(path, bytes)
+        let fd = Glibc.open(path, O_RDONLY)
+        defer { close(fd) }
+        for window in [16, 100, 1000, 4096, 1 << 20] {
+            let reader = try JournalReader(fd: fd, path: path, windowBytes: window)
+            var position = 0, count = 0
+            while let found = try reader.next(from: position) {
+                let whole = JournalRecord.next(in: bytes, from: position)
+                XCTAssertEqual(found.event, whole?.event, "window \(window)")
+                XCTAssertEqual([found.start, found.end, found.damaged], [whole?.start, whole?.end, whole?.damaged].map { $0 ?? -1 })
+                XCTAssertLessThanOrEqual(reader.windowCount, max(window, 3000 + 200))
+                guard found.event != nil else { break }
+                count += 1
+                position = found.end
+            }
+            XCTAssertEqual(count, 300, "window \(window)")
+        }
     }
 
     func testAJournalMarkedImportedIsOnlyRemoved() throws {

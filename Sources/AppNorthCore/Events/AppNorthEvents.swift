@@ -107,7 +107,9 @@ package final class AppNorthEvents: Sendable {
         consentWatch = try ConsentWatch(directory: directory)
         let revocationsAdopted = consentWatch.revocations
         let consent = try Self.loadConsent(db, logger: self.logger)
-        store = try EventStore(db: db, directory: directory, epoch: consent.epoch, logger: self.logger)
+        store = try EventStore(db: db, directory: directory, epoch: consent.epoch, logger: self.logger,
+                               largestJournal: EventJournal.largestFile(maxEvents: options.maxQueuedEvents,
+                                                                        maxBytes: options.maxQueuedBytes))
         journalRef = Unmanaged.passUnretained(store.journal)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }

@@ -52,9 +52,9 @@ final class JournalSegment: Sendable {
     /// Holds records, or a write to it failed: a drain rotates it out.
     var isUsed: Bool { records.load(ordering: .acquiring) > 0 || failed.load(ordering: .relaxed) }
 
-    /// Everything in the file, read from its start.
-    func contents() throws(AppNorthError) -> [UInt8] {
-        try EventJournal.readAll(fd, path)
+    /// A reader of the file, a window at a time.
+    func reader() throws(AppNorthError) -> JournalReader {
+        try JournalReader(fd: fd, path: path)
     }
 }
 
@@ -342,42 +342,18 @@ final class EventJournal: Sendable {
         return Int64(parts[1].dropFirst())
     }
 
-    /// The largest journal file read: above the largest queue limit
-    /// (1 GiB) with its slack and record headers. A bigger file cannot be
-    /// one this library wrote, and reading it whole could exhaust memory.
-    static let maxFileBytes = 2 << 30
+    /// What an ended process's journal too large for the limits is
+    /// renamed to end with (`EventStore.setAside`).
+    static let asideSuffix = ".aside"
 
-    /// Reads a whole file from its start.
-    static func readAll(_ fd: Int32, _ path: String) throws(AppNorthError) -> [UInt8] {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .storage("cannot read the event journal \(path): \(String(cString: strerror(errno)))") }
-        guard info.st_size <= maxFileBytes else {
-            throw .storage("the event journal \(path) is \(info.st_size) bytes, more than any journal holds (\(maxFileBytes)); left in place")
-        }
-        var out = [UInt8](repeating: 0, count: max(0, Int(info.st_size)))
-        var filled = 0
-        while filled < out.count {
-            let n = out.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                return pread(fd, base + filled, buffer.count - filled, off_t(filled))
-            }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw .storage("cannot read the event journal \(path): \(String(cString: strerror(errno)))") }
-            if n == 0 { break }  // the file shrank meanwhile
-            filled += n
-        }
-        if filled < out.count { out.removeSubrange(filled...) }
-        return out
-    }
-
-    /// Another handle's journal read as it is now (it may be appending:
-    /// a torn tail is skipped by the decoder), for the directory's census;
-    /// nil when it is gone or cannot be read. Opened read-only through
-    /// the folder's descriptor, only when adoptable (DataDirectory).
-    static func readIfPresent(_ name: String, in directory: DataDirectory) -> [UInt8]? {
-        guard let fd = try? directory.openExisting(name) else { return nil }
-        defer { close(fd) }
-        return try? readAll(fd, directory.file(name))
+    /// The largest journal file the queue's limits allow: twice the
+    /// records they admit (payload bytes, plus a header and an id per
+    /// event) and one largest record, at most 2 GiB. A journal a process
+    /// wrote under those limits stays below it unless it tracked more than
+    /// twice the limits between two drains.
+    static func largestFile(maxEvents: Int, maxBytes: Int) -> Int {
+        let records = maxBytes.addingSaturating(maxEvents.multipliedSaturating(by: JournalRecord.headerSize))
+        return min(2 << 30, records.multipliedSaturating(by: 2).addingSaturating(JournalRecord.headerSize + JournalRecord.maxPayload))
     }
 
     /// A journal that no live process holds, opened and locked; nil when

@@ -31,9 +31,9 @@ final class EventStore: Sendable {
         /// imported a part (`drainPart`). Their files stay locked, and
         /// nothing writes to them any more.
         var retired: [JournalSegment] = []
-        /// The bytes of retired files read so far, by name: a file
-        /// imported in parts is read once.
-        var contents: [String: [UInt8]] = [:]
+        /// The readers of retired files, by name: a file imported in
+        /// parts goes on from the window its last part ended in.
+        var readers: [String: JournalReader] = [:]
         /// Import marks of files already deleted: removed by the next
         /// import's transaction rather than by one of their own.
         var settledMarks: [String] = []
@@ -69,10 +69,17 @@ final class EventStore: Sendable {
 
     let logger: Logger
 
-    /// `epoch`: the stored consent revocation count the handle starts from.
-    init(db: SQLiteStore, directory: DataDirectory, epoch: Int64, logger: Logger = .silent) throws(AppNorthError) {
+    /// The largest journal file read (`EventJournal.largestFile`): an
+    /// ended process's larger one is set aside, another's not counted.
+    let largestJournal: Int
+
+    /// `epoch`: the stored consent revocation count the handle starts from;
+    /// `largestJournal`: from the queue's limits.
+    init(db: SQLiteStore, directory: DataDirectory, epoch: Int64, logger: Logger = .silent,
+         largestJournal: Int = EventJournal.largestFile(maxEvents: 10_000, maxBytes: 5 << 20)) throws(AppNorthError) {
         self.db = db
         self.logger = logger
+        self.largestJournal = largestJournal
         let (row, dropped) = try db.withConnection { conn throws(AppNorthError) in
             let dropped = try Self.dropImplausibleSequences(conn)
             // Sizes come from the payloads themselves, never from the stored
@@ -272,7 +279,7 @@ final class EventStore: Sendable {
             journal.settle(segment)
         }
         state.retired.removeAll()
-        state.contents.removeAll()
+        state.readers.removeAll()
         state.offsets.removeAll()
         return gone
     }

@@ -69,22 +69,21 @@ extension EventStore {
     private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) {
         var files: [JournalFile] = []
         for segment in state.retired {
-            let contents: [UInt8]
-            if let read = state.contents[segment.name] {
-                contents = read
+            let reader: JournalReader
+            if let open = state.readers[segment.name] {
+                reader = open
             } else {
-                contents = try segment.contents()
-                state.contents[segment.name] = contents
+                reader = try segment.reader()
+                state.readers[segment.name] = reader
             }
-            files.append(JournalFile(name: segment.name, path: segment.path, contents: contents,
-                                     expected: state.offsets[segment.name] ?? 0))
+            files.append(JournalFile(name: segment.name, reader: reader, expected: state.offsets[segment.name] ?? 0))
         }
         let parts = try importJournals(files, limit: limit, &state.settledMarks)
         var rest: [JournalSegment] = []
         for (segment, part) in zip(state.retired, parts) {
             if part.finished {
                 journal.settle(segment)
-                state.contents[segment.name] = nil
+                state.readers[segment.name] = nil
                 state.offsets[segment.name] = nil
             } else {
                 journal.settle(segment, records: part.records, bytes: part.bytes)
@@ -95,11 +94,10 @@ extension EventStore {
         state.retired = rest
     }
 
-    /// A journal file read whole, to import.
+    /// A journal file to import, read a window at a time.
     struct JournalFile {
         let name: String
-        let path: String
-        let contents: [UInt8]
+        let reader: JournalReader
         /// Where this handle's last import of it ended (its own files):
         /// a progress mark further on means another handle's trim dropped
         /// the records in between (QueueLimits), which are settled too.
@@ -127,9 +125,9 @@ extension EventStore {
         var damaged = 0
 
         /// Decodes the next record from `from` on.
-        mutating func advance(_ contents: [UInt8], from: Int) {
-            guard let found = JournalRecord.next(in: contents, from: from) else {
-                position = max(from, contents.count)
+        mutating func advance(_ reader: JournalReader, from: Int) throws(AppNorthError) {
+            guard let found = try reader.next(from: from) else {
+                position = max(from, reader.size)
                 head = nil
                 return
             }
@@ -194,13 +192,13 @@ extension EventStore {
         var cursors: [ImportCursor] = []
         var refused = 0
         for (index, file) in files.enumerated() {
-            var cursor = ImportCursor(position: file.contents.count)
+            var cursor = ImportCursor(position: file.reader.size)
             defer { cursors.append(cursor) }
-            guard let start = try Self.importedOffset(conn, file.name, within: file.contents.count) else { continue }
-            cursor.advance(file.contents, from: start)
+            guard let start = try Self.importedOffset(conn, file.name, within: file.reader.size) else { continue }
+            try cursor.advance(file.reader, from: start)
             if let expected = file.expected, start > expected {
                 var position = expected
-                while let found = JournalRecord.next(in: file.contents, from: position), let event = found.event,
+                while let found = try file.reader.next(from: position), let event = found.event,
                       found.end <= start {
                     parts[index].records += 1
                     parts[index].bytes += event.payload.count
@@ -211,7 +209,7 @@ extension EventStore {
                 while let event = cursor.head {
                     parts[index].records += 1
                     parts[index].bytes += event.payload.count
-                    cursor.advance(file.contents, from: cursor.headEnd)
+                    try cursor.advance(file.reader, from: cursor.headEnd)
                 }
                 refused += parts[index].records
                 continue
@@ -241,7 +239,7 @@ extension EventStore {
             parts[index].records += 1
             parts[index].bytes += event.payload.count
             taken += 1
-            cursors[index].advance(files[index].contents, from: cursors[index].headEnd)
+            try cursors[index].advance(files[index].reader, from: cursors[index].headEnd)
         }
         return (count, bytes)
     }

@@ -113,15 +113,39 @@ enum JournalRecord {
     /// when nothing is left at all. Lets an import decode a file a part at
     /// a time, from where the last part ended. Never traps.
     static func next(in bytes: [UInt8], from position: Int) -> (event: Event?, start: Int, end: Int, damaged: Int)? {
+        guard case .record(let event, let start, let end, let damaged) = scan(bytes, from: position, complete: true, inDamage: false)
+        else { return nil }
+        return (event, start, end, damaged)
+    }
+
+    /// What a look for the next record in some of a file's bytes found.
+    enum Scan: Equatable {
+        /// Nothing left at all.
+        case none
+        /// A sound record (or, `event` nil, the end of the bytes), as `next`.
+        case record(Event?, start: Int, end: Int, damaged: Int)
+        /// The bytes end before the record that may start at `at` does
+        /// (or before a header): read `need` bytes from `at` and look again,
+        /// carrying `damaged` and whether a damaged stretch is still open.
+        case more(at: Int, need: Int, damaged: Int, inDamage: Bool)
+    }
+
+    /// `next` over a window of a file: `complete` says the bytes run to the
+    /// file's end; when they do not, a record the window cuts is asked for
+    /// (`more`) instead of being taken for damage. Never traps.
+    static func scan(_ bytes: [UInt8], from position: Int, complete: Bool, inDamage: Bool) -> Scan {
         bytes.withUnsafeBytes { buffer in
             let count = buffer.count
             var position = max(0, position)
-            guard position < count else { return nil }
+            guard position < count else { return complete ? .none : .more(at: position, need: headerSize, damaged: 0, inDamage: inDamage) }
             var damaged = 0
-            var inDamage = false
+            var inDamage = inDamage
             while position < count {
+                if !complete, let need = cut(at: position, in: buffer) {
+                    return .more(at: position, need: need, damaged: damaged, inDamage: inDamage)
+                }
                 if let (event, next) = record(at: position, in: buffer) {
-                    return (event, position, next, damaged)
+                    return .record(event, start: position, end: next, damaged: damaged)
                 }
                 // Count each damaged stretch once, then look for the next
                 // record start.
@@ -129,8 +153,23 @@ enum JournalRecord {
                 inDamage = true
                 position += 1
             }
-            return (nil, count, count, damaged)
+            return complete ? .record(nil, start: count, end: count, damaged: damaged)
+                            : .more(at: count, need: headerSize, damaged: damaged, inDamage: inDamage)
         }
+    }
+
+    /// The bytes a record starting at `position` needs when the buffer
+    /// ends before it could: a header cut short, or a plausible header
+    /// (magic, a length within bounds) whose payload runs past the end.
+    private static func cut(at position: Int, in buffer: UnsafeRawBufferPointer) -> Int? {
+        guard let base = buffer.baseAddress else { return nil }
+        let left = buffer.count - position
+        guard left >= headerSize else { return headerSize }
+        let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+        guard UInt32(truncatingIfNeeded: first) == magic else { return nil }
+        let length = Int(UInt32(truncatingIfNeeded: first >> 32))
+        guard length <= maxPayload, headerSize + length > left else { return nil }
+        return headerSize + length
     }
 
     /// The record starting at `position`, and where the next one starts;

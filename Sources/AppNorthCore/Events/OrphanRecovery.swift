@@ -35,15 +35,20 @@ extension EventStore {
             // A file that cannot be read is left for the next scan: it
             // must not fail the open, or stop every upload cycle, for the
             // events that are readable.
-            let contents: [UInt8]
+            let reader: JournalReader
             do {
-                contents = try EventJournal.readAll(fd, path)
+                reader = try JournalReader(fd: fd, path: path)
             } catch {
                 close(fd)
                 logger.log(.warning, "event queue: skipped a journal an ended process left: \(error.message)")
                 continue
             }
-            claimed.append((fd, JournalFile(name: name, path: path, contents: contents)))
+            guard reader.size <= largestJournal else {
+                setAside(name, size: reader.size)
+                close(fd)
+                continue
+            }
+            claimed.append((fd, JournalFile(name: name, reader: reader)))
             if claimed.count >= 32 { try importClaimed() }
         }
         try importClaimed()
@@ -58,6 +63,19 @@ extension EventStore {
             try? db.kvDelete(namespace: namespace, key: name)
         }
         draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }
+    }
+
+    /// An ended process's journal larger than the limits allow
+    /// (`largestJournal`): no journal this library writes under them grows
+    /// so large (a damaged disk, or a file put there), and walking it would
+    /// cost every scan its size in reads. Renamed out of the journals
+    /// (`<name>.aside`), left for a person to look at, and logged.
+    func setAside(_ name: String, size: Int) {
+        let aside = name + EventJournal.asideSuffix
+        let moved = journal.directory.rename(name, to: aside)
+        logger.log(.warning, "event queue: the journal \(name) an ended process left is \(size) bytes, more than "
+                   + "the queue's limits allow (\(largestJournal)); "
+                   + (moved ? "set aside as \(aside), not imported" : "left in place, not imported"))
     }
 
     /// `recoverOrphans` when the last look is 10 s old.

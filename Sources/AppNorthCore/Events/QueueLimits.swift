@@ -55,11 +55,16 @@ extension EventStore {
         let revocations = try ConsentRecord.revocations(conn)
         var found: [ForeignJournal] = []
         for name in journal.journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
-            guard let contents = EventJournal.readIfPresent(name, in: journal.directory),
-                  let start = try Self.importedOffset(conn, name, within: contents.count) else { continue }
+            // Read a window at a time; a file larger than the limits allow
+            // is not counted (an ended process's is set aside by recovery).
+            guard let fd = try? journal.directory.openExisting(name) else { continue }
+            defer { close(fd) }
+            guard let reader = try? JournalReader(fd: fd, path: journal.directory.file(name)),
+                  reader.size <= largestJournal,
+                  let start = try Self.importedOffset(conn, name, within: reader.size) else { continue }
             var file = ForeignJournal(name: name)
             var position = start
-            while let next = JournalRecord.next(in: contents, from: position), let event = next.event {
+            while let next = try? reader.next(from: position), let event = next.event {
                 file.records.append((event.milliseconds, event.id, event.payload.count, next.end))
                 position = next.end
             }

@@ -1,10 +1,11 @@
 # libappnorth: build, package, test and demo.
 #   make demo      build the library, start the local server, run the C examples and
-#                  the C++, Go, Rust, C#, Java, LuaJIT and Ruby ones whose toolchain works
+#                  the C++, Go, Rust, C#, Java, LuaJIT, Ruby and Node ones whose toolchain works
 #   make test      every suite: swift test, the C tests, pytest (server started here)
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
 #                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
+#   make node-package  the npm tarball (Node-API addon + libappnorth.so.0) in build/node/
 #   make install   PREFIX=/usr/local by default
 #   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
 
@@ -29,7 +30,8 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-size test-swift test-c test-fleet test-valgrind \
-        test-python test-hosts test-wheel test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean
+        test-python test-hosts test-wheel test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean \
+        node-package test-node
 
 all: dist
 
@@ -71,6 +73,12 @@ dist: $(DIST_LIB)
 # dependencies bundled by auditwheel: dist/appnorth-VERSION-py3-none-manylinux_*.whl
 wheel: $(DIST_LIB)
 	@scripts/make-wheel.sh $(DIST_LIB) $(DIST)
+
+# The npm package: the Node-API addon (bindings/node/src) with
+# libappnorth.so.0 beside it ($ORIGIN rpath) and the JS module, packed by
+# npm pack into build/node/appnorth-VERSION.tgz.
+node-package: $(DIST_LIB)
+	@scripts/node-package.sh $(DIST) $(BUILD)/node
 
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
@@ -131,6 +139,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-hosts
 	$(MAKE) --no-print-directory test-wheel
+	$(MAKE) --no-print-directory test-node
 
 # The size gate (curl's complexity gate as the model): no Swift file in
 # Sources/ over 500 lines, no function over 80; scripts/size-baseline.txt
@@ -230,7 +239,7 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
-# the C++, Go, Rust, C#, Java, LuaJIT and Ruby walkthroughs run (skipped,
+# the C++, Go, Rust, C#, Java, LuaJIT, Ruby and Node walkthroughs run (skipped,
 # with the command to run, without a working toolchain), and appnorth.hpp's own test runs under ASan and UBSan.
 STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror
 SANITIZE     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -262,6 +271,13 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/run-host-examples.sh $(BUILD) $(DIST) \
 	    > $(BUILD)/host-examples.log 2>&1 || { cat $(BUILD)/host-examples.log; exit 1; }
 	@tail -n 1 $(BUILD)/host-examples.log
+
+# The Node.js binding: node --test bindings/node/test/ against the dev
+# server, then the packed tarball installed offline into an empty folder
+# runs the README's Node quickstart (scripts/test-node.sh; skipped, with
+# the command to run, without a working node).
+test-node: $(DIST_LIB)
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-node.sh $(BUILD) $(DIST)
 
 bench:
 	@bench/run.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the C++, Go, Rust, C#, Java, LuaJIT and Ruby walkthroughs
+# Builds and runs the C++, Go, Rust, C#, Java, LuaJIT, Ruby and Node walkthroughs
 # against the local server
 # ($APPNORTH_TEST_SERVER, seeded with --seed-demo), each with a fresh data
 # directory. Each toolchain must run, not only be on PATH (scripts/toolchains.sh;
@@ -85,6 +85,13 @@ fi
 
 if usable "Ruby"; then
     LANG=C APPNORTH_DIST="$dist" walk "Ruby (ffi gem)" "$TC_ruby" "$root/examples/ruby/walkthrough.rb"
+fi
+
+if usable "Node"; then
+    # The npm package, staged in BUILD/node/appnorth (scripts/node-package.sh).
+    PATH="$(dirname "$TC_node"):$PATH" "$root/scripts/node-package.sh" "$dist" "$build/node" >/dev/null
+    LANG=C APPNORTH_NODE_PACKAGE="$build/node/appnorth" walk "Node (Node-API addon)" \
+        "$TC_node" "$root/examples/node/walkthrough.js"
 fi
 
 echo

@@ -77,5 +77,7 @@ LuaJIT|luajit|{} -e "local ffi = require('ffi')"|luajit
 Java|javac|{} -version|openjdk-17-jdk-headless
 Java|java|{} -version && test -r /usr/share/java/jna.jar|openjdk-17-jdk-headless libjna-java
 Ruby|ruby|{} -rffi -e 0|ruby ruby-ffi
+Node|node|{} -e "require('node:worker_threads')" && test -r /usr/include/node/node_api.h|nodejs libnode-dev
+Node|npm|{} --version|npm
 TOOLS
 }

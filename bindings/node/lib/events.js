@@ -1,0 +1,84 @@
+'use strict';
+// Analytics events: track() is synchronous and durable (on disk before it
+// returns); uploads run on the library's thread; flush() is a Promise.
+const native = require('./native');
+const { operation, options, disposable, kNative, kAdopt } = require('./operation');
+
+const NetworkType = Object.freeze({ UNKNOWN: 0, WIFI: 1, CELLULAR: 2, EXPENSIVE_CELLULAR: 3 });
+const consentNames = { '-1': 'unknown', 0: 'revoked', 1: 'granted' };
+
+class Events {
+  #native;
+  #client;
+  #release;
+
+  /**
+   * @param {Client} client
+   * @param {object} opts dataDir (required), flushIntervalMs, batchThreshold,
+   *   maxEvents, maxBytes, maxEventBytes, retryBaseDelayMs, retries,
+   *   retryAfterCapMs, breakerThreshold, retryJitterPercent, requireConsent.
+   */
+  constructor(client, opts) {
+    this.#native = native.eventsNew(client?.[kNative], options(opts));
+    this.#client = client;
+    this.#release = client[kAdopt](this);
+  }
+
+  /** Queues an event; true when stored, false when consent drops it. */
+  track(name, properties) {
+    if (properties !== undefined && properties !== null &&
+        (typeof properties !== 'object' || Array.isArray(properties))) {
+      const error = new TypeError('properties must be a plain object');
+      error.code = 'ERR_INVALID_ARG_TYPE';
+      throw error;
+    }
+    const text = properties == null ? null : JSON.stringify(properties);
+    return native.eventsTrack(this.#native, name, text);
+  }
+
+  /** Uploads now; resolves {sent} or rejects (the error has .resultJson). */
+  async flush(timeoutMs = 10000, { signal } = {}) {
+    return JSON.parse(await operation(() => native.eventsFlush(this.#native, this.#client[kNative], timeoutMs), signal));
+  }
+
+  setNetworkType(type) { native.eventsSetNetworkType(this.#native, type); }
+
+  startSession() { native.eventsSimple(this.#native, 0); }
+
+  foreground() { native.eventsSimple(this.#native, 1); }
+
+  reset() { native.eventsSimple(this.#native, 2); }
+
+  /** Grant (true) or revoke (false); revoking purges the queue (blocks for it). */
+  setConsent(granted) { native.eventsSetConsent(this.#native, granted); }
+
+  /** 'unknown', 'revoked' or 'granted'. */
+  get consent() { return consentNames[native.eventsConsent(this.#native)]; }
+
+  identify(userId) { native.eventsIdentify(this.#native, userId); }
+
+  setPushToken(token) { native.eventsSetPushToken(this.#native, token ?? null); }
+
+  get anonymousId() { return native.eventsText(this.#native, 0); }
+
+  stats() { return JSON.parse(native.eventsText(this.#native, 1)); }
+
+  /** Stops the upload thread at once (queued events stay on disk). */
+  close() {
+    native.close(this.#native);
+    this.#release();
+  }
+
+  /** Uploads for up to timeoutMs (default 2 s; errors ignored), then close(). */
+  async closeAsync(timeoutMs = 2000) {
+    try {
+      await this.flush(timeoutMs);
+    } catch {
+      // Still queued on disk: the next run uploads them.
+    }
+    this.close();
+  }
+}
+disposable(Events);
+
+module.exports = { Events, NetworkType };

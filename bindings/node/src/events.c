@@ -1,0 +1,196 @@
+/* The analytics events queue. track() is synchronous and durable (one
+ * journal write() before it returns), like the C call; flush() is a
+ * Promise (appnorth_events_flush_async). */
+#include "addon.h"
+
+#include <stdlib.h>
+
+static bool optional_i32(napi_env env, napi_value o, const char *name, int32_t lo, int32_t hi, int32_t *out) {
+    napi_value v = an_prop(env, o, name);
+    napi_valuetype t;
+    napi_typeof(env, v, &t);
+    return t == napi_undefined || an_int32(env, v, name, lo, hi, out);
+}
+
+/* The options object's flush policy, limits and retry settings. */
+static bool set_policy(napi_env env, napi_value o, appnorth_events_options *options, appnorth_error *err) {
+    int32_t interval = 30000, threshold = 20, max_events = 10000, max_event_bytes = 65536;
+    int32_t base_delay = 1000, retries = 3, retry_after_cap = 120000, breaker = 5, jitter = 20;
+    int64_t max_bytes = 5242880;
+    bool require = false;
+    napi_value v = an_prop(env, o, "maxBytes"), c = an_prop(env, o, "requireConsent");
+    napi_valuetype t, tc;
+    napi_typeof(env, v, &t);
+    napi_typeof(env, c, &tc);
+    return optional_i32(env, o, "flushIntervalMs", 10, 86400000, &interval) &&
+           optional_i32(env, o, "batchThreshold", 1, 10000, &threshold) &&
+           optional_i32(env, o, "maxEvents", 1, 10000000, &max_events) &&
+           optional_i32(env, o, "maxEventBytes", 256, 16777216, &max_event_bytes) &&
+           optional_i32(env, o, "retryBaseDelayMs", 1, 600000, &base_delay) &&
+           optional_i32(env, o, "retries", 0, 10, &retries) &&
+           optional_i32(env, o, "retryAfterCapMs", 0, INT32_MAX, &retry_after_cap) &&
+           optional_i32(env, o, "breakerThreshold", 1, 100, &breaker) &&
+           optional_i32(env, o, "retryJitterPercent", 0, 100, &jitter) &&
+           (t == napi_undefined || an_int64(env, v, "maxBytes", &max_bytes)) &&
+           (tc == napi_undefined || an_bool(env, c, "requireConsent", &require)) &&
+           an_ok(env, appnorth_events_options_set_flush_policy(options, interval, threshold, err), err) &&
+           an_ok(env, appnorth_events_options_set_limits(options, max_events, max_bytes, max_event_bytes, err), err) &&
+           an_ok(env, appnorth_events_options_set_retry(options, base_delay, retries, retry_after_cap, breaker, err),
+                 err) &&
+           an_ok(env, appnorth_events_options_set_retry_jitter(options, jitter, err), err) &&
+           an_ok(env, appnorth_events_options_set_require_consent(options, require ? 1 : 0, err), err);
+}
+
+/* eventsNew(client, {dataDir, ...policy}) */
+static napi_value events_new(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    char *dir = NULL;
+    appnorth_events *events = NULL;
+    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
+    if (c == NULL || !an_string(env, an_prop(env, a.argv[1], "dataDir"), "dataDir", false, &dir)) return NULL;
+    appnorth_events_options *options = appnorth_events_options_new();
+    an_handle *h = calloc(1, sizeof *h);
+    bool ok = options != NULL && h != NULL &&
+              an_ok(env, appnorth_events_options_set_client(options, c->h.ptr, &err), &err) &&
+              an_ok(env, appnorth_events_options_set_data_dir(options, dir, &err), &err) &&
+              set_policy(env, a.argv[1], options, &err) && an_ok(env, appnorth_events_new(options, &events, &err), &err);
+    appnorth_events_options_free(options);
+    an_free_string(dir);
+    if (!ok) {
+        free(h);
+        return NULL;
+    }
+    h->kind = AN_EVENTS;
+    h->ptr = events;
+    return an_wrap(env, an_env_get(env), h);
+}
+
+static an_handle *events_arg(napi_env env, napi_callback_info info, an_args *a) {
+    return an_get_args(env, info, a) ? an_unwrap(env, a->argv[0], AN_EVENTS, "events") : NULL;
+}
+
+/* eventsTrack(events, name, propertiesJson|null) -> queued */
+static napi_value events_track(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    char *name = NULL, *properties = NULL;
+    int32_t queued = 0;
+    an_handle *h = events_arg(env, info, &a);
+    bool ok = h != NULL && an_string(env, a.argv[1], "name", false, &name) &&
+              an_string(env, a.argv[2], "properties", true, &properties) &&
+              an_ok(env, appnorth_events_track(h->ptr, name, properties, &queued, &err), &err);
+    an_free_string(name), an_free_string(properties);
+    return ok ? an_boolean(env, queued == 1) : NULL;
+}
+
+/* eventsFlush(events, client, timeoutMs) -> [promise, op] */
+static napi_value events_flush(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t timeout = 0;
+    uint64_t op = 0;
+    an_handle *h = events_arg(env, info, &a);
+    an_client *c = h != NULL ? an_client_arg(env, a.argv[1]) : NULL;
+    if (c == NULL || !an_int32(env, a.argv[2], "timeoutMs", 0, INT32_MAX, &timeout)) return NULL;
+    an_pending *p = an_pending_new(env, c, a.argv[1], a.argv[0]);
+    int32_t rc = p != NULL ? appnorth_events_flush_async(h->ptr, timeout, an_on_done, p, &op, &err) : 0;
+    return an_pending_started(env, p, rc, op, &err);
+}
+
+/* eventsSimple(events, which): the calls with no argument and no result. */
+static napi_value events_simple(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t which = 0;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 2, &which)) return NULL;
+    int32_t rc = which == 0   ? appnorth_events_start_session(h->ptr, &err)
+                 : which == 1 ? appnorth_events_foreground(h->ptr, &err)
+                              : appnorth_events_reset(h->ptr, &err);
+    return an_ok(env, rc, &err) ? an_undefined(env) : NULL;
+}
+
+static napi_value events_set_network_type(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t type = 0;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL ||
+        !an_int32(env, a.argv[1], "networkType", APPNORTH_NETWORK_UNKNOWN, APPNORTH_NETWORK_EXPENSIVE_CELLULAR,
+                  &type) ||
+        !an_ok(env, appnorth_events_set_network_type(h->ptr, type, &err), &err))
+        return NULL;
+    return an_undefined(env);
+}
+
+/* eventsSetConsent(events, granted): blocks for the purge when revoking. */
+static napi_value events_set_consent(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    bool granted = false;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_bool(env, a.argv[1], "granted", &granted) ||
+        !an_ok(env, appnorth_events_set_consent(h->ptr, granted ? 1 : 0, &err), &err))
+        return NULL;
+    return an_undefined(env);
+}
+
+static napi_value events_consent(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t state = 0;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_ok(env, appnorth_events_consent(h->ptr, &state, &err), &err)) return NULL;
+    return an_i32(env, state);
+}
+
+/* eventsIdentify(events, userId) / eventsSetPushToken(events, token|null) */
+static napi_value events_set_identity(napi_env env, napi_callback_info info, bool push) {
+    an_args a;
+    appnorth_error err;
+    char *value = NULL;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_string(env, a.argv[1], push ? "token" : "userId", push, &value)) return NULL;
+    int32_t rc = push ? appnorth_events_set_push_token(h->ptr, value, &err)
+                      : appnorth_events_identify(h->ptr, value, &err);
+    an_free_string(value);
+    return an_ok(env, rc, &err) ? an_undefined(env) : NULL;
+}
+
+static napi_value events_identify(napi_env env, napi_callback_info info) {
+    return events_set_identity(env, info, false);
+}
+static napi_value events_set_push_token(napi_env env, napi_callback_info info) {
+    return events_set_identity(env, info, true);
+}
+
+/* eventsText(events, which): 0 anonymous id, 1 stats JSON. */
+static napi_value events_text(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t which = 0;
+    char *text = NULL;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 1, &which)) return NULL;
+    int32_t rc = which == 0 ? appnorth_events_anonymous_id(h->ptr, &text, &err)
+                            : appnorth_events_stats(h->ptr, &text, &err);
+    return an_ok(env, rc, &err) ? an_take(env, text) : NULL;
+}
+
+void an_init_events(napi_env env, napi_value exports) {
+    static const an_export list[] = {
+        {"eventsNew", events_new},
+        {"eventsTrack", events_track},
+        {"eventsFlush", events_flush},
+        {"eventsSimple", events_simple},
+        {"eventsSetNetworkType", events_set_network_type},
+        {"eventsSetConsent", events_set_consent},
+        {"eventsConsent", events_consent},
+        {"eventsIdentify", events_identify},
+        {"eventsSetPushToken", events_set_push_token},
+        {"eventsText", events_text},
+        {NULL, NULL},
+    };
+    an_export_all(env, exports, list);
+}

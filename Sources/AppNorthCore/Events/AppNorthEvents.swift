@@ -28,6 +28,8 @@ package final class AppNorthEvents: Sendable {
     let clock: any AppNorthClock
     let logger: Logger
     let state: Lock<State>
+    /// Drops by reason and deliveries since open (their own lock).
+    let counters = EventCounters()
     let flushDone = GenerationWaiter()
     let shutdown = CancellationToken()
     let worker: Lock<BackgroundThread?> = Lock(nil)
@@ -65,15 +67,12 @@ package final class AppNorthEvents: Sendable {
         var breaker: CircuitBreaker
         var closed = false
         var flushRequested: UInt64 = 0
-        var dropped: [String: Int] = [:]
         /// The most recent upload error, for stats.
         var lastError: AppNorthError?
         /// The error that ended the last upload cycle, for flush callers.
         var cycleError: AppNorthError?
         var lastFlushMs: Int64?
         var lastAttemptMs: Int64?
-        /// Events the server has accepted since open (flush reports its share).
-        var delivered = 0
         /// The uploader waits for this before its next request (Retry-After).
         var notBeforeMono: UInt64 = 0
         /// Moves on every revocation. A batch read under one generation is
@@ -218,7 +217,7 @@ package final class AppNorthEvents: Sendable {
         let ticket = state.withLock { s -> FlushTicket? in
             guard !s.closed else { return nil }
             s.flushRequested += 1
-            return FlushTicket(target: s.flushRequested, delivered: s.delivered)
+            return FlushTicket(target: s.flushRequested, delivered: counters.delivered)
         }
         guard let ticket else { throw .wrongState("the event queue is closed") }
         wakeUploader()
@@ -228,7 +227,7 @@ package final class AppNorthEvents: Sendable {
     /// What a flush whose cycle ended gives: the events accepted since it
     /// was asked for, or the cycle's error.
     private func flushOutcome(_ ticket: FlushTicket) throws(AppNorthError) -> Int {
-        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, $0.delivered &- ticket.delivered) }
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, counters.delivered &- ticket.delivered) }
         if outcome.0 { throw Self.pausedError }
         if let error = outcome.1 { throw error }
         return max(0, outcome.2)

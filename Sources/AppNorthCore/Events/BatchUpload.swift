@@ -65,7 +65,7 @@ struct BatchUpload: Sendable {
         /// What was left of a batch once its extra requests were spent.
         case overBudget
         /// The stats' reason.
-        var counted: String { self == .tooLarge ? "payload_too_large" : "client_error" }
+        var counted: EventCounters.DropReason { self == .tooLarge ? .payloadTooLarge : .clientError }
     }
 
     enum Action: Equatable, Sendable {

@@ -44,7 +44,7 @@ extension AppNorthEvents {
                 // Tracks that passed their check before the flip finish
                 // their journal writes inside the purge, which takes them too.
                 let purged = try store.revoke(nowMs: clock.wallMilliseconds())
-                if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
+                counters.drop(purged, .consent)
             }
             consentWatch.announce(revocation: !granted)
         }
@@ -92,7 +92,7 @@ extension AppNorthEvents {
                 s.consentGeneration &+= 1
             }
             let purged = try store.purgeJournal(epoch: stored.epoch)
-            if purged > 0 { state.withLock { $0.dropped["consent", default: 0] += purged } }
+            counters.drop(purged, .consent)
             logger.log(.info, "events: another handle on this data directory revoked consent; purged \(purged) journaled event(s)")
         }
         state.withLock { s in

@@ -16,16 +16,15 @@ extension AppNorthEvents {
         // journal files among it, and the bytes the store takes on disk.
         root.set("journals", .int(Int64(queued.journals)))
         root.set("disk_bytes", .int(Int64(store.bytesOnDisk)))
+        // Events purged at import count as consent drops too; drops past
+        // the limits and damaged stretches are counted by the store.
+        let counts = counters.snapshot(adding: [.consent: store.consentDropped.load(ordering: .relaxed),
+                                                .queueLimit: store.limitDropped.count,
+                                                .damaged: store.damagedDropped.load(ordering: .relaxed)])
         let dropped = JSON.object()
-        for reason in ["queue_limit", "client_error", "payload_too_large", "consent"] {
-            // Events purged at import count as consent drops too, and drops
-            // past the limits are counted by the store (EventStore).
-            let purged = reason == "consent" ? store.consentDropped.load(ordering: .relaxed)
-                : reason == "queue_limit" ? store.limitDropped.count : 0
-            dropped.set(reason, .int(Int64(s.dropped[reason, default: 0] + purged)))
+        for reason in EventCounters.DropReason.allCases {
+            dropped.set(reason.key, .int(Int64(counts.dropped(reason))))
         }
-        // Damaged journal stretches and table rows found and skipped.
-        dropped.set("damaged", .int(Int64(store.damagedDropped.load(ordering: .relaxed))))
         root.set("dropped", dropped)
         let breaker = JSON.object()
         breaker.set("open", .bool(s.breaker.isOpen))
@@ -55,5 +54,5 @@ extension AppNorthEvents {
     }
 
     /// Events the server has accepted since this queue was opened.
-    package var deliveredCount: Int { state.withLock { $0.delivered } }
+    package var deliveredCount: Int { counters.delivered }
 }

@@ -61,7 +61,7 @@ extension AppNorthEvents {
         switch outcome {
         case .closed: throw .wrongState("the event queue is closed")
         case .notAllowed:
-            state.withLock { s in if !s.closed { s.dropped["consent", default: 0] += 1 } }
+            if !state.withLock({ $0.closed }) { counters.drop(1, .consent) }
             return false
         case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
         case .queued(let figure): queued = figure

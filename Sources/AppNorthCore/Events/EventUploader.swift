@@ -288,9 +288,9 @@ extension AppNorthEvents {
     /// Delivered rows: removed (or handed to `deferRemoval`) and counted.
     func delivered(_ events: [StoredEvent], status: Int, deferRemoval: (([StoredEvent]) -> Void)?) {
         if let deferRemoval { deferRemoval(events) } else { _ = try? store.remove(events) }
+        counters.deliver(events.count)
         let failuresBefore = state.withLock { s -> Int in
             let before = s.breaker.consecutiveFailures
-            s.delivered &+= events.count
             s.breaker.recordSuccess()
             s.lastFlushMs = clock.wallMilliseconds()
             return before
@@ -303,7 +303,7 @@ extension AppNorthEvents {
     /// `of`: the events of the part they belong to.
     func drop(_ events: [StoredEvent], _ reason: BatchUpload.DropReason, status: Int, of part: Int) {
         let gone = (reason == .rejected ? try? store.remove(ids: events.map(\.id)) : try? store.remove(events)) ?? 0
-        state.withLock { $0.dropped[reason.counted, default: 0] += gone }
+        counters.drop(gone, reason.counted)
         switch reason {
         case .rejected:
             logger.log(.error, "the server rejected \(events.count) of \(part) events (HTTP \(status)): "

@@ -30,7 +30,7 @@ PYTEST       := $(VENV)/bin/pytest
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-size test-swift test-c test-fleet test-valgrind \
-        test-python test-hosts test-wheel test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean \
+        test-python test-hosts test-wheel test-platforms test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean \
         node-package test-node
 
 all: dist
@@ -44,19 +44,19 @@ build: deps
 # --- Release packaging ------------------------------------------------------
 # Static Swift runtime, only appnorth_* exported, SONAME with the major
 # version, stripped. Static linking stays out of Package.swift: it breaks
-# `swift test`.
-PACKAGE_FILES := scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
+# `swift test`. Compiled and linked against the Debian 11 root
+# (scripts/build-release.sh), so it needs nothing newer than glibc 2.31
+# (scripts/check-floor.sh; docs/platforms.md).
+PACKAGE_FILES := scripts/build-release.sh scripts/floor-shims.c scripts/platform-roots.sh scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
                  scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh \
                  scripts/abi-json.py scripts/abi_rules.py
 SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g'
 
 $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	@scripts/ensure-deps.sh
-	$(SWIFT) build -c release --product appnorth -Xswiftc -static-stdlib \
-	    -Xlinker -soname=$(SONAME) -Xlinker --version-script=$(abspath scripts/exports.map) \
-	    -Xlinker -z -Xlinker nodelete
 	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/lib/cmake/appnorth $(DIST)/include $(DIST)/share/appnorth
-	strip --strip-unneeded -o $@ .build/release/$(LIBNAME)
+	strip --strip-unneeded -o $@ "$$(scripts/build-release.sh $(SONAME))"
+	@scripts/check-floor.sh $@
 	ln -sf $(REALNAME) $(DIST)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DIST)/lib/$(LIBNAME)
 	cp include/appnorth.h include/appnorth.hpp $(DIST)/include/
@@ -140,6 +140,7 @@ test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-hosts
 	$(MAKE) --no-print-directory test-wheel
 	$(MAKE) --no-print-directory test-node
+	$(MAKE) --no-print-directory test-platforms
 
 # The size gate (curl's complexity gate as the model): no Swift file in
 # Sources/ over 500 lines, no function over 80; scripts/size-baseline.txt
@@ -171,6 +172,16 @@ test-swift-example:
 # the README's Python quickstart against the seeded server.
 test-wheel: wheel
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-wheel.sh
+
+# The platform floor (docs/platforms.md): no file in dist/ or in the wheel
+# needs a symbol newer than glibc 2.31 (scripts/check-floor.sh); then in a
+# Debian 11 and a Debian 13 root (debootstrap, cached in
+# /var/cache/appnorth/roots) the C quickstart and examples, the wheel, its
+# fallbacks and a kill -9 round run (scripts/test-platforms.sh).
+test-platforms: wheel
+	@scripts/check-floor.sh $(DIST_LIB) $(DIST)/appnorth-*.whl | grep -E 'appnorth|OVER' || true
+	@scripts/check-floor.sh $(DIST_LIB) $(DIST)/appnorth-*.whl > /dev/null
+	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-platforms.sh
 
 # The single-threaded frame-loop example (dispatch mode): every callback on
 # the main thread, live config received (examples/c/frame_loop.c).

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # other host examples' toolchains (cargo, mono, luajit, java with JNA, ruby
 # with ffi) are checked by running them, below.
 packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev pkg-config valgrind cmake bindgen libclang1-14
-          g++ golang-go faketime)
+          g++ golang-go faketime debootstrap)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,11 +13,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel"
-python3 - "$root/README.md" >"$work/quickstart.py" <<'PY'
-import re, sys
-blocks = re.findall(r"^```python\n(.*?)^```$", open(sys.argv[1], encoding="utf-8").read(), re.S | re.M)
-sys.stdout.write(blocks[0])
-PY
+"$root/scripts/readme-block.py" "$root/README.md" "Quickstart: Python" python >"$work/quickstart.py"
 cat >"$work/run.sh" <<SH
 set -eu
 cd "$work"

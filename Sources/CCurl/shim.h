@@ -1,5 +1,42 @@
 #include <curl/curl.h>
 
+/* The release library is compiled against the platform floor's headers
+ * (curl 7.74, Debian 11: docs/platforms.md). The two newer pieces of curl's
+ * API it uses are declared here when those headers lack them, exactly as
+ * curl's own headers declare them, and are found at run time:
+ * CurlFeatures.takesCABlob and CurlFeatures.keepsFields. */
+#if LIBCURL_VERSION_NUM < 0x074D00 /* 7.77: CURLOPT_CAINFO_BLOB */
+static const CURLoption CURLOPT_CAINFO_BLOB = (CURLoption)(CURLOPTTYPE_BLOB + 309);
+#endif
+#if LIBCURL_VERSION_NUM < 0x075300 /* 7.83: the headers API */
+struct curl_header {
+    char *name;
+    char *value;
+    size_t amount;
+    size_t index;
+    unsigned int origin;
+    void *anchor;
+};
+#define CURLH_HEADER (1 << 0)
+typedef enum {
+    CURLHE_OK,
+    CURLHE_BADINDEX,
+    CURLHE_MISSING,
+    CURLHE_NOHEADERS,
+    CURLHE_NOREQUEST,
+    CURLHE_OUT_OF_MEMORY,
+    CURLHE_BAD_ARGUMENT,
+    CURLHE_NOT_BUILT_IN
+} CURLHcode;
+CURL_EXTERN CURLHcode curl_easy_header(CURL *easy, const char *name, size_t index, unsigned int origin, int request,
+                                       struct curl_header **hout);
+#endif
+
+/* The loaded libcurl's version text ("7.74.0"). */
+static inline const char *cshim_version_text(void) {
+    return curl_version_info(CURLVERSION_NOW)->version;
+}
+
 /* curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot
  * call. These typed wrappers cover the argument kinds the transport uses. */
 static inline CURLcode cshim_setopt_long(CURL *h, CURLoption opt, long value) {

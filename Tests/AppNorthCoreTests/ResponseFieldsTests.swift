@@ -27,7 +27,7 @@ final class ResponseFieldsTests: XCTestCase {
         XCTAssertEqual(response.header("Retry-After"), "7")
         XCTAssertEqual(response.header("ETAG"), "\"v1\"")
         XCTAssertEqual(RetryAfter.milliseconds(for: response, nowWallMs: 0, capMs: 60_000), 7000)
-        if HTTPResponse.curlKeepsFields {
+        if CurlFeatures.keepsFields {
             XCTAssertEqual(response.headers.map(\.name), ["ETag", "Retry-After"], "only the fields the core reads are kept")
         }  // else (libcurl before 7.83) every field came through the header callback
     }

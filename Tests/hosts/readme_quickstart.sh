@@ -7,11 +7,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/build/quickstart"
 mkdir -p "$out"
 # The first ```c block after the "## Quickstart: C" heading.
-awk '/^## Quickstart: C$/ {section = 1; next}
-     section && /^```c$/ {inside = 1; next}
-     inside && /^```$/ {exit}
-     inside {print}' "$root/README.md" > "$out/quickstart.c"
-[ -s "$out/quickstart.c" ] || { echo "quickstart: no \`\`\`c block under '## Quickstart: C' in README.md"; exit 1; }
+"$root/scripts/readme-block.py" "$root/README.md" "Quickstart: C" c > "$out/quickstart.c"
 
 flags=(-I"$root/dist/include" -L"$root/dist/lib" -lappnorth -Wl,-rpath,"$root/dist/lib")
 ${CC:-cc} -std=c99 -Wall -Wextra -Werror -pedantic -o "$out/quickstart-c99" "$out/quickstart.c" "${flags[@]}"

@@ -112,7 +112,7 @@ final class EasyTransfer: @unchecked Sendable {
         // keepalive).
         cshim_setopt_write_function(h, CURLOPT_WRITEFUNCTION, transferWriteBody)
         cshim_setopt_pointer(h, CURLOPT_WRITEDATA, contextPointer)
-        if context.onData != nil || !HTTPResponse.curlKeepsFields {
+        if context.onData != nil || !CurlFeatures.keepsFields {
             // A stream reads its status (and notes activity) from each
             // header line as it comes; other answers read the fields the
             // core uses from curl once done (`finish`), with no callback
@@ -171,7 +171,7 @@ final class EasyTransfer: @unchecked Sendable {
         var version = 0
         cshim_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         context.protocolName = HTTPResponse.protocolName(curlVersion: version)
-        if context.onData == nil && HTTPResponse.curlKeepsFields { context.headers = HTTPResponse.readFields(of: handle) }
+        if context.onData == nil && CurlFeatures.keepsFields { context.headers = HTTPResponse.readFields(of: handle) }
         return context.response(status: status)
     }
 }

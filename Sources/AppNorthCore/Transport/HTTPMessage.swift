@@ -54,17 +54,6 @@ package struct HTTPResponse: Sendable {
     /// done. Add a name here before reading it.
     static let readNames = ["ETag", "Retry-After"]
 
-    /// Whether this libcurl keeps a transfer's fields for `readFields`
-    /// (curl_easy_header: 7.83 and later, unless built without it). When
-    /// not, every transfer reads its fields in the header callback.
-    /// Asked once, on a throwaway handle, after curl_global_init.
-    static let curlKeepsFields: Bool = {
-        guard let h = curl_easy_init() else { return false }
-        defer { curl_easy_cleanup(h) }
-        var header: UnsafeMutablePointer<curl_header>? = nil
-        return cshim_easy_header(h, "ETag", 0, UInt32(CURLH_HEADER), -1, &header) != CURLHE_NOT_BUILT_IN
-    }()
-
     /// `readNames` from a finished transfer's easy handle (the last
     /// response's fields, not a proxy's or a trailer; the first of
     /// duplicates). A value is as curl gives it (no blanks around it,

@@ -1,11 +1,6 @@
 import CCurl
 import Synchronization
 
-/// libcurl must be initialised once per process before any other curl call.
-/// A Swift global is initialised exactly once, thread-safely. It is never
-/// cleaned up: a host that exits with live handles must not crash.
-private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
-
 /// HTTP over libcurl: keep-alive connection reuse, TLS verification on,
 /// separate API and resource timeouts, and streaming responses.
 ///
@@ -37,7 +32,7 @@ package final class HTTPTransport: Sendable {
     package init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
                 userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
                 trust: HTTPTrust = HTTPTrust()) {
-        _ = curlGlobalInit
+        _ = CurlFeatures.initialised
         self.timeouts = timeouts
         self.trust = trust
         self.maxResponseBytes = maxResponseBytes

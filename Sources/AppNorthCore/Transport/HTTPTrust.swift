@@ -48,6 +48,10 @@ public struct HTTPTrust: Sendable, Equatable {
         guard pem.count <= maxCABytes else {
             throw .tooLarge("CA bundle is \(pem.count) bytes; the limit is \(maxCABytes)")
         }
+        guard CurlFeatures.takesCABlob else {
+            throw .invalidArgument("an in-memory CA bundle needs libcurl 7.77 or later; this process has libcurl "
+                                   + "\(CurlFeatures.version): pass the bundle as a file instead (ca_file)")
+        }
         // Catch a DER file or a wrong buffer early, with a clear message,
         // instead of an opaque TLS failure on the first request.
         let marker = Array("-----BEGIN CERTIFICATE-----".utf8)

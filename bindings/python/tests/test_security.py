@@ -34,6 +34,29 @@ def as_other(*argv: str, env: dict | None = None) -> None:
 
 
 @pytest.fixture
+def other_python(shared: Path) -> tuple[str, dict]:
+    """A Python the other user can run, with the binding and the library it
+    imports copied where that user can read them: the checkout may sit in a
+    folder only we can enter (/root, a 0700 home), and so may the venv's
+    interpreter. Returns the interpreter and the environment to run it with."""
+    readable = shared / "binding"
+    shutil.copytree(BINDING_DIR / "appnorth", readable / "appnorth",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    library = readable / Path(appnorth.LIBRARY_PATH).name
+    shutil.copy2(appnorth.LIBRARY_PATH, library)
+    for path in [readable, *readable.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    candidates = [sys.executable, getattr(sys, "_base_executable", ""), "/usr/bin/python3",
+                  shutil.which("python3") or ""]
+    for python in dict.fromkeys(c for c in candidates if c):
+        probe = subprocess.run(["setpriv", f"--reuid={OTHER}", f"--regid={OTHER}", "--clear-groups", python, "-c",
+                                "import sys; assert sys.version_info >= (3, 9)"], capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            return python, dict(os.environ, PYTHONPATH=str(readable), APPNORTH_LIBRARY=str(library), HOME="/tmp")
+    pytest.fail(f"no Python 3.9+ that uid {OTHER} can run among {candidates}")
+
+
+@pytest.fixture
 def shared() -> Iterator[Path]:
     """A world-writable sticky folder, as /tmp is."""
     folder = Path(tempfile.mkdtemp(prefix="appnorth-shared-", dir="/tmp"))
@@ -105,7 +128,7 @@ def test_a_file_another_user_left_is_never_adopted(client: appnorth.Client, shar
 
 
 def test_a_journal_another_user_wrote_is_not_uploaded(server_url: str, client: appnorth.Client, shared: Path,
-                                                      admin) -> None:
+                                                      admin, other_python: tuple[str, dict]) -> None:
     # The other user runs the library itself, in a folder of its own, and
     # dies with a journal left (its checksums are no MAC: anyone can make
     # one). The journal then sits in our folder, as one planted while an
@@ -119,8 +142,8 @@ def test_a_journal_another_user_wrote_is_not_uploaded(server_url: str, client: a
         events.track("forged", {{"by": "another user"}})
         os._exit(0)
     """)
-    env = dict(os.environ, PYTHONPATH=str(BINDING_DIR), HOME="/tmp")
-    as_other(sys.executable, "-c", script, env=env)
+    python, env = other_python
+    as_other(python, "-c", script, env=env)
     data = shared / "data"
     data.mkdir(mode=0o700)
     journals = []

@@ -10,7 +10,9 @@ import Foundation
 typealias BlockingWorkers = WorkerPool
 
 extension WorkerPool {
-    static let shared = WorkerPool(maxThreads: 32, idleSeconds: 10)
+    /// The process's pool (a fork() child's is its own: its parent's
+    /// threads do not exist there).
+    static var shared: WorkerPool { blockingWorkers.value }
 
     convenience init(maxThreads: Int, idleSeconds: TimeInterval) {
         let ms = (idleSeconds * 1000).rounded()
@@ -18,3 +20,5 @@ extension WorkerPool {
                   threadName: "appnorth-worker")
     }
 }
+
+private let blockingWorkers = ForkLocal<WorkerPool, Never> { WorkerPool(maxThreads: 32, idleSeconds: 10) }

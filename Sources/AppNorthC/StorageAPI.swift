@@ -1,6 +1,5 @@
 import AppNorthCore
 import CAppNorthAPI
-import Synchronization
 
 // appnorth_storage_* and appnorth_buffer_set.
 
@@ -10,7 +9,7 @@ typealias SDKStorage = AppNorthOfflineQueueStorage & AppNorthReadCacheStorage
 final class StorageBox {
     let storage: any SDKStorage
     /// The logger of queues and caches opened on it from now on.
-    let logger = Mutex<Logger>(.silent)
+    let logger = Lock<Logger>(.silent)
     init(_ storage: any SDKStorage) { self.storage = storage }
 }
 

@@ -90,7 +90,7 @@ final class TransferEngineTests: XCTestCase {
         let results = AsyncOperationTests.Results()
         let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []))
         let starters = 4, each = 40
-        let started = MonotonicCondition()
+        let started = Lock<Void>(())
         nonisolated(unsafe) var failures: [String] = []
         var workers: [pthread_t] = []
         for t in 0..<starters {
@@ -135,7 +135,7 @@ final class TransferEngineTests: XCTestCase {
         let engine = try TransferEngine.shared()
         let client = try TestServer.client()
         let ends = Lock<[Int: (EngineWait.End, UInt)]>([:])
-        let condition = MonotonicCondition()
+        let condition = Lock<Void>(())
         let other = try TestServer.client()  // its cancelInFlight() is not called
         func wait(_ index: Int, _ timeoutMs: Int, _ operation: CancellationToken = CancellationToken(),
                   on owner: AppNorthClient? = nil) -> EngineWait {

@@ -27,7 +27,11 @@ package final class AsyncOperation: Sendable {
 /// The operations in flight in this process, by id (for `cancel(id:)`) and
 /// by owner (for a handle's free). Thread-safe; never calls host code.
 package final class OperationTable: Sendable {
-    package static let shared = OperationTable()
+    /// This process's table (a fork() child's is its own: an operation
+    /// of the parent, mid-way through `begin` or `end` at the fork, is no
+    /// concern of the child's).
+    package static var shared: OperationTable { current.value }
+    private static let current = ForkLocal<OperationTable, Never> { OperationTable() }
 
     /// Operations one owner may have in flight; beyond it a start is
     /// refused with `.wrongState` (a host bug, or a loop without back-pressure).
@@ -39,7 +43,7 @@ package final class OperationTable: Sendable {
         var perOwner: [ObjectIdentifier: Int] = [:]
     }
 
-    private let condition = MonotonicCondition()
+    private let condition = Lock<Void>((), level: LockLevel.operations)
     // Only touched with `condition` locked.
     nonisolated(unsafe) private var state = State()
 

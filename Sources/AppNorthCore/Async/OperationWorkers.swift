@@ -8,18 +8,12 @@
 enum OperationWorkers {
     static let maxThreads = 2
 
-    private static let current = Lock<(generation: UInt64, workers: WorkerPool?)>((0, nil))
+    private static let current = ForkLocal<WorkerPool, Never> {
+        WorkerPool(maxThreads: maxThreads, idleMilliseconds: nil, threadName: "appnorth-ops")
+    }
 
     /// The process's pool (a new one in a fork() child).
-    static var shared: WorkerPool {
-        let generation = ForkGuard.generation
-        return current.withLock { state in
-            if state.generation == generation, let workers = state.workers { return workers }
-            let made = WorkerPool(maxThreads: maxThreads, idleMilliseconds: nil, threadName: "appnorth-ops")
-            state = (generation, made)
-            return made
-        }
-    }
+    static var shared: WorkerPool { current.value }
 
     /// Runs `job` on a worker, soon. Throws when no worker can be started.
     static func submit(_ job: @escaping @Sendable () -> Void) throws(AppNorthError) {

@@ -1,5 +1,3 @@
-import CSystem
-import Glibc
 
 /// A few library threads that run jobs in the order they came: threads
 /// start on demand, up to `maxThreads`, while the waiting jobs outnumber
@@ -18,7 +16,7 @@ package final class WorkerPool: @unchecked Sendable {
     package let maxThreads: Int
     let idleMilliseconds: Int?
     let threadName: String
-    private let condition = MonotonicCondition()
+    private let condition = Lock<Void>((), level: LockLevel.workerPool)
     private var jobs: [@Sendable () -> Void] = []
     private var next = 0  // index of the oldest job in `jobs`
     private var threads = 0
@@ -64,20 +62,9 @@ package final class WorkerPool: @unchecked Sendable {
     /// none could start.
     private func startThreadIfNeeded() -> Bool {
         guard jobs.count - next > idle && threads - parked < maxThreads else { return false }
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        defer { pthread_attr_destroy(&attributes) }
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, &attributes, { raw in
-            let pool = Unmanaged<WorkerPool>.fromOpaque(raw!).takeRetainedValue()
-            appnorth_set_thread_name(pool.threadName)
-            pool.work()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<WorkerPool>.fromOpaque(context).release()
+        do {
+            try LibraryThread.spawn(threadName, joinable: false, stop: {}) { [self] in work() }
+        } catch {
             return false
         }
         threads += 1

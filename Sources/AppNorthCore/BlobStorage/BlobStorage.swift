@@ -80,11 +80,13 @@ package final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthRead
 /// and overwrite each other's blob.
 enum StorageClaims {
     enum Role: String { case queue = "an offline queue", cache = "a read cache" }
-    private static let claims = Lock<[ObjectIdentifier: Role]>([:])
+    private final class Claims: Sendable { let roles = Lock<[ObjectIdentifier: Role]>([:]) }
+    /// A fork() child has its own: its parent's queues and caches are not its own.
+    private static let current = ForkLocal<Claims, Never> { Claims() }
 
     static func claim(_ storage: AnyObject, as role: Role) throws(AppNorthError) {
         let id = ObjectIdentifier(storage)
-        let existing = claims.withLock { table -> Role? in
+        let existing = current.value.roles.withLock { table -> Role? in
             if let current = table[id] { return current }
             table[id] = role
             return nil
@@ -95,7 +97,7 @@ enum StorageClaims {
     }
 
     static func release(_ storage: AnyObject) {
-        _ = claims.withLock { $0.removeValue(forKey: ObjectIdentifier(storage)) }
+        _ = current.value.roles.withLock { $0.removeValue(forKey: ObjectIdentifier(storage)) }
     }
 }
 

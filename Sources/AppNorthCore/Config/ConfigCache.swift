@@ -114,7 +114,9 @@ final class ConfigCache: Sendable {
 /// One open config per data directory and App ID in a process: two would
 /// each run their own fetches and streams and overwrite each other's row.
 enum ConfigCacheClaims {
-    private static let claims = Lock<Set<String>>([])
+    private final class Claims: Sendable { let keys = Lock<Set<String>>([]) }
+    /// A fork() child has its own: its parent's configs are not its own.
+    private static let current = ForkLocal<Claims, Never> { Claims() }
 
     /// The claim key: the directory's identity (device, inode) and the App ID.
     static func key(directory: DataDirectory, appID: String) -> String {
@@ -122,13 +124,13 @@ enum ConfigCacheClaims {
     }
 
     static func claim(_ key: String) throws(AppNorthError) {
-        let taken = claims.withLock { !$0.insert(key).inserted }
+        let taken = current.value.keys.withLock { !$0.insert(key).inserted }
         if taken {
             throw .wrongState("a config for this App ID is already open on this data directory; free it first")
         }
     }
 
     static func release(_ key: String) {
-        _ = claims.withLock { $0.remove(key) }
+        _ = current.value.keys.withLock { $0.remove(key) }
     }
 }

@@ -31,7 +31,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     typealias Callback = @Sendable (Event) -> Void
     typealias Merge = @Sendable (Event, Event) -> Event
 
-    private let condition = MonotonicCondition()
+    private let condition = Lock<Void>((), level: LockLevel.listeners)
     private let dispatcher: CallbackDispatcher?
     private let merge: Merge?
     /// Dispatch mode: a delivery job is queued on the dispatcher.

@@ -132,10 +132,10 @@ package final class FileSecureStore: AppNorthSecureStore {
 
 /// The process-wide turn for identity file changes (every FileSecureStore
 /// of the process, whatever its folder: changes are rare and short). Like
-/// every `Lock`, it is held across fork() by ForkGuard, so a child never
-/// starts with it held by a thread it does not have.
+/// every `Lock`, it is held across fork() by ForkGuard; a child has its own.
 final class IdentityWriters: Sendable {
-    static let shared = IdentityWriters()
+    static var shared: IdentityWriters { current.value }
+    private static let current = ForkLocal<IdentityWriters, Never> { IdentityWriters() }
     let lock = Lock<Void>(())
 }
 

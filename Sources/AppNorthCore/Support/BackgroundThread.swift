@@ -2,71 +2,11 @@ import Glibc
 import CSystem
 import Synchronization
 
-/// A pthread mutex and a condition variable whose timeouts run on the
-/// monotonic clock, at stable heap addresses. The building block of
-/// WakeSignal and GenerationWaiter.
-final class MonotonicCondition: @unchecked Sendable {
-    // @unchecked: used only through pthread calls, which synchronise.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        cond = .allocate(capacity: 1)
-        cond.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
-    /// Runs `body` with the mutex held.
-    func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
-    }
-
-    /// With the mutex held: runs `body` with it released (to call host
-    /// code), then takes it again.
-    func unlocked<T>(_ body: () -> T) -> T {
-        pthread_mutex_unlock(mutex)
-        defer { pthread_mutex_lock(mutex) }
-        return body()
-    }
-
-    /// With the mutex held: wakes every waiter.
-    func broadcast() { pthread_cond_broadcast(cond) }
-
-    /// With the mutex held: waits until `done()` or the deadline (nil:
-    /// none), a `Deadline` on `SystemClock` (CLOCK_MONOTONIC, the clock the
-    /// condition's timeouts run on).
-    func wait(until done: () -> Bool, deadline: Deadline?) {
-        if var timeout = deadline?.monotonicTimespec {
-            while !done() {
-                if pthread_cond_timedwait(cond, mutex, &timeout) == ETIMEDOUT { break }
-            }
-        } else {
-            while !done() { pthread_cond_wait(cond, mutex) }
-        }
-    }
-}
-
 /// Lets a thread sleep until it is woken or a timeout passes. Wake-ups are
 /// remembered, so one sent before the sleeper waits is not lost.
 final class WakeSignal: @unchecked Sendable {
     // @unchecked: `pending` is only touched with the condition's mutex held.
-    private let condition = MonotonicCondition()
+    private let condition = Lock<Void>((), level: LockLevel.signal)
     private var pending = false
 
     /// Wakes the sleeper (or the next one to sleep).
@@ -96,30 +36,25 @@ final class WakeSignal: @unchecked Sendable {
 /// that closes handles at interpreter exit, never has library code running
 /// afterwards.
 final class BackgroundThread: @unchecked Sendable {
-    // @unchecked: `thread` is written once before any other thread can see
-    // this object, and read only by stop().
+    // @unchecked: `thread` is written once, before `start` returns, and
+    // read only by stop() and isCurrent (the body's own calls wait for it).
     let name: String
     let signal = WakeSignal()
     private let stopping = Atomic<Bool>(false)
-    private let joined = Atomic<Bool>(false)
-    private var thread = pthread_t()
-    private let body: @Sendable (BackgroundThread) -> Void
+    private var thread: LibraryThread?
+    private let ready = Lock<Void>((), level: LockLevel.threadOwner)
 
     /// Starts the thread at once.
     init(name: String, body: @escaping @Sendable (BackgroundThread) -> Void) throws(AppNorthError) {
         self.name = name
-        self.body = body
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let me = Unmanaged<BackgroundThread>.fromOpaque(raw!).takeRetainedValue()
-            // Visible in /proc/<pid>/task/*/comm, top and gdb (15 bytes at most).
-            appnorth_set_thread_name(me.name)
-            me.body(me)
-            return nil
-        }, context)
-        if rc != 0 {
-            Unmanaged<BackgroundThread>.fromOpaque(context).release()
-            throw .internal("cannot start the \(name) thread (error \(rc))")
+        try ready.locked { () throws(AppNorthError) in
+            thread = try LibraryThread.spawn(name, joinable: true, stop: { [weak self] in
+                self?.stopping.store(true, ordering: .releasing)
+                self?.signal.wake()
+            }) { [self] in
+                ready.locked {}  // `thread` is set
+                body(self)
+            }
         }
     }
 
@@ -138,19 +73,13 @@ final class BackgroundThread: @unchecked Sendable {
 
     /// True when called on this thread (for instance from a host callback
     /// that the thread is running).
-    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+    var isCurrent: Bool { thread?.isCurrent ?? false }
 
     /// Ends the thread and waits for it, unless called from the thread
     /// itself (then it ends when its body returns). Idempotent.
     func stop() {
-        stopping.store(true, ordering: .releasing)
-        signal.wake()
-        guard joined.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        if isCurrent {
-            pthread_detach(thread)  // it ends when its body returns
-        } else {
-            pthread_join(thread, nil)
-        }
+        thread?.stop()
+        thread?.join()
     }
 }
 
@@ -160,7 +89,7 @@ final class BackgroundThread: @unchecked Sendable {
 final class GenerationWaiter: @unchecked Sendable {
     // @unchecked: `value` and `pending` are only touched with the
     // condition's mutex held.
-    private let condition = MonotonicCondition()
+    private let condition = Lock<Void>((), level: LockLevel.signal)
     private var value: UInt64 = 0
     /// Actions for a value not reached yet (`whenReached`), in no order.
     private var pending: [(target: UInt64, action: @Sendable () -> Void)] = []

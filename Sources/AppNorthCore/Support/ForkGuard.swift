@@ -9,10 +9,13 @@ import Synchronization
 /// children in 150 forks of a busy parent hung in `sqlite3Malloc` on
 /// SQLite's global memory mutex. So `pthread_atfork` handlers, installed
 /// when the first `Lock` is made, quiesce the library across fork():
-/// prepare takes every live `Lock` (so no library thread is inside SQLite
-/// or halfway through a data structure) and SQLite's static mutexes;
-/// parent and child release them. The child also bumps `generation`, by
-/// which the C layer refuses handles inherited from the parent.
+/// prepare takes every live `Lock` made `.quiesce` (so no library thread is
+/// inside SQLite or halfway through a data structure) and SQLite's static
+/// mutexes; parent and child release them. In the child every lock's
+/// condition variable, and the mutex of each `.reinitialize` lock, is made
+/// anew (no thread of the parent waits or holds there any more). The child
+/// also bumps `generation`, by which the C layer refuses handles inherited
+/// from the parent and every `ForkLocal` makes its value anew.
 ///
 /// Locks are taken by try-and-back-off, never by waiting while holding
 /// another, so lock order cannot deadlock the fork; a lock that stays busy
@@ -24,18 +27,26 @@ package enum ForkGuard {
     package static var generation: UInt64 { forkState.generation.load(ordering: .acquiring) }
 
     /// Called by every `Lock` init; the first call installs the handlers.
-    static func register(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+    static func register(_ cell: UnsafeMutablePointer<LockCell>) {
         let state = forkState
         pthread_mutex_lock(state.registry)
-        state.locks.insert(mutex)
+        state.locks.insert(cell)
         pthread_mutex_unlock(state.registry)
     }
 
-    static func unregister(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+    static func unregister(_ cell: UnsafeMutablePointer<LockCell>) {
         let state = forkState
         pthread_mutex_lock(state.registry)
-        state.locks.remove(mutex)
+        state.locks.remove(cell)
         pthread_mutex_unlock(state.registry)
+    }
+
+    /// Live locks of the library (for tests: every lock is registered).
+    static var registeredLocks: Int {
+        let state = forkState
+        pthread_mutex_lock(state.registry)
+        defer { pthread_mutex_unlock(state.registry) }
+        return state.locks.count
     }
 
     /// A descriptor a forked child must not keep: the child closes it as it
@@ -60,12 +71,12 @@ package enum ForkGuard {
 
 /// One lock the prepare handler holds across fork().
 private enum Quiesced {
-    case lock(UnsafeMutablePointer<pthread_mutex_t>)
+    case lock(UnsafeMutablePointer<LockCell>)
     case sqlite(OpaquePointer)
 
     func tryAcquire() -> Bool {
         switch self {
-        case .lock(let m): return pthread_mutex_trylock(m) == 0
+        case .lock(let m): return m.tryLock()
         case .sqlite(let m): return sqlite3_mutex_try(m) == SQLITE_OK
         }
     }
@@ -84,7 +95,7 @@ private enum Quiesced {
                 deadline.tv_sec += 1
                 deadline.tv_nsec -= 1_000_000_000
             }
-            return pthread_mutex_timedlock(m, &deadline) == 0
+            return m.lock(before: deadline)
         case .sqlite(let m):
             sqlite3_mutex_enter(m)
             return true
@@ -93,7 +104,7 @@ private enum Quiesced {
 
     func release() {
         switch self {
-        case .lock(let m): pthread_mutex_unlock(m)
+        case .lock(let m): m.rawUnlock()
         case .sqlite(let m): sqlite3_mutex_leave(m)
         }
     }
@@ -104,7 +115,7 @@ private final class ForkState: @unchecked Sendable {
     // `registry` locked, or by the fork handlers of the one forking thread.
     let registry: UnsafeMutablePointer<pthread_mutex_t>
     let generation = Atomic<UInt64>(0)
-    var locks = Set<UnsafeMutablePointer<pthread_mutex_t>>()
+    var locks = Set<UnsafeMutablePointer<LockCell>>()
     var childCloses = Set<Int32>()
     var held: [Quiesced] = []
     var registryHeld = false
@@ -125,7 +136,7 @@ private final class ForkState: @unchecked Sendable {
         let giveUp = Deadline.fromNow(milliseconds: 10_000)
         while true {
             pthread_mutex_lock(registry)
-            let all = locks.map(Quiesced.lock) + sqliteMutexes
+            let all = locks.filter { $0.pointee.atFork == .quiesce }.map(Quiesced.lock) + sqliteMutexes
             if acquireAll(all) {
                 held = all
                 registryHeld = true
@@ -168,6 +179,9 @@ private final class ForkState: @unchecked Sendable {
         }
         for item in held.reversed() { item.release() }
         held = []
+        // No thread of the parent waits on a condition here, or holds a
+        // lock that was not quiesced.
+        if child { for cell in locks { cell.reinitializeInChild() } }
         if registryHeld {
             registryHeld = false
             pthread_mutex_unlock(registry)

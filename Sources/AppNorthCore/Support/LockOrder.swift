@@ -5,6 +5,10 @@ import Glibc
 /// if it holds none of the same or a later level. Level 0 is unordered
 /// (every other lock of the library): not checked.
 enum LockLevel {
+    /// An `OperationGate`: a queue's or cache's turn, held while its host
+    /// storage callbacks run (they may call the library: every lock nests
+    /// inside it).
+    static let gate = 0
     /// `AppNorthEvents.consentChanges`: one consent change or adoption.
     static let consentChanges = 1
     /// `EventStore.draining`: drains, trims, purges, the census.
@@ -15,6 +19,27 @@ enum LockLevel {
     static let eventsState = 4
     /// `SQLiteStore.connection`: the database; nothing is taken inside it.
     static let connection = 5
+    /// A `ForkLocal`'s slot: its `make` takes no lock.
+    static let forkLocal = 20
+    /// The thread registry's `ForkLocal` slot (taken inside `forkLocal`:
+    /// a `make` that starts a thread).
+    static let threadRegistrySlot = 21
+    /// `LibraryThreads`' list of running threads.
+    static let threadRegistry = 22
+    /// A `LibraryThread` being started (its new thread waits on it).
+    static let threadStart = 23
+    /// A `BackgroundThread` being started (its owner's hold while the
+    /// thread's `LibraryThread` is made).
+    static let threadOwner = 19
+    /// A `WorkerPool`'s jobs and counts (starts a thread inside).
+    static let workerPool = 17
+    /// A `ListenerRegistry`'s listeners and queue (nothing inside; its
+    /// callbacks run with it released).
+    static let listeners = 28
+    /// `OperationTable`: the operations in flight (nothing inside).
+    static let operations = 29
+    /// A `WakeSignal` or `GenerationWaiter` (nothing inside).
+    static let signal = 30
 }
 
 enum LockOrder {

@@ -53,20 +53,14 @@ final class TransferEngine: @unchecked Sendable {
     static let maxHostConnections = 8
     static let sweepIntervalNs: UInt64 = 2_000_000
 
-    private static let current = Lock<(generation: UInt64, engine: TransferEngine?)>((0, nil))
+    private static let current = ForkLocal { () throws(AppNorthError) -> TransferEngine in
+        let made = try TransferEngine()
+        made.startThread()
+        return made
+    }
 
     /// The process's engine (a new one in a fork() child).
-    static func shared() throws(AppNorthError) -> TransferEngine {
-        let generation = ForkGuard.generation
-        if let engine = current.withLock({ $0.generation == generation ? $0.engine : nil }) { return engine }
-        let made = try TransferEngine()
-        return current.withLock { state in
-            if state.generation == generation, let engine = state.engine { return engine }
-            state = (generation, made)
-            made.startThread()
-            return made
-        }
-    }
+    static func shared() throws(AppNorthError) -> TransferEngine { try current.get() }
 
     private let lock = Lock<Void>(())
     private let core: TransferEngineCore
@@ -85,21 +79,10 @@ final class TransferEngine: @unchecked Sendable {
     }
 
     private func startThread() {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        defer { pthread_attr_destroy(&attributes) }
-        let rc = pthread_create(&thread, &attributes, { raw in
-            let engine = Unmanaged<TransferEngine>.fromOpaque(raw!).takeRetainedValue()
-            appnorth_set_thread_name("appnorth-xfer")
-            engine.loop()
-            return nil
-        }, context)
-        if rc != 0 {
+        do {
+            try LibraryThread.spawn("appnorth-xfer", joinable: false, stop: {}) { [self] in loop() }
+        } catch {
             // No thread: every transfer handed in fails at once instead of waiting.
-            Unmanaged<TransferEngine>.fromOpaque(context).release()
             startFailed.withLock { $0 = true }
         }
     }

@@ -1,0 +1,150 @@
+"""A pre-fork server with an asyncio app (gunicorn --preload with aiohttp,
+Celery prefork, multiprocessing with fork): the parent has appnorth.aio
+calls in flight on its event loop's thread while it forks workers, through
+os.fork and through multiprocessing's fork start method. Every worker
+serves "requests" that use the library (aio and blocking reads on a client
+of its own) and exits; none hangs (issue #31: before the fix, a parent
+thread inside the process-wide operation table at the fork left the child's
+table locked for ever)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import warnings
+from typing import List
+
+import pytest
+
+import appnorth
+from appnorth import aio
+from appnorth_test_support import Admin
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+
+APP_PARENT = "pyforkaio"
+APP_WORKER = "pyforkworker"
+FORKS = int(os.environ.get("APPNORTH_TEST_FORKS", "40"))
+IN_FLIGHT = 64
+HANG_SECONDS = 10.0
+
+
+def _serve(server_url: str, requests: int) -> int:
+    """A worker: `requests` requests, each an aio read and a blocking one on
+    the worker's own client; 0 when every one answered."""
+    async def handle(client: appnorth.Client) -> int:
+        boards = await asyncio.gather(*(aio.list_boards(client) for _ in range(requests)))
+        return sum(1 for b in boards if b.get("boards")) + sum(1 for _ in range(requests) if client.list_boards()["boards"])
+
+    with appnorth.Client(server_url, APP_WORKER, api_timeout_ms=5000) as client:
+        served = asyncio.run(handle(client))
+    return 0 if served == 2 * requests else 20
+
+
+class BusyParent:
+    """An event loop on a thread that keeps IN_FLIGHT aio reads in flight
+    (each one, once answered, is followed by another) until stopped."""
+
+    def __init__(self, server_url: str) -> None:
+        self.client = appnorth.Client(server_url, APP_PARENT, api_timeout_ms=30000)
+        self.answered = 0
+        self.errors: List[BaseException] = []
+        self.loop = asyncio.new_event_loop()
+        self.stop = asyncio.Event()
+        self.started = threading.Event()
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self.main(),))
+        self.thread.start()
+        assert self.started.wait(10)
+
+    async def reader(self) -> None:
+        while not self.stop.is_set():
+            try:
+                await aio.list_boards(self.client)
+                self.answered += 1
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(exc)
+                return
+
+    async def main(self) -> None:
+        readers = [asyncio.ensure_future(self.reader()) for _ in range(IN_FLIGHT)]
+        self.started.set()
+        await self.stop.wait()
+        await asyncio.gather(*readers)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(60)
+        self.loop.close()
+        self.client.close()
+
+
+@pytest.fixture
+def busy_parent(server_url: str, admin: Admin):
+    admin.add_board(APP_PARENT, "parent")
+    admin.add_board(APP_WORKER, "worker")
+    # Each parent read is held 50 ms at the server: many stay in flight.
+    admin.add_fault(delay_ms=50, path_prefix=f"/v1/apps/{APP_PARENT}/boards", for_ms=600000)
+    parent = BusyParent(server_url)
+    yield parent
+    parent.close()
+    admin.clear_faults()
+    assert parent.errors == []
+
+
+def _fork_worker(server_url: str) -> int:
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about fork() in a multi-threaded process; this
+        # test is about exactly that.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            code = _serve(server_url, 3)
+        except BaseException:  # noqa: BLE001 - reported through the exit code
+            code = 98
+        finally:
+            os._exit(code)
+    return pid
+
+
+def test_os_fork_workers_of_a_parent_with_aio_calls_in_flight(server_url: str, busy_parent: BusyParent) -> None:
+    outcomes = {"hung": 0, "failed": 0}
+    codes: List[int] = []
+    answered_before = busy_parent.answered
+    for _ in range(FORKS):
+        pid = _fork_worker(server_url)
+        deadline = time.monotonic() + HANG_SECONDS
+        while True:
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got == pid:
+                if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                    outcomes["failed"] += 1
+                    codes.append(status)
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                outcomes["hung"] += 1
+                break
+            time.sleep(0.002)
+    assert outcomes == {"hung": 0, "failed": 0}, f"{outcomes} of {FORKS}, statuses {codes}"
+    assert busy_parent.answered > answered_before  # the parent's reads went on meanwhile
+
+
+def test_multiprocessing_fork_pool_of_a_parent_with_aio_calls_in_flight(server_url: str,
+                                                                        busy_parent: BusyParent) -> None:
+    context = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # maxtasksperchild=2: the pool keeps forking new workers from the busy parent.
+        with context.Pool(processes=2, maxtasksperchild=2) as pool:
+            result = pool.starmap_async(_serve, [(server_url, 2)] * 12)
+            codes: List[int] = result.get(timeout=60)  # a hung worker fails here
+    assert codes == [0] * 12
+    assert busy_parent.errors == []
+

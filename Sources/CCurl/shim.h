@@ -98,3 +98,64 @@ static inline CURLHcode cshim_easy_header(CURL *h, const char *name, size_t inde
     if (!curl_easy_header) return CURLHE_NOT_BUILT_IN;
     return curl_easy_header(h, name, index, origin, request, out);
 }
+
+/* Every socket curl opens for a connection is close-on-exec from its
+ * creation (SOCK_CLOEXEC: no window in which another thread's fork+exec
+ * could inherit it), so a program the host starts never holds a live
+ * connection to the API server. */
+#include <sys/socket.h>
+static curl_socket_t cshim_open_cloexec_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)clientp;
+    (void)purpose;
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+static inline CURLcode cshim_setopt_cloexec_sockets(CURL *h) {
+    return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cshim_open_cloexec_socket);
+}
+
+/* curl_multi_init() without a leak into a host's exec: libcurl before 8.8
+ * makes each multi handle's wake-up socketpair without close-on-exec (curl
+ * issue #13618) and offers no option for it. With such a libcurl this notes
+ * the open descriptors, makes the handle, and marks close-on-exec the new
+ * AF_UNIX stream sockets that are not (the pair: no other code of the
+ * library makes one; a host thread making a socketpair without
+ * close-on-exec in the same microseconds would see its pair marked too). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+enum { CSHIM_FD_SCAN_MAX = 8192 };
+static inline void cshim_open_fds(unsigned char *bits) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return;
+    int own = dirfd(d); /* the listing's own descriptor, closed below */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (fd > 0 && fd != own && fd < CSHIM_FD_SCAN_MAX) bits[fd / 8] |= (unsigned char)(1u << (fd % 8));
+    }
+    closedir(d);
+}
+static inline CURLM *cshim_multi_init_cloexec(void) {
+    curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    if (v && v->version_num >= 0x080800) return curl_multi_init(); /* already close-on-exec */
+    unsigned char *before = calloc(2, CSHIM_FD_SCAN_MAX / 8);
+    if (!before) return curl_multi_init();
+    unsigned char *after = before + CSHIM_FD_SCAN_MAX / 8;
+    cshim_open_fds(before);
+    CURLM *m = curl_multi_init();
+    cshim_open_fds(after);
+    for (int fd = 3; fd < CSHIM_FD_SCAN_MAX; fd++) {
+        unsigned char bit = (unsigned char)(1u << (fd % 8));
+        if (!(after[fd / 8] & bit) || (before[fd / 8] & bit)) continue;
+        int flags = fcntl(fd, F_GETFD), domain = 0, type = 0;
+        socklen_t len = sizeof domain;
+        if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX) continue;
+        len = sizeof type;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+        fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    free(before);
+    return m;
+}

@@ -90,6 +90,7 @@ final class EasyTransfer: @unchecked Sendable {
         cshim_setopt_pointer(h, CURLOPT_HTTPHEADER, headerList)
         cshim_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer)
         cshim_setopt_long(h, CURLOPT_NOSIGNAL, 1)          // threads: no SIGALRM
+        cshim_setopt_cloexec_sockets(h)                    // no connection leaks into a host's exec
         cshim_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1)
         cshim_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2)
         cshim_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0)

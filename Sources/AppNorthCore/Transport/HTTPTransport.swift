@@ -130,7 +130,7 @@ package final class HTTPTransport: Sendable {
 
     private func borrow() throws(AppNorthError) -> TransferSlot {
         if let slot = pool.withLock({ $0.popLast() }) { return slot }
-        guard let multi = curl_multi_init() else { throw .internal("curl_multi_init failed") }
+        guard let multi = cshim_multi_init_cloexec() else { throw .internal("curl_multi_init failed") }
         return TransferSlot(multi)
     }
 

@@ -46,7 +46,7 @@ final class TransferEngineCore: @unchecked Sendable {
     private static let maxWarmOrigins = 64
 
     init?(wakeFD: Int32, perOrigin: Int) {
-        guard let multi = curl_multi_init() else { return nil }
+        guard let multi = cshim_multi_init_cloexec() else { return nil }
         self.multi = multi
         self.wakeFD = wakeFD
         admission = AdmissionQueue(perOrigin: perOrigin)

@@ -600,9 +600,11 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  *    config), and a config's own log callback
  *    (appnorth_config_options_set_logger) when its client is in dispatch
  *    mode. Log lines from a call the host makes are queued too, so a line
- *    never runs inside a call. At most APPNORTH_DISPATCH_LOG_LIMIT lines
- *    wait; later ones are dropped and counted, and the next dispatch runs
- *    one warning line saying how many.
+ *    never runs inside a call. At most APPNORTH_DISPATCH_LOG_LIMIT lines,
+ *    and at most 1 MiB of their text, wait; later ones are dropped and
+ *    counted, and the next dispatch runs one warning line saying how many.
+ *    A server's error message reaches a line (or an appnorth_error) as an
+ *    excerpt of at most 512 characters, escaped.
  *  - config listeners (appnorth_config_add_listener) of a config made with
  *    the client, for changes from any thread, appnorth_config_refresh()
  *    included. Changes that arrive before a dispatch are coalesced into
@@ -635,8 +637,8 @@ APPNORTH_API int32_t appnorth_client_list_ideas(appnorth_client *client,
  *    once, and the dispatch runs them before it returns).
  * --------------------------------------------------------------------- */
 
-/** Log lines that may wait for appnorth_dispatch(); later ones are dropped
- *  and counted. */
+/** Log lines that may wait for appnorth_dispatch() (and at most 1 MiB of
+ *  text); later ones are dropped and counted. */
 #define APPNORTH_DISPATCH_LOG_LIMIT 1000
 
 /**

@@ -68,6 +68,23 @@ final class DispatcherTests: XCTestCase {
         XCTAssertThrowsError(try CallbackDispatcher(logLimit: 0))
     }
 
+    /// Issue 31: 190 queued lines once held 207 MB; the queue is bounded in
+    /// bytes as well as lines.
+    func testLogLinesPastTheByteLimitAreDroppedAndCounted() throws {
+        let dispatcher = try CallbackDispatcher(logLimit: 1000, logBytesLimit: 10_000)
+        let seen = Seen()
+        let logger = Logger(minimum: .debug) { _, message in seen.add(message) }.routed(through: dispatcher)
+        let line = String(repeating: "x", count: 3000)
+        for _ in 0..<5 { logger.log(.warning, line) }
+        logger.log(.warning, "short")  // still fits: 9,005 bytes
+        XCTAssertEqual(dispatcher.dispatch(), 5)
+        XCTAssertEqual(seen.all.prefix(4).map(\.count), [3000, 3000, 3000, 5])
+        XCTAssertTrue(seen.all[4].hasPrefix("dispatch: 2 log line(s) dropped: more than 1000 lines or 10000 bytes"), seen.all[4])
+        for _ in 0..<3 { logger.log(.warning, line) }
+        XCTAssertEqual(dispatcher.dispatch(), 3, "the bound counts the bytes that wait, not those that ran")
+        XCTAssertThrowsError(try CallbackDispatcher(logBytesLimit: 0))
+    }
+
     func testRoutedLoggerSharesItsLevel() throws {
         let dispatcher = try CallbackDispatcher()
         let seen = Seen()

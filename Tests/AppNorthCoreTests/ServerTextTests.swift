@@ -24,6 +24,22 @@ final class ServerTextTests: XCTestCase {
         XCTAssertEqual(message, "HTTP 400 a\\x0D\\x0Ab: m\\x1B[2J")
     }
 
+    /// Issue 31: a server's message reaches errors and log lines as a
+    /// bounded excerpt, whatever its size, cut on a Unicode scalar.
+    func testServerMessagesAreBoundedExcerpts() {
+        let huge = String(repeating: "é\u{1B}", count: 200_000)  // 600,000 bytes, half of it control bytes
+        let body = Array(#"{"error":{"code":""#.utf8) + Array(String(repeating: "c", count: 1000).utf8)
+            + Array(#"","message":""#.utf8) + Array(huge.replacingOccurrences(of: "\u{1B}", with: "\\u001b").utf8)
+            + Array(#""}}"#.utf8)
+        let message = HTTPResponse(status: 500, headers: [], body: body).serverMessage
+        XCTAssertLessThan(message.utf8.count, 4 * (HTTPResponse.maxCodeExcerpt + HTTPResponse.maxMessageExcerpt) + 100)
+        XCTAssertTrue(message.hasPrefix("HTTP 500 " + String(repeating: "c", count: 64) + "… (+936 bytes): é\\x1Bé"), message)
+        XCTAssertTrue(message.hasSuffix("… (+599232 bytes)"), String(message.suffix(40)))
+        XCTAssertEqual(Text.excerpt("short", 5), "short")
+        XCTAssertEqual(Text.excerpt("ééé", 2), "éé… (+2 bytes)")
+        XCTAssertEqual(Text.excerpt("x", 0), "… (+1 bytes)")
+    }
+
     func testEntityTagsFollowRFC9110() {
         for good in [#""1""#, #"W/"abc""#, #""""#, #""\#u{E9}x!#~""#] { XCTAssertEqual(EntityTag.validated(good), good, good) }
         for bad in ["1", #""1"#, "\"1\r\"", "\"a b\"", "\"a\"b\"", "W/1", "w/\"1\"", " \"1\"",

@@ -11,8 +11,10 @@ import Synchronization
 /// - `descriptor` is an eventfd that is readable while something is queued
 ///   (written when the queue stops being empty, drained when it empties),
 ///   for poll/epoll/asyncio's add_reader.
-/// - Bounded where it may be: log lines past `logLimit` are dropped and
-///   counted, and the next dispatch runs one line saying how many. Jobs
+/// - Bounded where it may be: log lines past `logLimit` lines, or past
+///   `logBytesLimit` bytes of text waiting, are dropped and counted, and
+///   the next dispatch runs one line saying how many (a server's message
+///   reaches a line only as a bounded excerpt: `HTTPResponse.serverMessage`). Jobs
 ///   (`post`: completions, listener deliveries) are never dropped while the
 ///   dispatcher is open; a config's listener delivery is one job at most
 ///   (ListenerRegistry coalesces its changes), so the queue stays bounded
@@ -30,6 +32,8 @@ import Synchronization
 /// No lock is held while a job runs.
 package final class CallbackDispatcher: Sendable {
     package static let defaultLogLimit = 1000
+    /// 1 MiB of log text waiting at most (1,000 lines of 1 KiB).
+    package static let defaultLogBytesLimit = 1 << 20
 
     enum Job: Sendable {
         case log(LogLevel, String, Logger.Sink)
@@ -43,6 +47,7 @@ package final class CallbackDispatcher: Sendable {
         var jobs: [Job] = []
         var head = 0
         var logsQueued = 0
+        var logBytesQueued = 0
         var dropped = 0
         var droppedSink: Logger.Sink?
         /// The eventfd holds a nonzero count.
@@ -58,20 +63,24 @@ package final class CallbackDispatcher: Sendable {
     }
 
     package let logLimit: Int
+    package let logBytesLimit: Int
     private let fd: Int32
     private let state = Lock(State())
     /// `State.queued`, stored under the lock, read without it.
     private let pending = Atomic<Int>(0)
     private let closedFlag = Atomic<Bool>(false)
 
-    package init(logLimit: Int = CallbackDispatcher.defaultLogLimit) throws(AppNorthError) {
+    package init(logLimit: Int = CallbackDispatcher.defaultLogLimit,
+                 logBytesLimit: Int = CallbackDispatcher.defaultLogBytesLimit) throws(AppNorthError) {
         guard logLimit >= 1 else { throw .invalidArgument("the dispatch log limit must be at least 1") }
+        guard logBytesLimit >= 1 else { throw .invalidArgument("the dispatch log byte limit must be at least 1") }
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard fd >= 0 else {
             throw .internal("eventfd failed: \(String(cString: strerror(errno)))")
         }
         self.fd = fd
         self.logLimit = logLimit
+        self.logBytesLimit = logBytesLimit
     }
 
     /// Without a close (a Swift host that never closed it): whatever is
@@ -103,17 +112,19 @@ package final class CallbackDispatcher: Sendable {
         enqueue(.counted(job))
     }
 
-    /// Queues a log line for `sink`; past `logLimit` queued lines it is
-    /// dropped and counted.
+    /// Queues a log line for `sink`; past `logLimit` queued lines or
+    /// `logBytesLimit` queued bytes it is dropped and counted.
     func postLog(_ level: LogLevel, _ message: String, to sink: @escaping Logger.Sink) {
+        let bytes = message.utf8.count
         state.withLock { s in
             guard !s.closed else { return }
-            if s.logsQueued >= logLimit {
+            if s.logsQueued >= logLimit || s.logBytesQueued + bytes > logBytesLimit {
                 s.dropped += 1
                 if s.droppedSink == nil { s.droppedSink = sink }
             } else {
                 s.jobs.append(.log(level, message, sink))
                 s.logsQueued += 1
+                s.logBytesQueued += bytes
             }
             published(&s)
         }
@@ -208,9 +219,15 @@ package final class CallbackDispatcher: Sendable {
             s.jobs.removeFirst(s.head)
             s.head = 0
         }
-        for job in batch { if case .log = job { s.logsQueued -= 1 } }
+        for job in batch {
+            if case .log(_, let message, _) = job {
+                s.logsQueued -= 1
+                s.logBytesQueued -= message.utf8.count
+            }
+        }
         if s.dropped > 0, max <= 0 || batch.count < max, let sink = s.droppedSink {
-            let line = "dispatch: \(s.dropped) log line(s) dropped: more than \(logLimit) were waiting for appnorth_dispatch()"
+            let line = "dispatch: \(s.dropped) log line(s) dropped: more than \(logLimit) lines or \(logBytesLimit) bytes "
+                + "were waiting for appnorth_dispatch()"
             batch.append(.log(.warning, line, sink))
             s.dropped = 0
             s.droppedSink = nil
@@ -243,6 +260,7 @@ package final class CallbackDispatcher: Sendable {
             s.jobs.removeAll()
             s.head = 0
             s.logsQueued = 0
+            s.logBytesQueued = 0
             s.dropped = 0
             s.droppedSink = nil
             pending.store(0, ordering: .releasing)

@@ -54,6 +54,20 @@ package enum Text {
     /// `\xNN` / `\u{NN}`, so no CR, LF or terminal escape gets through. The
     /// one owner of the rule: the Logger applies it to every line, and
     /// error messages built from server text apply it where they are made.
+    /// `value` cut to its first `maxScalars` Unicode scalars, with what was
+    /// left out counted ("… (+N bytes)"); `value` itself when short enough.
+    package static func excerpt(_ value: String, _ maxScalars: Int) -> String {
+        var scalars = value.unicodeScalars.makeIterator()
+        var kept = String.UnicodeScalarView()
+        for _ in 0..<max(0, maxScalars) {
+            guard let scalar = scalars.next() else { return value }
+            kept.append(scalar)
+        }
+        guard scalars.next() != nil else { return value }
+        let left = value.utf8.count - String(kept).utf8.count
+        return String(kept) + "… (+\(left) bytes)"
+    }
+
     package static func escapingControls(_ value: String) -> String {
         guard value.unicodeScalars.contains(where: isControl) else { return value }
         var out = ""

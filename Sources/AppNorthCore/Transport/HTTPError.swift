@@ -12,13 +12,21 @@ extension HTTPResponse {
         isSuccess ? nil : AppNorthError.fromHTTP(status: status, message: serverMessage)
     }
 
+    /// The most of a server's error code and message that an error or a
+    /// log line carries (Unicode scalars, before escaping: at most 4 times
+    /// as many bytes after it).
+    package static let maxCodeExcerpt = 64
+    package static let maxMessageExcerpt = 512
+
     /// "HTTP 409 conflict: idempotency key reused" from an
     /// `{"error":{"code","message"}}` body, or "HTTP 409" when the body is
-    /// not in that shape. Server text is escaped (Text.escapingControls).
+    /// not in that shape. Server text is a bounded excerpt (Text.excerpt),
+    /// escaped (Text.escapingControls): a 16 MiB message costs no more than
+    /// a short one in every error and log line that carries it.
     package var serverMessage: String {
         if let parsed = try? JSON.parse(body), let error = parsed["error"] {
-            let code = Text.escapingControls(error["code"]?.stringValue ?? "error")
-            let message = Text.escapingControls(error["message"]?.stringValue ?? "")
+            let code = Text.escapingControls(Text.excerpt(error["code"]?.stringValue ?? "error", Self.maxCodeExcerpt))
+            let message = Text.escapingControls(Text.excerpt(error["message"]?.stringValue ?? "", Self.maxMessageExcerpt))
             return "HTTP \(status) \(code)" + (message.isEmpty ? "" : ": \(message)")
         }
         return "HTTP \(status)"

@@ -169,42 +169,54 @@ extension AppNorthEvents {
     /// How an upload cycle ended (`UploadTrigger.CycleResult`).
     typealias CycleResult = UploadTrigger.CycleResult
 
-    /// Sends one batch: runs its `BatchUpload` (retries, 415, split,
-    /// bisect), doing what it answers, each transition logged at debug
-    /// level. `body`: the batch's body, when prepared ahead.
-    /// `deferRemoval`: takes the delivered rows instead of deleting them
-    /// now. `whileWaiting`: runs once the first attempt's request is out
+    /// Sends one batch through a `BatchDriver` (retries, 415, split,
+    /// bisect, budget), this queue being its `BatchPort` (`BatchSide`).
+    /// `body`: the batch's body, when prepared ahead. `deferRemoval`:
+    /// takes the delivered rows instead of deleting them now.
+    /// `whileWaiting`: runs once the first attempt's request is out
     /// (`HTTPTransport.perform`).
     func upload(_ batch: [StoredEvent], _ generation: UInt64, _ thread: BackgroundThread,
                 body: BatchBody? = nil, deferRemoval: (([StoredEvent]) -> Void)? = nil,
                 whileWaiting: (() -> Void)? = nil) -> BatchOutcome {
-        var machine = BatchUpload(batch, schedule: options.retry)
         // The prepared body serves every attempt of the whole batch.
-        let prepared = body.map { (batch, $0) }
-        var whileWaiting = whileWaiting
-        var input = BatchUpload.Input.start
-        var status = 0
-        while true {
-            let action = machine.next(input)
-            logger.log(.debug, "events: " + action.summary(machine.current.count))
-            switch action {
-            case .attempt(let events, let compressed, let why):
-                if case .half(let size, let code) = why, code != 413 {
-                    logger.log(.warning, "events: HTTP \(code) for a batch of \(size) naming no event; sending it in halves")
-                }
-                input = attempt(events, compressed: compressed, generation, thread, prepared: prepared, whileWaiting: whileWaiting)
-                if case .answered(_, let code, _, _, _, _) = input { status = code ?? 0 }
-                whileWaiting = nil
-            case .wait(let milliseconds, _):
-                input = .waited(pause(milliseconds: milliseconds, generation, thread))
-            case .deliver(let events, let deferrable):
-                delivered(events, status: status, deferRemoval: deferrable ? deferRemoval : nil)
-                input = .done
-            case .drop(let events, let reason):
-                drop(events, reason, status: status, of: reason == .overBudget ? batch.count : machine.current.count)
-                input = .done
-            case .finish(let outcome):
-                return outcome
+        var side = BatchSide(events: self, generation: generation, thread: thread, prepared: body.map { (batch, $0) },
+                             deferRemoval: deferRemoval, whileWaiting: whileWaiting)
+        return BatchDriver(counters: counters, logger: logger).run(batch, schedule: options.retry, port: &side)
+    }
+
+    /// This queue as a batch's `BatchPort`: attempts through the store and
+    /// the transport under the batch's consent generation.
+    struct BatchSide: BatchPort {
+        let events: AppNorthEvents
+        let generation: UInt64
+        let thread: BackgroundThread
+        let prepared: ([StoredEvent], BatchBody)?
+        let deferRemoval: (([StoredEvent]) -> Void)?
+        /// Runs with the first attempt only.
+        var whileWaiting: (() -> Void)?
+
+        mutating func attempt(_ rows: [StoredEvent], compressed: Bool) -> BatchUpload.Input {
+            defer { whileWaiting = nil }
+            return events.attempt(rows, compressed: compressed, generation, thread, prepared: prepared,
+                                  whileWaiting: whileWaiting)
+        }
+
+        func pause(milliseconds: Int) -> Bool { events.pause(milliseconds: milliseconds, generation, thread) }
+
+        func removeDelivered(_ rows: [StoredEvent], deferrable: Bool) {
+            if deferrable, let deferRemoval { deferRemoval(rows) } else { _ = try? events.store.remove(rows) }
+        }
+
+        func removeRefused(_ rows: [StoredEvent], byID: Bool) -> Int {
+            (byID ? try? events.store.remove(ids: rows.map(\.id)) : try? events.store.remove(rows)) ?? 0
+        }
+
+        func recordSuccess() -> Int {
+            events.state.withLock { s -> Int in
+                let before = s.breaker.consecutiveFailures
+                s.breaker.recordSuccess()
+                s.lastFlushMs = events.clock.wallMilliseconds()
+                return before
             }
         }
     }
@@ -282,40 +294,6 @@ extension AppNorthEvents {
                                               capMs: options.retryAfterCapMilliseconds) {
             let until = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
             state.withLock { $0.notBeforeMono = until }
-        }
-    }
-
-    /// Delivered rows: removed (or handed to `deferRemoval`) and counted.
-    func delivered(_ events: [StoredEvent], status: Int, deferRemoval: (([StoredEvent]) -> Void)?) {
-        if let deferRemoval { deferRemoval(events) } else { _ = try? store.remove(events) }
-        counters.deliver(events.count)
-        let failuresBefore = state.withLock { s -> Int in
-            let before = s.breaker.consecutiveFailures
-            s.breaker.recordSuccess()
-            s.lastFlushMs = clock.wallMilliseconds()
-            return before
-        }
-        logger.log(.debug, "events: batch of \(events.count) delivered (HTTP \(status))")
-        if failuresBefore > 0 { logger.log(.info, "events: uploads work again after \(failuresBefore) failure(s)") }
-    }
-
-    /// Rows the server refused: removed and counted by their reason.
-    /// `of`: the events of the part they belong to.
-    func drop(_ events: [StoredEvent], _ reason: BatchUpload.DropReason, status: Int, of part: Int) {
-        let gone = (reason == .rejected ? try? store.remove(ids: events.map(\.id)) : try? store.remove(events)) ?? 0
-        counters.drop(gone, reason.counted)
-        switch reason {
-        case .rejected:
-            logger.log(.error, "the server rejected \(events.count) of \(part) events (HTTP \(status)): "
-                       + "dropped them, sending the rest; check the event schema")
-        case .refused:
-            logger.log(.error, "event batch of \(events.count) discarded after HTTP \(status): check the event schema")
-        case .tooLarge:
-            logger.log(.warning, "an event was too large for the server (HTTP 413) and was dropped")
-        case .overBudget:
-            logger.log(.error, "the server kept refusing a batch (HTTP \(status)): \(events.count) event(s) of a batch of "
-                       + "\(part) discarded after its \(BatchUpload.extraBudget(part)) extra requests; "
-                       + "check the event schema and the server's body limit")
         }
     }
 

@@ -56,17 +56,31 @@ extension EventStore {
                     rotateError = error
                 }
             }
-            if !state.retired.isEmpty { try importRetired(&state, limit: most ?? .max) }
+            // Parts of at most `importPartBytes` each, one transaction
+            // each (with its progress marks), so the WAL never holds more
+            // than one part: a drain of 5 MB of journal used to be one
+            // transaction, and the WAL grew by all of it.
+            var left = most ?? .max
+            while left > 0 && !state.retired.isEmpty {
+                let taken = try importRetired(&state, limit: left)
+                if taken == 0 { break }
+                left -= taken
+            }
             if let rotateError { throw rotateError }
             guard let limits else { return 0 }
             return try trimDirectory(state, limits)
         }
     }
 
-    /// Imports up to `limit` events of the retired segments and settles
-    /// what went in; a segment imported whole is deleted and leaves
-    /// `retired`.
-    private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) {
+    /// The payload bytes one import transaction takes at most (beyond one
+    /// record): what the WAL grows by per part.
+    static let importPartBytes = 256 << 10
+
+    /// Imports up to `limit` events (and about `importPartBytes`) of the
+    /// retired segments in one transaction and settles what went in; a
+    /// segment imported whole is deleted and leaves `retired`. Returns the
+    /// records taken (0: nothing was left to take).
+    private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) -> Int {
         var files: [JournalFile] = []
         for segment in state.retired {
             let reader: JournalReader
@@ -78,7 +92,7 @@ extension EventStore {
             }
             files.append(JournalFile(name: segment.name, reader: reader, expected: state.offsets[segment.name] ?? 0))
         }
-        let parts = try importJournals(files, limit: limit, &state.settledMarks)
+        let parts = try importJournals(files, limit: limit, maxBytes: Self.importPartBytes, &state.settledMarks)
         var rest: [JournalSegment] = []
         for (segment, part) in zip(state.retired, parts) {
             if part.finished {
@@ -92,6 +106,7 @@ extension EventStore {
             }
         }
         state.retired = rest
+        return parts.reduce(0) { $0 + $1.records }
     }
 
     /// A journal file to import, read a window at a time.
@@ -153,13 +168,13 @@ extension EventStore {
     /// these files' marks join them. A file opened before the latest
     /// revocation of consent (its epoch is older than the stored count) is
     /// purged instead: marked and deleted, nothing imported.
-    func importJournals(_ files: [JournalFile], limit: Int = .max,
+    func importJournals(_ files: [JournalFile], limit: Int = .max, maxBytes: Int = .max,
                         _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
         let marks = settledMarks
         let (refused, cursors, parts) = try db.transaction {
             conn throws(AppNorthError) -> (Int, [ImportCursor], [ImportedPart]) in
             var (cursors, parts, refused) = try openCursors(conn, files)
-            let (count, bytes) = try insertOldest(conn, files, &cursors, &parts, limit: limit)
+            let (count, bytes) = try insertOldest(conn, files, &cursors, &parts, limit: limit, maxBytes: maxBytes)
             try markImports(conn, files, cursors, &parts, settled: marks)
             addToTable(count, bytes)
             return (refused, cursors, parts)
@@ -220,10 +235,11 @@ extension EventStore {
 
     /// Inserts up to `limit` records, the files' heads merged by their
     /// timestamps; returns the rows and bytes that went in (an id already
-    /// queued is the same event: ids are UUIDv7).
+    /// queued is the same event: ids are UUIDv7). Stops once `maxBytes` of
+    /// payload went in (after one record at least).
     private func insertOldest(_ conn: SQLiteStore.Connection, _ files: [JournalFile], _ cursors: inout [ImportCursor],
-                              _ parts: inout [ImportedPart], limit: Int) throws(AppNorthError) -> (Int, Int) {
-        var count = 0, bytes = 0, taken = 0
+                              _ parts: inout [ImportedPart], limit: Int, maxBytes: Int) throws(AppNorthError) -> (Int, Int) {
+        var count = 0, bytes = 0, taken = 0, takenBytes = 0
         let insert = try conn.rowInserter("INSERT OR IGNORE INTO events (id, payload, bytes) VALUES (?, ?, ?)")
         while taken < limit {
             var oldest: Int?
@@ -239,7 +255,9 @@ extension EventStore {
             parts[index].records += 1
             parts[index].bytes += event.payload.count
             taken += 1
+            takenBytes += event.payload.count
             try cursors[index].advance(files[index].reader, from: cursors[index].headEnd)
+            if takenBytes >= maxBytes { break }
         }
         return (count, bytes)
     }

@@ -79,6 +79,7 @@ struct OperationPlan {
     static func work(owners: [AnyObject], client: AppNorthClient,
                      _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
         OperationPlan(owners: owners, client: client) { operation, finish in
+            client.holdSharedThreads()
             try operation.runOnWorker(work) { result in
                 switch result {
                 case .success(let outcome): finish(outcome)

@@ -1,7 +1,7 @@
 /// The few library threads that run the non-blocking calls made of
 /// several steps (a queue submit or flush, a config refresh, an events
 /// flush's wait): a `WorkerPool` of at most `maxThreads` in the process,
-/// started on demand, never ended (like the transfer thread). Each job runs
+/// started on demand, ended with the last `SharedThreads` use. Each job runs
 /// its blocking counterpart inside its operation's `OperationScope`, so
 /// that cancelling the operation ends its transfers and waits, and no
 /// other's. Jobs beyond `maxThreads` wait their turn, in order.
@@ -12,8 +12,13 @@ enum OperationWorkers {
         WorkerPool(maxThreads: maxThreads, idleMilliseconds: nil, threadName: "appnorth-ops")
     }
 
-    /// The process's pool (a new one in a fork() child).
+    /// The process's pool (a new one in a fork() child, and after the last
+    /// `SharedThreads` use went).
     static var shared: WorkerPool { current.value }
+
+    /// Takes the pool out (the last `SharedThreads` use went); the caller
+    /// stops it.
+    static func retire() -> WorkerPool? { current.take(if: { _ in true }) }
 
     /// Runs `job` on a worker, soon. Throws when no worker can be started.
     static func submit(_ job: @escaping @Sendable () -> Void) throws(AppNorthError) {

@@ -1,4 +1,3 @@
-
 /// A few library threads that run jobs in the order they came: threads
 /// start on demand, up to `maxThreads`, while the waiting jobs outnumber
 /// the idle threads (so one job's long network call never holds up
@@ -7,7 +6,7 @@
 /// without, it lives as long as the process.
 ///
 /// Two pools use it: the non-blocking C calls' workers (`OperationWorkers`:
-/// 2 threads, never ending) and the Swift product's async calls
+/// 2 threads, ended by `stop()` with the last `SharedThreads` use) and the Swift product's async calls
 /// (`BlockingWorkers`: 32 threads, ending after 10 s idle). A thread
 /// parked in `whileWaiting` (waiting for a host's async storage, which may
 /// itself need a worker) does not count against the cap.
@@ -22,6 +21,10 @@ package final class WorkerPool: @unchecked Sendable {
     private var threads = 0
     private var idle = 0
     private var parked = 0
+    /// `stop()` was called: the threads end once no job is left.
+    private var stopping = false
+    /// The threads started and not yet ended or detached (joined by `stop`).
+    private var spawned: [LibraryThread] = []
 
     package init(maxThreads: Int, idleMilliseconds: Int?, threadName: String) {
         self.maxThreads = max(1, maxThreads)
@@ -34,6 +37,7 @@ package final class WorkerPool: @unchecked Sendable {
     @discardableResult
     package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         condition.locked {
+            guard !stopping else { return false }
             jobs.append(job)
             condition.broadcast()
             if startThreadIfNeeded() || threads > 0 { return true }
@@ -54,6 +58,27 @@ package final class WorkerPool: @unchecked Sendable {
         return try wait()
     }
 
+    /// Asks every thread to end once no job is left (for a process-wide stop).
+    func requestStop() {
+        condition.locked {
+            stopping = true
+            condition.broadcast()
+        }
+    }
+
+    /// Ends every thread once the jobs queued now have run, and waits for
+    /// them (not for the calling thread, if it is one: it ends on return).
+    /// Jobs submitted afterwards are refused. For a pool no one uses any more.
+    func stop() {
+        let threads = condition.locked { () -> [LibraryThread] in
+            stopping = true
+            condition.broadcast()
+            defer { spawned.removeAll() }
+            return spawned
+        }
+        for thread in threads { thread.join() }
+    }
+
     /// Threads started and not yet ended, parked ones included (for tests).
     package var threadCount: Int { condition.locked { threads } }
 
@@ -63,7 +88,9 @@ package final class WorkerPool: @unchecked Sendable {
     private func startThreadIfNeeded() -> Bool {
         guard jobs.count - next > idle && threads - parked < maxThreads else { return false }
         do {
-            try LibraryThread.spawn(threadName, joinable: false, stop: {}) { [self] in work() }
+            spawned.append(try LibraryThread.spawn(threadName, joinable: true, stop: { [weak self] in
+                self?.requestStop()
+            }) { [self] in work() })
         } catch {
             return false
         }
@@ -84,12 +111,18 @@ package final class WorkerPool: @unchecked Sendable {
                     condition.unlocked { job() }
                     continue
                 }
+                if stopping {
+                    threads -= 1
+                    return  // `stop` joins it
+                }
                 idle += 1
                 let deadline = idleMilliseconds.map { Deadline.fromNow(milliseconds: $0) }
-                condition.wait(until: { next < jobs.count }, deadline: deadline)
+                condition.wait(until: { next < jobs.count || stopping }, deadline: deadline)
                 idle -= 1
-                if deadline != nil && next >= jobs.count {
+                if deadline != nil && next >= jobs.count && !stopping {
                     threads -= 1
+                    // Idle: it ends on its own (detached).
+                    if let me = spawned.firstIndex(where: \.isCurrent) { spawned.remove(at: me).join() }
                     return
                 }
             }

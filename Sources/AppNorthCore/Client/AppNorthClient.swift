@@ -7,6 +7,10 @@
 public final class AppNorthClient: Sendable {
     public let configuration: AppNorthClientConfiguration
     let transport: HTTPTransport
+
+    /// Keeps the transfer thread and the workers running while this
+    /// client lives (`SharedThreads`); before a non-blocking start.
+    package func holdSharedThreads() { transport.holdSharedThreads() }
     /// gzip for uploads, and whether this client's server refused it.
     package let compression: UploadCompression
 

@@ -21,6 +21,11 @@ enum LockLevel {
     static let connection = 5
     /// A `ForkLocal`'s slot: its `make` takes no lock.
     static let forkLocal = 20
+    /// The `ForkLocal` slot of `SharedThreads`' count of uses.
+    static let sharedThreadUsersSlot = 15
+    /// `SharedThreads`: the uses of the shared threads (the engine's and
+    /// workers' slots are taken inside it).
+    static let sharedThreadUsers = 16
     /// The thread registry's `ForkLocal` slot (taken inside `forkLocal`:
     /// a `make` that starts a thread).
     static let threadRegistrySlot = 21

@@ -1,6 +1,7 @@
 import CCurl
 import CSystem
 import Glibc
+import Synchronization
 
 /// Runs the non-blocking transfers of the whole process with one curl
 /// multi handle and one library thread: any number of transfers in flight,
@@ -31,9 +32,9 @@ import Glibc
 /// is cancelled, or when its client's `cancelInFlight()` runs; its `done`
 /// closure then runs on the engine thread, always, with curl's code and no
 /// lock held (it may start more transfers). The thread starts with the
-/// first transfer and lives as long as the process (like curl's global
-/// state: a host that exits with transfers in flight must not crash). A
-/// fork() child gets an engine of its own on first use.
+/// first transfer and ends with the last `SharedThreads` use (the last
+/// handle whose client started non-blocking work); a later use starts a
+/// new engine. A fork() child gets an engine of its own on first use.
 final class TransferEngine: @unchecked Sendable {
     // @unchecked: `core` is touched only with `lock` held; `waker` is
     // callable from any thread.
@@ -59,13 +60,21 @@ final class TransferEngine: @unchecked Sendable {
         return made
     }
 
-    /// The process's engine (a new one in a fork() child).
+    /// The process's engine (a new one in a fork() child, and after the
+    /// last `SharedThreads` use went). Callers hold a use.
     static func shared() throws(AppNorthError) -> TransferEngine { try current.get() }
+
+    /// Takes the engine out (the last `SharedThreads` use went); the caller
+    /// stops it.
+    static func retire() -> TransferEngine? { current.take(if: { _ in true }) }
 
     private let lock = Lock<Void>(())
     private let core: TransferEngineCore
     private let waker: TransferWaker
     private let startFailed = Lock<Bool>(false)
+    private let stopping = Atomic<Bool>(false)
+    /// Set once, by `startThread` inside the engine's `ForkLocal` make.
+    nonisolated(unsafe) private var thread: LibraryThread?
 
     private init() throws(AppNorthError) {
         let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -80,7 +89,9 @@ final class TransferEngine: @unchecked Sendable {
 
     private func startThread() {
         do {
-            try LibraryThread.spawn("appnorth-xfer", joinable: false, stop: {}) { [self] in loop() }
+            thread = try LibraryThread.spawn("appnorth-xfer", joinable: true, stop: { [weak self] in
+                self?.requestStop()
+            }) { [self] in loop() }
         } catch {
             // No thread: every transfer handed in fails at once instead of waiting.
             startFailed.withLock { $0 = true }
@@ -129,7 +140,7 @@ final class TransferEngine: @unchecked Sendable {
     private func loop() {
         var watched: [pollfd] = []
         let core = self.core
-        while true {
+        while !stopping.load(ordering: .acquiring) {
             let waitMs = lock.withLock { _ in core.pollSet(into: &watched, now: monotonicNow()) }
             // A failing poll() (out of memory, say) must not spin the thread.
             if poll(&watched, nfds_t(watched.count), waitMs) < 0 && errno != EINTR { usleep(1000) }
@@ -137,6 +148,21 @@ final class TransferEngine: @unchecked Sendable {
             for (job, code) in ended.jobs { end(job, code) }
             for (wait, how) in ended.waits { end(wait, how) }
         }
+        lock.withLock { _ in core.close() }
+    }
+
+    /// Asks the engine thread to end after its current turn (no job is
+    /// left: every user is gone); it closes curl's multi handle and its
+    /// eventfd as it ends.
+    private func requestStop() {
+        stopping.store(true, ordering: .releasing)
+        waker.wake()
+    }
+
+    /// Ends the engine thread and waits for it (unless called on it).
+    func stop() {
+        requestStop()
+        thread?.join()
     }
 
     /// The job's last step, with no lock held: no wake-up reaches it any

@@ -42,6 +42,7 @@ final class TransferEngineCore: @unchecked Sendable {
     /// socket to watch, an earlier curl timer, a job that ended.
     private var engineWakesAt: UInt64? = nil
     private var engineNeeded = false
+    private var closed = false
 
     private static let maxWarmOrigins = 64
 
@@ -52,7 +53,7 @@ final class TransferEngineCore: @unchecked Sendable {
         admission = AdmissionQueue(perOrigin: perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, perOrigin * 2)
-        // The core lives as long as its engine: as long as the process.
+        // The core lives as long as its engine, which calls close() as its thread ends.
         cshim_multi_set_event_callbacks(multi, { _, socket, what, user, _ in
             Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().curlWatches(socket, what)
             return 0
@@ -60,6 +61,17 @@ final class TransferEngineCore: @unchecked Sendable {
             Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().setTimer(timeoutMs)
             return 0
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The engine's thread ends (every user is gone, so no job or wait is
+    /// left): curl's multi handle, with its cached connections, and the
+    /// engine's eventfd are closed. Once only.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        for easy in running.keys { curl_multi_remove_handle(multi, easy) }
+        curl_multi_cleanup(multi)
+        Glibc.close(wakeFD)
     }
 
     // MARK: curl's callbacks

@@ -31,7 +31,8 @@ package final class AppNorthEvents: Sendable {
     /// Drops by reason and deliveries since open (their own lock).
     let counters = EventCounters()
     let flushDone = GenerationWaiter()
-    let shutdown = CancellationToken()
+    /// Open or closed: the one place it is held.
+    let lifecycle = EventsLifecycle()
     let worker: Lock<BackgroundThread?> = Lock(nil)
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
@@ -46,10 +47,9 @@ package final class AppNorthEvents: Sendable {
     let consentChanges = Lock<Void>((), level: LockLevel.consentChanges)
     /// What `track` reads instead of taking the state lock (which every
     /// tracking thread would then share): whether consent lets events in,
-    /// whether the queue is closed, and which identity tail is current.
+    /// and which identity tail is current (closed: `lifecycle`).
     /// Each is written under the state lock with the state it mirrors.
     let trackingAllowed = Atomic<Bool>(false)
-    let closedFlag = Atomic<Bool>(false)
     let tailGeneration = Atomic<UInt64>(1)
     /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
     let countStep: (count: Int, bytes: Int)
@@ -65,7 +65,6 @@ package final class AppNorthEvents: Sendable {
         /// rebuilt by identify, reset and a new session.
         var eventTail: [UInt8] = []
         var breaker: CircuitBreaker
-        var closed = false
         var flushRequested: UInt64 = 0
         /// The most recent upload error, for stats.
         var lastError: AppNorthError?
@@ -158,7 +157,7 @@ package final class AppNorthEvents: Sendable {
     }
 
     deinit {
-        shutdown.cancel()
+        lifecycle.close()
         worker.withLock { $0 }?.stop()
     }
 
@@ -216,7 +215,7 @@ package final class AppNorthEvents: Sendable {
 
     private func requestFlush() throws(AppNorthError) -> FlushTicket {
         let ticket = state.withLock { s -> FlushTicket? in
-            guard !s.closed else { return nil }
+            guard !lifecycle.isClosed else { return nil }
             s.flushRequested += 1
             return FlushTicket(target: s.flushRequested, delivered: counters.delivered)
         }
@@ -259,11 +258,7 @@ package final class AppNorthEvents: Sendable {
     /// `.wrongState`. Idempotent.
     package func close(timeoutMilliseconds: Int) {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
-        state.withLock {
-            $0.closed = true
-            closedFlag.store(true, ordering: .releasing)
-        }
-        shutdown.cancel()
+        lifecycle.close()
         state.withLock { $0.inFlight?.cancel() }
         worker.withLock { $0 }?.stop()
         // Journaled events move to SQLite now, not at the next open.
@@ -307,7 +302,7 @@ package final class AppNorthEvents: Sendable {
     /// Changes state unless the queue is closed.
     func whileOpen(_ change: (inout State) -> Void) throws(AppNorthError) {
         let open = state.withLock { s -> Bool in
-            guard !s.closed else { return false }
+            guard !lifecycle.isClosed else { return false }
             change(&s)
             return true
         }

@@ -37,7 +37,7 @@ extension AppNorthEvents {
             Result { () throws(AppNorthError) -> TrackOutcome in
                 try journal.withCurrentStripe { stripe throws(AppNorthError) -> TrackOutcome in
                     try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
-                        guard !closedFlag.load(ordering: .acquiring) else { return .closed }
+                        guard !lifecycle.isClosed else { return .closed }
                         guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
                         let generation = tailGeneration.load(ordering: .acquiring)
                         if s.tailGeneration != generation {
@@ -61,7 +61,7 @@ extension AppNorthEvents {
         switch outcome {
         case .closed: throw .wrongState("the event queue is closed")
         case .notAllowed:
-            if !state.withLock({ $0.closed }) { counters.drop(1, .consent) }
+            if !lifecycle.isClosed { counters.drop(1, .consent) }
             return false
         case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
         case .queued(let figure): queued = figure

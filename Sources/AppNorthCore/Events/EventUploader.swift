@@ -303,7 +303,7 @@ extension AppNorthEvents {
     func beginAttempt(_ generation: UInt64) -> CancellationToken? {
         state.withLock { s -> CancellationToken? in
             guard s.consentGeneration == generation, s.revocationsAdopted == consentWatch.revocations,
-                  !s.closed, !shutdown.isCancelled else { return nil }
+                  !lifecycle.isClosed else { return nil }
             let cancel = CancellationToken()
             s.inFlight = cancel
             return cancel

@@ -52,7 +52,7 @@ static inline _Bool appnorth_shared_compare_exchange(uint64_t *word, uint64_t ex
     return __atomic_compare_exchange_n(word, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-/* eventfd: the dispatch mode's descriptor (CallbackDispatcher). */
+/* eventfd: Platform/WakeDescriptor.swift (the dispatch descriptor, the transfer engine). */
 #include <sys/eventfd.h>
 
 /* Names the calling thread (at most 15 bytes are kept), as /proc/<pid>/task/

@@ -99,13 +99,20 @@ package final class DataDirectory: Sendable {
         }
     }
 
+    /// Makes the file `name` (mode 0600), which must not exist yet (nor a
+    /// link there); writes go to its end when `appending`. Returns its
+    /// descriptor, or -1 with errno set.
+    package func createNew(_ name: String, appending: Bool = false) -> Int32 {
+        openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (appending ? O_APPEND : 0), 0o600)
+    }
+
     /// Makes a new file (mode 0600) under a fresh unpredictable name that
     /// starts with `prefix`; returns its descriptor and name.
     package func createTemporary(_ prefix: String) throws(AppNorthError) -> (fd: Int32, name: String) {
         var reason = ""
         for _ in 0..<8 {
             let name = prefix + Random.hexToken(bytes: 8)
-            let fd = openat(self.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            let fd = createNew(name)
             if fd >= 0 { return (fd, name) }
             reason = String(cString: strerror(errno))
             if errno != EEXIST { break }

@@ -64,7 +64,7 @@ package final class CallbackDispatcher: Sendable {
 
     package let logLimit: Int
     package let logBytesLimit: Int
-    private let fd: Int32
+    private let wake: WakeDescriptor
     private let state = Lock(State())
     /// `State.queued`, stored under the lock, read without it.
     private let pending = Atomic<Int>(0)
@@ -74,11 +74,7 @@ package final class CallbackDispatcher: Sendable {
                  logBytesLimit: Int = CallbackDispatcher.defaultLogBytesLimit) throws(AppNorthError) {
         guard logLimit >= 1 else { throw .invalidArgument("the dispatch log limit must be at least 1") }
         guard logBytesLimit >= 1 else { throw .invalidArgument("the dispatch log byte limit must be at least 1") }
-        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard fd >= 0 else {
-            throw .internal("eventfd failed: \(String(cString: strerror(errno)))")
-        }
-        self.fd = fd
+        wake = try WakeDescriptor.make()
         self.logLimit = logLimit
         self.logBytesLimit = logBytesLimit
     }
@@ -89,7 +85,7 @@ package final class CallbackDispatcher: Sendable {
 
     /// The eventfd: readable while something is queued. Valid until
     /// `close()`; the host must not read, write or close it.
-    package var descriptor: Int32 { fd }
+    package var descriptor: Int32 { wake.fd }
 
     /// Something is queued (one atomic load).
     package var hasPending: Bool { pending.load(ordering: .acquiring) > 0 }
@@ -146,11 +142,10 @@ package final class CallbackDispatcher: Sendable {
         pending.store(queued, ordering: .releasing)
         if queued > 0 && !s.signalled {
             s.signalled = true
-            _ = eventfd_write(fd, 1)
+            wake.signal()
         } else if queued == 0 && s.signalled {
             s.signalled = false
-            var value: eventfd_t = 0
-            _ = eventfd_read(fd, &value)
+            wake.drain()
         }
     }
 
@@ -264,7 +259,7 @@ package final class CallbackDispatcher: Sendable {
             s.dropped = 0
             s.droppedSink = nil
             pending.store(0, ordering: .releasing)
-            Glibc.close(fd)
+            wake.close()
             guard s.dispatcher == 0 else {
                 s.orphans += completions
                 return []

@@ -316,7 +316,7 @@ final class EventJournal: Sendable {
         for _ in 0..<4 {
             let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + Random.hexToken(bytes: 8) + suffix
             let temporary = name + ".new"
-            let fd = openat(directory.fd, temporary, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            let fd = directory.createNew(temporary, appending: true)
             guard fd >= 0 else {
                 lastError = String(cString: strerror(errno))
                 continue

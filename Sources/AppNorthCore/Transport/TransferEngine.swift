@@ -77,14 +77,13 @@ final class TransferEngine: @unchecked Sendable {
     nonisolated(unsafe) private var thread: LibraryThread?
 
     private init() throws(AppNorthError) {
-        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard fd >= 0 else { throw .internal("eventfd failed: \(String(cString: strerror(errno)))") }
-        guard let core = TransferEngineCore(wakeFD: fd, perOrigin: Self.maxHostConnections) else {
-            close(fd)
+        let wake = try WakeDescriptor.make()
+        guard let core = TransferEngineCore(wake: wake, perOrigin: Self.maxHostConnections) else {
+            wake.close()
             throw .internal("curl_multi_init failed")
         }
         self.core = core
-        waker = TransferWaker(eventFD: fd)
+        waker = TransferWaker(wake: wake)
     }
 
     private func startThread() {

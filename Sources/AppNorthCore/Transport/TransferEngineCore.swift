@@ -15,7 +15,7 @@ final class TransferEngineCore: @unchecked Sendable {
     typealias Job = TransferEngine.Job
 
     private let multi: UnsafeMutableRawPointer
-    private let wakeFD: Int32
+    private let wake: WakeDescriptor
     /// What curl wants watched: socket → poll() events.
     private var sockets: [Int32: Int16] = [:]
     /// When curl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) (nil: never).
@@ -46,10 +46,10 @@ final class TransferEngineCore: @unchecked Sendable {
 
     private static let maxWarmOrigins = 64
 
-    init?(wakeFD: Int32, perOrigin: Int) {
+    init?(wake: WakeDescriptor, perOrigin: Int) {
         guard let multi = cshim_multi_init_cloexec() else { return nil }
         self.multi = multi
-        self.wakeFD = wakeFD
+        self.wake = wake
         admission = AdmissionQueue(perOrigin: perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, perOrigin * 2)
@@ -71,7 +71,7 @@ final class TransferEngineCore: @unchecked Sendable {
         closed = true
         for easy in running.keys { curl_multi_remove_handle(multi, easy) }
         curl_multi_cleanup(multi)
-        Glibc.close(wakeFD)
+        wake.close()
     }
 
     // MARK: curl's callbacks
@@ -120,7 +120,7 @@ final class TransferEngineCore: @unchecked Sendable {
     /// poll() may wait, in ms.
     func pollSet(into watched: inout [pollfd], now: UInt64) -> Int32 {
         watched.removeAll(keepingCapacity: true)
-        watched.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+        watched.append(pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
         for (socket, events) in sockets { watched.append(pollfd(fd: socket, events: events, revents: 0)) }
         engineNeeded = false
         if admission.isEmpty { nextWaitingDeadline = nil }  // the last one was admitted
@@ -150,9 +150,8 @@ final class TransferEngineCore: @unchecked Sendable {
         engineWakesAt = nil
         var count: Int32 = 0
         for entry in watched where entry.revents != 0 {
-            if entry.fd == wakeFD {
-                var value: eventfd_t = 0
-                _ = eventfd_read(wakeFD, &value)
+            if entry.fd == wake.fd {
+                wake.drain()
             } else if sockets[entry.fd] != nil {
                 curl_multi_socket_action(multi, entry.fd, Self.selectMask(entry.revents), &count)
             }

@@ -57,7 +57,7 @@
  *    Calls that do not say so return without waiting on any of these; they
  *    may still do local disk work in the data directory.
  *  - Hosts. docs/hosts.md says, per host language (C, C++, Python, Swift,
- *    Go, Rust, C#, Java, LuaJIT, Ruby), how these rules map onto its FFI:
+ *    Go, Rust, C#, Java, LuaJIT, Ruby, Node.js), how these rules map onto its FFI:
  *    marshalling, callbacks against a garbage collector, encodings,
  *    interpreter locks, threads and exit. dist/share/appnorth/ ships
  *    appnorth.api.json, this header as data (every function's types,
@@ -85,8 +85,11 @@
  *    too; in the default mode a host runtime whose teardown waits for the
  *    threads that called it back (Mono), or whose callbacks need a lock the
  *    exiting thread holds (Ruby, Python), must free its handles first,
- *    without holding that lock (docs/threading.md). Dispatch mode (below)
- *    never runs host code on a library thread, so it needs none of this.
+ *    without holding that lock (docs/threading.md), or call
+ *    appnorth_shutdown() from its exit hook, which stops every library
+ *    thread that runs host code and every host callback, whatever is left
+ *    open. Dispatch mode (below) never runs host code on a library thread,
+ *    so it needs none of this.
  *  - Several processes and handles on one data directory (worker pools,
  *    a CLI beside a daemon). Opening a fresh directory from several
  *    processes at once is race-free. Queues and caches on SQLite storage
@@ -253,6 +256,47 @@ typedef struct appnorth_error {
  * Thread-safe.
  */
 APPNORTH_API void appnorth_string_free(char *str);
+
+/* ------------------------------------------------------------------------
+ * Process exit
+ * --------------------------------------------------------------------- */
+
+/**
+ * Stop the library for good, for a runtime's exit hook (Ruby's at_exit,
+ * Mono's AppDomain.ProcessExit, a Java shutdown hook, Node's
+ * process.on('exit'), Python's atexit), before the runtime tears down the
+ * trampolines the library would call. Process-wide; every handle counts.
+ *
+ * After it returns:
+ *  - no host callback of any handle is ever called again: loggers,
+ *    listeners, completions, storage and secure-store callbacks and their
+ *    release functions, read callbacks. The completions of operations still
+ *    in flight are never called (their user_data is never handed back);
+ *  - the threads of every live events queue (uploader) and remote config
+ *    (stream, polls) have been stopped and joined, without a flush (queued
+ *    events stay on disk for the next run); every client's transfers in
+ * flight are cancelled and dispatch mode's queues closed. The
+ *    process's transfer thread and the 2 operation workers, which run no
+ *    host code, stay parked until the process exits;
+ *  - every other call returns APPNORTH_E_WRONG_STATE ("the library was
+ *    shut down"), and every _free function returns at once and frees
+ *    nothing: each handle is safe to leak, and to free.
+ * timeout_ms: 0 to INT32_MAX, how long to wait for host callbacks already
+ * running on other threads (a logger on the uploader, a completion on the
+ * transfer thread) to return.
+ * Returns APPNORTH_OK; APPNORTH_E_TIMEOUT when a host callback was still
+ * running at the deadline (none starts any more, but that one may still be
+ * on its way out); APPNORTH_E_INVALID_ARGUMENT for a negative timeout;
+ * APPNORTH_E_WRONG_STATE when called from inside a library callback (it
+ * would wait for itself), and then nothing is stopped. Calling it again
+ * returns APPNORTH_OK at once. Not reversible: a process that needs the
+ * library again must restart.
+ * Thread-safe, any thread. Blocks: waits for the stopped threads to end (an
+ * upload in progress is aborted within about a second) and for host
+ * callbacks in flight, up to timeout_ms; a host with an interpreter lock
+ * releases it around this call (Ruby's `blocking: true`; ctypes does).
+ */
+APPNORTH_API int32_t appnorth_shutdown(int32_t timeout_ms, appnorth_error *err);
 
 /* ------------------------------------------------------------------------
  * Logging

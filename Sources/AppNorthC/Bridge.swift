@@ -69,6 +69,8 @@ func reportSuccess(_ err: UnsafeMutablePointer<appnorth_error>?) {
 /// body gets count the call as in flight on them until it returns.
 func guarded(_ err: UnsafeMutablePointer<appnorth_error>?, _ body: () throws -> Void) -> Int32 {
     do {
+        // After appnorth_shutdown() every call is refused.
+        if LibraryGate.isClosed { throw LibraryGate.refusal }
         try ThreadCalls.scope(body)
         reportSuccess(err)
         return 0

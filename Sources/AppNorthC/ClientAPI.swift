@@ -209,7 +209,15 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
                                                             trust: opts.trust, allowCleartextHosts: opts.cleartextHosts)
         configuration.compressUploads = opts.compressUploads
         let dispatcher = opts.dispatchMode ? try CallbackDispatcher() : nil
-        out.pointee = Handle.make(AppNorthClient(configuration: configuration, dispatcher: dispatcher))
+        let client = AppNorthClient(configuration: configuration, dispatcher: dispatcher)
+        out.pointee = Handle.make(client)
+        // appnorth_shutdown(): its transfers are cancelled (completions are
+        // not called once the gate is closed) and its dispatcher closes.
+        ThreadOwners.register(client) { [weak client] in
+            guard let client else { return }
+            cancelOperations(of: client)
+            client.dispatcher?.close()
+        }
     }
 }
 
@@ -220,6 +228,7 @@ public func appnorth_client_free(_ client: OpaquePointer?) {
     // completions run here, log lines and listener calls are dropped, and a
     // dispatch in progress runs nothing more (it is then waited for).
     Handle.release(client, as: AppNorthClient.self) {
+        ThreadOwners.unregister($0)
         cancelOperations(of: $0)
         $0.dispatcher?.close()
     }

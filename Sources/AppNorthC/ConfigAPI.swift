@@ -135,7 +135,14 @@ public func appnorth_config_new(_ options: OpaquePointer?, _ outConfig: UnsafeMu
         let out = try required(outConfig, "out_config")
         let opts = try Handle.get(options, as: ConfigOptions.self, "options")
         guard let client = opts.client else { throw AppNorthError.invalidArgument("options have no client") }
-        out.pointee = Handle.make(try AppNorthRemoteConfig(client: client, options: opts.options))
+        let config = try AppNorthRemoteConfig(client: client, options: opts.options)
+        out.pointee = Handle.make(config)
+        // appnorth_shutdown(): its stream thread stops, as in appnorth_config_free.
+        ThreadOwners.register(config) { [weak config] in
+            guard let config else { return }
+            cancelOperations(of: config)
+            config.close()
+        }
     }
 }
 
@@ -144,6 +151,7 @@ public func appnorth_config_free(_ config: OpaquePointer?) {
     // Stop the thread and the listeners first: the handle's reference may
     // not be the last one while a callback is on the stack.
     Handle.release(config, as: AppNorthRemoteConfig.self) {
+        ThreadOwners.unregister($0)
         cancelOperations(of: $0)
         $0.close()
     }

@@ -46,7 +46,7 @@ public func appnorth_dispatch(_ client: OpaquePointer?, _ maxCallbacks: Int32, _
             }
             // Nothing pending: one atomic load, the frame loop's common case.
             guard dispatcher.hasPending else { return }
-            let ran = ThreadCalls.callback { dispatcher.dispatch(max: Int(maxCallbacks)) }
+            let ran = ThreadCalls.callback(refused: 0) { dispatcher.dispatch(max: Int(maxCallbacks)) }
             setOut(outRan, ran)
         }
     }

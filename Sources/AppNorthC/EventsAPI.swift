@@ -27,11 +27,11 @@ final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
         self.userData = userData
     }
 
-    deinit { releaseFn?(userData) }
+    deinit { ThreadCalls.callback { releaseFn?(userData) } }
 
     func read(_ key: String) throws -> String? {
         let buffer = LoadBuffer()
-        let rc = Handle.lend(buffer) { handle in key.withCString { getFn(userData, $0, handle) } }
+        let rc = Handle.lend(buffer, refused: -1) { handle in key.withCString { getFn(userData, $0, handle) } }
         guard rc == 0 else { throw AppNorthError.storage("the host secure store get callback returned \(rc)") }
         guard let bytes = buffer.bytes else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -41,7 +41,7 @@ final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
     }
 
     func write(_ key: String, _ value: String?) throws {
-        let rc = ThreadCalls.callback {
+        let rc: Int32 = ThreadCalls.callback(refused: -1) {
             key.withCString { k in
                 if let value { return value.withCString { setFn(userData, k, $0) } }
                 return setFn(userData, k, nil)
@@ -159,6 +159,11 @@ public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMu
         let events = try AppNorthEvents(client: client, directory: DataDirectory(path: dataDir), options: box.options,
                                         secureStore: box.secureStore)
         out.pointee = Handle.make(events)
+        ThreadOwners.register(events) { [weak events] in
+            guard let events else { return }
+            cancelOperations(of: events)
+            events.close(timeoutMilliseconds: 0)
+        }
     }
 }
 
@@ -167,6 +172,7 @@ public func appnorth_events_free(_ events: OpaquePointer?) {
     // Stop the upload thread now, whatever other references exist; calls
     // waiting on it (a flush) then return.
     Handle.release(events, as: AppNorthEvents.self) {
+        ThreadOwners.unregister($0)
         cancelOperations(of: $0)
         $0.close(timeoutMilliseconds: 0)
     }

@@ -129,10 +129,12 @@ enum Handle {
 
     /// Lends `object` to host code as a handle for the duration of `body`
     /// (the buffer a load callback fills); the host never frees it.
-    static func lend<T: AnyObject, R>(_ object: T, _ body: (OpaquePointer) throws -> R) rethrows -> R {
+    static func lend<T: AnyObject, R>(_ object: T, refused: R, _ body: (OpaquePointer) throws -> R) rethrows -> R {
         let box = Box(object)
         return try withExtendedLifetime(box) {
-            try ThreadCalls.callback { try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque())) }
+            try ThreadCalls.callback(refused: refused) {
+                try body(OpaquePointer(Unmanaged.passUnretained(box).toOpaque()))
+            }
         }
     }
 
@@ -141,7 +143,8 @@ enum Handle {
     /// for. One inherited through fork() is left alone: its teardown would
     /// wait for threads that do not exist in the child.
     static func release<T: AnyObject>(_ handle: OpaquePointer?, as _: T.Type, teardown: (T) -> Void = { _ in }) {
-        guard let handle else { return }
+        // After appnorth_shutdown() a handle is leaked: nothing of it runs.
+        guard let handle, !LibraryGate.isClosed else { return }
         let raw = UnsafeRawPointer(handle)
         let box = Unmanaged<Box>.fromOpaque(raw)
         let (object, started): (T, Bool) = box._withUnsafeGuaranteedRef { box in
@@ -254,11 +257,20 @@ struct ThreadCalls {
         return try body()
     }
 
-    /// Runs host code the library calls back.
-    static func callback<R>(_ body: () throws -> R) rethrows -> R {
+    /// Runs host code the library calls back, through the gate that
+    /// appnorth_shutdown() closes: once it is closed the host code is not
+    /// called and `refused` is returned instead.
+    static func callback<R>(refused: @autoclosure () -> R, _ body: () throws -> R) rethrows -> R {
+        guard LibraryGate.enter() else { return refused() }
+        defer { LibraryGate.leave() }
         guard let calls = current else { return try body() }
         calls.pointee.inCallback += 1
         defer { calls.pointee.inCallback -= 1 }
         return try body()
+    }
+
+    /// A host callback that returns nothing (skipped once shut down).
+    static func callback(_ body: () throws -> Void) rethrows {
+        try callback(refused: (), body)
     }
 }

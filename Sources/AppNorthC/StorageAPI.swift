@@ -39,17 +39,17 @@ final class HostCallbackStorage: SDKStorage, @unchecked Sendable {
         self.userData = userData
     }
 
-    deinit { releaseFn?(userData) }
+    deinit { ThreadCalls.callback { releaseFn?(userData) } }
 
     func load() throws -> [UInt8]? {
         let buffer = LoadBuffer()
-        let rc = Handle.lend(buffer) { loadFn(userData, $0) }
+        let rc = Handle.lend(buffer, refused: -1) { loadFn(userData, $0) }
         guard rc == 0 else { throw AppNorthError.storage("the host storage load callback returned \(rc)") }
         return buffer.bytes
     }
 
     func save(_ data: [UInt8]?) throws {
-        let rc: Int32 = ThreadCalls.callback {
+        let rc: Int32 = ThreadCalls.callback(refused: -1) {
             guard let data else { return saveFn(userData, nil, 0) }
             return data.withUnsafeBytes { saveFn(userData, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count) }
         }

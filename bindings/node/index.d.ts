@@ -8,6 +8,11 @@ export declare const NetworkType: Readonly<{ UNKNOWN: 0; WIFI: 1; CELLULAR: 2; E
 /** The library's version, "MAJOR.MINOR.PATCH". */
 export declare const version: string;
 export declare const versionNumber: number;
+/**
+ * Stops the library for good (appnorth_shutdown); the package calls it from
+ * the main thread's process.on('exit'). Every later call throws WrongStateError.
+ */
+export declare function shutdown(timeoutMs?: number): void;
 /** The name of a status code, e.g. statusString(5) === 'network error'. */
 export declare function statusString(code: number): string;
 

@@ -10,6 +10,28 @@ const { Config, ConfigTier } = require('./lib/config');
 const { Events, NetworkType } = require('./lib/events');
 const { Storage, OfflineQueue, ManualClock, ReadCache, Feedback } = require('./lib/offline');
 
+/**
+ * Stops the library for good (appnorth_shutdown): every handle's threads
+ * end, no callback runs again, every later call throws WrongStateError.
+ * Process-wide: called from the main thread's process.on('exit') below.
+ */
+function shutdown(timeoutMs = 2000) {
+  native.shutdown(timeoutMs);
+}
+
+// The main thread's exit: stop every library thread before Node tears the
+// process down. Not in a worker: shutdown is for the whole process (a
+// worker's own handles are freed when its env goes).
+if (require('node:worker_threads').isMainThread) {
+  process.once('exit', () => {
+    try {
+      shutdown();
+    } catch {
+      // A callback still running at exit: nothing more can start anyway.
+    }
+  });
+}
+
 module.exports = {
   Client, Config, Events, Storage, OfflineQueue, ManualClock, ReadCache, Feedback,
   LogLevel, ConfigTier, NetworkType,
@@ -34,6 +56,7 @@ module.exports = {
   /** The library's version, "MAJOR.MINOR.PATCH". */
   version: native.version(),
   versionNumber: native.versionNumber,
+  shutdown,
   /** The name of a status code, e.g. statusString(5) === 'network error'. */
   statusString: (code) => native.statusStr(code),
 };

@@ -69,4 +69,15 @@ module AppNorth
   end
 
   def self.out_pointer = FFI::MemoryPointer.new(:pointer)
+
+  # Exit: Ruby's teardown frees the ffi callback trampolines; a library
+  # thread still calling a logger or listener proc after that crashes the
+  # process. appnorth_shutdown (attached blocking: it waits for the library
+  # threads, which may need the interpreter lock to finish a callback)
+  # stops every handle's threads and every host callback first, whatever
+  # was left open; handles are safe to leak after it. Registered when this
+  # file loads, so it runs after the app's own at_exit hooks.
+  # APPNORTH_NO_SHUTDOWN_AT_EXIT=1 leaves it out (Tests/hosts/ruby_exit.sh
+  # uses it to show the crash it prevents).
+  at_exit { appnorth_shutdown(2000, nil) } unless ENV["APPNORTH_NO_SHUTDOWN_AT_EXIT"] == "1"
 end

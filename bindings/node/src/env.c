@@ -206,6 +206,17 @@ static napi_value close_handle(napi_env env, napi_callback_info info) {
     return an_undefined(env);
 }
 
+/* shutdown(timeoutMs): appnorth_shutdown, for process.on('exit'). */
+static napi_value library_shutdown(napi_env env, napi_callback_info info) {
+    an_args a;
+    int32_t timeout = 0;
+    appnorth_error err;
+    if (!an_get_args(env, info, &a) || !an_int32(env, a.argv[0], "timeoutMs", 0, INT32_MAX, &timeout) ||
+        !an_ok(env, appnorth_shutdown(timeout, &err), &err))
+        return NULL;
+    return an_undefined(env);
+}
+
 static napi_value version(napi_env env, napi_callback_info info) {
     (void)info;
     return an_str(env, appnorth_version()); /* static: never freed */
@@ -244,7 +255,8 @@ NAPI_MODULE_INIT() {
     napi_set_instance_data(env, e, finalize_env, NULL);
     napi_add_async_cleanup_hook(env, teardown, e, NULL);
     static const an_export list[] = {
-        {"setup", setup}, {"close", close_handle}, {"version", version}, {"statusStr", status_str}, {"opCancel", op_cancel}, {NULL, NULL}};
+        {"setup", setup}, {"close", close_handle}, {"version", version}, {"statusStr", status_str}, {"opCancel", op_cancel},
+        {"shutdown", library_shutdown}, {NULL, NULL}};
     an_export_all(env, exports, list);
     napi_value n;
     napi_create_int32(env, appnorth_version_number(), &n);

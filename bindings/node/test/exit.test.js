@@ -89,3 +89,19 @@ test('a worker terminated with reads in flight', async () => {
     assert.equal((await done).code, 1);
   }
 });
+
+test("process.on('exit') shuts the library down; shutdown() refuses later calls", () => {
+  const child = run(`${openEverything}
+    c.listBoards().then(() => {
+      a.shutdown(2000);
+      try { c.scope; console.log('not refused'); } catch (error) { console.log(error.code); }
+      try { new a.Client({ apiUrl: server, appId: 'demo' }); } catch (error) { console.log(error.code); }
+      c.close(); // frees nothing now, and returns
+      const threads = require('node:fs').readdirSync('/proc/self/task')
+        .map((t) => require('node:fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim());
+      console.log(threads.filter((n) => n === 'appnorth-events' || n === 'appnorth-config').length);
+    });`);
+  assert.equal(child.signal, null, child.stderr);
+  assert.equal(child.status, 0, child.stderr);
+  assert.deepEqual(child.stdout.trim().split('\n'), ['APPNORTH_E_WRONG_STATE', 'APPNORTH_E_WRONG_STATE', '0']);
+});

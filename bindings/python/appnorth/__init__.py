@@ -166,10 +166,22 @@ def status_str(code: int) -> str:
     return result
 
 
+def shutdown(timeout_ms: int = 2000) -> None:
+    """Stop the library for good (``appnorth_shutdown``): every handle's
+    threads stop, no callback is ever called again, and every later call
+    raises :class:`WrongStateError`. The ``atexit`` hook calls it after
+    closing the live handles; call it yourself from an exit path that
+    ``atexit`` does not cover. Waits up to ``timeout_ms`` for callbacks
+    running on other threads (:class:`TimeoutError` past it); raises
+    :class:`WrongStateError` from inside a library callback."""
+    _C.appnorth_shutdown(_lib.to_int32(timeout_ms, "timeout_ms"), _lib.appnorth_error())
+
+
 __all__ = [
     "__version__",
     "LIBRARY_PATH",
     "version",
+    "shutdown",
     "version_number",
     "status_str",
     "Client",

@@ -362,6 +362,8 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     # Status codes and errors
     Declaration("appnorth_status_str", [c_int32], c_void_p, static_string),
     Declaration("appnorth_string_free", [c_void_p], None, None),
+    # Process exit
+    Declaration("appnorth_shutdown", [c_int32, ErrorPtr], c_int32, _S),
     # Client options
     Declaration("appnorth_client_options_new", [], ClientOptionsPtr, non_null),
     Declaration("appnorth_client_options_free", [ClientOptionsPtr], None, None),
@@ -1028,7 +1030,23 @@ def _register_exit_hook() -> None:
         if _exit_hook_registered:
             return
         _exit_hook_registered = True
-    atexit.register(close_all_live)
+    atexit.register(_at_exit)
+
+
+def _at_exit() -> None:
+    """The interpreter exits: close every live handle (an Events queue
+    uploads for at most 2 s first), then appnorth_shutdown(), so that no
+    library thread runs and no callback reaches Python while it finalises,
+    whatever was left open (handles made after this point, or kept alive
+    by a reference cycle, included)."""
+    close_all_live()
+    try:
+        C.appnorth_shutdown(2000, appnorth_error())
+    except Exception as exc:  # pragma: no cover - reported, not raised
+        try:
+            sys.stderr.write(f"appnorth: appnorth_shutdown at exit: {exc!r}\n")
+        except Exception:
+            pass
 
 
 def unregister_live(obj: Any) -> None:

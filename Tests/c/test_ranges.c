@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "support.h"
 
@@ -173,6 +174,16 @@ static int32_t events_close(int64_t v, appnorth_error *err) {
     appnorth_events_free(e);
     return rc;
 }
+/* appnorth_shutdown is for good and process-wide: each value is tried in a
+ * forked child, whose exit status is the call's status. */
+static int32_t shutdown_in_child(int64_t v, appnorth_error *err) {
+    (void)err;
+    pid_t pid = fork();
+    if (pid == 0) _exit(appnorth_shutdown((int32_t)v, NULL));
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1002;
+    return WEXITSTATUS(status);
+}
 static int32_t events_flush(int64_t v, appnorth_error *err) { return appnorth_events_flush(events, (int32_t)v, err); }
 static void ignore_completion(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
     (void)op;
@@ -282,6 +293,7 @@ static const range_row rows[] = {
     {"appnorth_events_options_set_require_consent", "require", T_INT32, require_consent, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_options_set_retry_jitter", "percent", T_INT32, events_jitter, 0, 100, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
+    {"appnorth_shutdown", "timeout_ms", T_INT32, shutdown_in_child, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_flush_async", "timeout_ms", T_INT32, events_flush_async, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_op_cancel", "op", T_INT64, op_cancel, I64, OK, APPNORTH_E_NOT_FOUND, INV, INV, 0, 0},

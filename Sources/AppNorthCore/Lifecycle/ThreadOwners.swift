@@ -1,42 +1,40 @@
-/// The live handles that run threads of their own (an events queue's
-/// uploader, a config's stream), so that appnorth_shutdown() can stop them
-/// all: each registers a stop action when made and unregisters it when
-/// freed. Entries made before fork() are not the child's: they are skipped.
+/// The live handles whose threads appnorth_shutdown() stops (an events
+/// queue's uploader, a config's stream, a client's transfers): each
+/// registers the stop its _free would do when made, and unregisters it when
+/// freed. A fork() child starts with an empty table (ForkLocal).
 ///
-/// The smallest thing for the exit hook (#33); the process-wide transfer
-/// thread and operation workers are not here (they run no host code once
-/// the callback gate is closed, and park).
+/// Why not LibraryThreads.stopAll alone: a thread's generic stop only asks
+/// its loop to end, while a config stream blocked in a read or an upload in
+/// flight ends at once only through its owner's close (which cancels the
+/// transfer). The process-wide transfer thread and operation workers are not
+/// here: they run no host code once the callback gate is closed, and park.
 public enum ThreadOwners {
-    private struct Entry: Sendable {
-        let generation: UInt64
-        let stop: @Sendable () -> Void
+    private final class Table: Sendable {
+        let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:])
     }
 
-    private static let table = Lock<[ObjectIdentifier: Entry]>([:])
+    private static let table = ForkLocal<Table, Never> { Table() }
 
     /// Registers `owner`'s `stop` (called at most once, outside any library
     /// lock; capture `owner` weakly in it). Unregister before `owner` goes.
     public static func register(_ owner: AnyObject, stop: @escaping @Sendable () -> Void) {
-        let entry = Entry(generation: ForkGuard.generation, stop: stop)
-        table.withLock { $0[ObjectIdentifier(owner)] = entry }
+        table.value.entries.withLock { $0[ObjectIdentifier(owner)] = stop }
     }
 
     public static func unregister(_ owner: AnyObject) {
-        _ = table.withLock { $0.removeValue(forKey: ObjectIdentifier(owner)) }
+        _ = table.value.entries.withLock { $0.removeValue(forKey: ObjectIdentifier(owner)) }
     }
 
-    /// Runs every registered stop of this process (not those inherited
-    /// through fork()) and forgets them all. Returns how many ran.
+    /// Runs every registered stop (outside the lock) and forgets them all.
+    /// Returns how many ran.
     @discardableResult
     public static func stopAll() -> Int {
-        let generation = ForkGuard.generation
-        let entries = table.withLock { table -> [Entry] in
-            let all = Array(table.values)
-            table.removeAll()
+        let stops = table.value.entries.withLock { entries -> [@Sendable () -> Void] in
+            let all = Array(entries.values)
+            entries.removeAll()
             return all
         }
-        let mine = entries.filter { $0.generation == generation }
-        for entry in mine { entry.stop() }
-        return mine.count
+        for stop in stops { stop() }
+        return stops.count
     }
 }

@@ -216,6 +216,17 @@ def _events_close(f: Fixtures, v: int) -> int:
     return rc
 
 
+def _shutdown_in_child(f: Fixtures, v: int) -> int:
+    """appnorth_shutdown is for good and process-wide: each value is tried
+    in a forked child, whose exit status is the call's status."""
+    import os
+    pid = os.fork()
+    if pid == 0:  # the child: one call, then out without Python's teardown
+        os._exit(int(f.raw.appnorth_shutdown(v, None)))
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
 def _get_int(f: Fixtures, v: int) -> int:
     out = c_int64(0)
     rc = int(f.raw.appnorth_config_get_int(f.config, b"absent", v, ctypes.byref(out), f.e))
@@ -298,6 +309,7 @@ TABLE: Dict[Tuple[str, str], Row] = {
     ("appnorth_events_options_set_require_consent", "require"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_require_consent(f.events_options, v, f.e)),
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),
+    ("appnorth_shutdown", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _shutdown_in_child),
     ("appnorth_events_flush", "timeout_ms"): Row(
         "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_flush(f.events, v, f.e), in_range_alt=TIMEOUT),
     ("appnorth_events_flush_sent", "timeout_ms"): Row(

@@ -272,21 +272,21 @@ APPNORTH_API void appnorth_string_free(char *str);
  *    listeners, completions, storage and secure-store callbacks and their
  *    release functions, read callbacks. The completions of operations still
  *    in flight are never called (their user_data is never handed back);
- *  - the threads of every live events queue (uploader) and remote config
- *    (stream, polls) have been stopped and joined, without a flush (queued
- *    events stay on disk for the next run); every client's transfers in
- * flight are cancelled and dispatch mode's queues closed. The
- *    process's transfer thread and the 2 operation workers, which run no
- *    host code, stay parked until the process exits;
+ *  - no library thread runs: the threads of every live events queue
+ *    (uploader) and remote config (stream, polls) have been stopped and
+ *    joined, without a flush (queued events stay on disk for the next
+ *    run); every client's transfers in flight are cancelled and dispatch
+ *    mode's queues closed; the process's transfer thread and operation
+ *    workers have ended;
  *  - every other call returns APPNORTH_E_WRONG_STATE ("the library was
  *    shut down"), and every _free function returns at once and frees
  *    nothing: each handle is safe to leak, and to free.
  * timeout_ms: 0 to INT32_MAX, how long to wait for host callbacks already
  * running on other threads (a logger on the uploader, a completion on the
- * transfer thread) to return.
+ * transfer thread) to return and for the library's threads to end.
  * Returns APPNORTH_OK; APPNORTH_E_TIMEOUT when a host callback was still
- * running at the deadline (none starts any more, but that one may still be
- * on its way out); APPNORTH_E_INVALID_ARGUMENT for a negative timeout;
+ * running, or a library thread had not ended, at the deadline (no host
+ * callback starts any more, but that one may still be on its way out); APPNORTH_E_INVALID_ARGUMENT for a negative timeout;
  * APPNORTH_E_WRONG_STATE when called from inside a library callback (it
  * would wait for itself), and then nothing is stopped. Calling it again
  * returns APPNORTH_OK at once. Not reversible: a process that needs the

@@ -56,6 +56,12 @@ enum LibraryGate {
         monotonicNanoseconds() &+ UInt64(max(0, ms)) &* 1_000_000
     }
 
+    /// Whole milliseconds left until `deadline` (0 once passed).
+    static func millisecondsLeft(until deadline: UInt64) -> Int {
+        let now = monotonicNanoseconds()
+        return deadline > now ? Int((deadline - now) / 1_000_000) : 0
+    }
+
     /// The error of a call made after appnorth_shutdown().
     static var refusal: AppNorthError {
         .wrongState("the library was shut down (appnorth_shutdown); no call runs any more, handles may be leaked")
@@ -84,6 +90,14 @@ public func appnorth_shutdown(_ timeoutMs: Int32, _ err: UnsafeMutablePointer<ap
     guard LibraryGate.waitIdle(until: deadline) else {
         report(err, code: Int32(APPNORTH_E_TIMEOUT), httpStatus: 0,
                message: "a host callback was still running after timeout_ms; none starts any more")
+        return Int32(APPNORTH_E_TIMEOUT)
+    }
+    // 4. Every other library thread (the transfer thread, the operation
+    //    workers) ends: the process-wide registry stops and waits for them.
+    guard LibraryThreads.stopAll(milliseconds: LibraryGate.millisecondsLeft(until: deadline)) else {
+        let left = LibraryThreads.running.joined(separator: ", ")
+        report(err, code: Int32(APPNORTH_E_TIMEOUT), httpStatus: 0,
+               message: "library threads still running after timeout_ms: \(left); none calls the host any more")
         return Int32(APPNORTH_E_TIMEOUT)
     }
     reportSuccess(err)

@@ -3,7 +3,8 @@
  * handles whose host callbacks run on library threads (default mode: a
  * logger on the events uploader, a config listener on the stream thread,
  * completions on the transfer thread, reads in flight held by the server)
- * it returns with the events and config threads gone, every later call
+ * it returns with no library thread left (events, config, transfer and
+ * workers), every later call
  * refused with APPNORTH_E_WRONG_STATE, _free functions that free nothing,
  * and no host callback called again. Shutdown is for good, so it is the
  * last test of this program. */
@@ -130,6 +131,9 @@ static void test_shutdown_stops_every_thread_and_callback(void) {
     CHECK(took < 3000, "shutdown took %lld ms", (long long)took);
     CHECK(threads_named("appnorth-events") == 0, "the events uploader is gone");
     CHECK(threads_named("appnorth-config") == 0, "the config stream thread is gone");
+    CHECK(threads_named("appnorth-xfer") == 0 && threads_named("appnorth-ops") == 0,
+          "the transfer thread and the operation workers are gone: %d %d", threads_named("appnorth-xfer"),
+          threads_named("appnorth-ops"));
     CHECK(after_done == 0, "no completion of the held reads was called (%d)", after_done);
 
     /* Every call is refused; _free frees nothing and returns at once. */

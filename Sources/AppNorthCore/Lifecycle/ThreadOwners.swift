@@ -6,8 +6,8 @@
 /// Why not LibraryThreads.stopAll alone: a thread's generic stop only asks
 /// its loop to end, while a config stream blocked in a read or an upload in
 /// flight ends at once only through its owner's close (which cancels the
-/// transfer). The process-wide transfer thread and operation workers are not
-/// here: they run no host code once the callback gate is closed, and park.
+/// transfer). The process-wide transfer thread and operation workers are
+/// ended after these by LibraryThreads.stopAll.
 public enum ThreadOwners {
     private final class Table: Sendable {
         let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:])

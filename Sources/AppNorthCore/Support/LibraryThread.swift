@@ -88,7 +88,7 @@ final class LibraryThread: @unchecked Sendable {
 
 /// The library threads running in this process (a fork() child starts
 /// with none: its parent's do not exist there).
-enum LibraryThreads {
+package enum LibraryThreads {
     private final class Registry: Sendable {
         let threads = Lock<[ObjectIdentifier: LibraryThread]>([:], level: LockLevel.threadRegistry)
     }
@@ -108,14 +108,14 @@ enum LibraryThreads {
     }
 
     /// The names of the library threads running now, sorted.
-    static var running: [String] {
+    package static var running: [String] {
         registry.value.threads.withLock { $0.values.map(\.name) }.sorted()
     }
 
     /// Asks every library thread to end and waits up to `milliseconds`
     /// for them (not for the calling thread, if it is one). True when none
     /// is left.
-    static func stopAll(milliseconds: Int) -> Bool {
+    package static func stopAll(milliseconds: Int) -> Bool {
         let registry = registry.value
         let all = registry.threads.withLock { Array($0.values) }
         for thread in all { thread.stop() }

@@ -98,6 +98,8 @@ void an_run_deferred(an_env *e);
 void an_poll_closed(an_env *e);
 /* The property `name` of a JS options object (undefined when absent). */
 napi_value an_prop(napi_env env, napi_value obj, const char *name);
+/* obj[name] into *out when present (range-checked); absent leaves *out. */
+bool an_optional_int32(napi_env env, napi_value obj, const char *name, int32_t lo, int32_t hi, int32_t *out);
 void an_client_release(an_client *c); /* client.c: poll, refs, library free */
 void an_config_release(an_config *c); /* config.c */
 
@@ -155,6 +157,29 @@ napi_value an_pending_started(napi_env env, an_pending *p, int32_t rc, uint64_t 
 void an_on_done(uint64_t op, int32_t status, const appnorth_error *err, const char *result_json,
                 void *user_data);
 an_client *an_client_arg(napi_env env, napi_value v);
+
+/* One non-blocking start, in three steps: an_start_args reads argv[0] (the
+ * client itself when owner_kind is AN_CLIENT; else the queue, events or
+ * config, with the client in argv[1]) and then the strings `names` (a name
+ * starting with '?' may be null or undefined); the caller reads any other
+ * argument (an_start_abort on failure); an_start_op makes the pending
+ * operation; the _async call gets AN_TAIL(k) and its status goes to
+ * an_start_end, which returns [promise, op] or throws. */
+typedef struct an_start {
+    an_args a;
+    an_handle *owner;   /* argv[0]: the client's handle, or the queue/events/config */
+    an_client *client;
+    size_t next;        /* the first argument after the strings */
+    char *s[4];
+    an_pending *p;
+    uint64_t id;
+    appnorth_error err;
+} an_start;
+#define AN_TAIL(k) an_on_done, (k).p, &(k).id, &(k).err
+bool an_start_args(napi_env env, napi_callback_info info, an_kind owner_kind, const char *const *names, an_start *k);
+void an_start_abort(an_start *k);
+bool an_start_op(napi_env env, an_start *k);
+napi_value an_start_end(napi_env env, an_start *k, int32_t rc);
 
 typedef struct an_export {
     const char *name;

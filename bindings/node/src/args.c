@@ -187,29 +187,17 @@ napi_value an_take(napi_env env, char *s) {
     return v;
 }
 
-napi_value an_i32(napi_env env, int32_t i) {
-    napi_value v;
-    napi_create_int32(env, i, &v);
-    return v;
-}
-
-napi_value an_i64(napi_env env, int64_t i) {
-    napi_value v;
-    napi_create_int64(env, i, &v);
-    return v;
-}
-
-napi_value an_f64(napi_env env, double d) {
-    napi_value v;
-    napi_create_double(env, d, &v);
-    return v;
-}
-
-napi_value an_boolean(napi_env env, bool b) {
-    napi_value v;
-    napi_get_boolean(env, b, &v);
-    return v;
-}
+/* The small value makers: one Node-API call each. */
+#define AN_MAKER(name, type, create)                                            \
+    napi_value name(napi_env env, type value) {                                 \
+        napi_value v;                                                           \
+        create(env, value, &v);                                                 \
+        return v;                                                               \
+    }
+AN_MAKER(an_i32, int32_t, napi_create_int32)
+AN_MAKER(an_i64, int64_t, napi_create_int64)
+AN_MAKER(an_f64, double, napi_create_double)
+AN_MAKER(an_boolean, bool, napi_get_boolean)
 
 void an_call(napi_env env, napi_ref ref, size_t argc, const napi_value *argv) {
     napi_value fn, global, result;
@@ -228,6 +216,13 @@ void an_export_all(napi_env env, napi_value exports, const an_export *list) {
         napi_create_function(env, list->name, NAPI_AUTO_LENGTH, list->fn, NULL, &fn);
         napi_set_named_property(env, exports, list->name, fn);
     }
+}
+
+bool an_optional_int32(napi_env env, napi_value obj, const char *name, int32_t lo, int32_t hi, int32_t *out) {
+    napi_value v = an_prop(env, obj, name);
+    napi_valuetype t;
+    napi_typeof(env, v, &t);
+    return t == napi_undefined || an_int32(env, v, name, lo, hi, out);
 }
 
 napi_value an_prop(napi_env env, napi_value obj, const char *name) {

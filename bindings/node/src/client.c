@@ -156,6 +156,44 @@ void an_on_done(uint64_t op, int32_t status, const appnorth_error *err, const ch
     pending_free(p);
 }
 
+bool an_start_args(napi_env env, napi_callback_info info, an_kind owner_kind, const char *const *names, an_start *k) {
+    for (int i = 0; i < 4; i++) k->s[i] = NULL;
+    k->p = NULL;
+    k->id = 0;
+    if (!an_get_args(env, info, &k->a)) return false;
+    size_t client_arg = owner_kind == AN_CLIENT ? 0 : 1;
+    static const char *const what[] = {"", "client", "", "queue", "", "", "", "events", "config"};
+    k->owner = an_unwrap(env, k->a.argv[0], owner_kind, what[owner_kind]);
+    k->client = k->owner != NULL ? an_client_arg(env, k->a.argv[client_arg]) : NULL;
+    if (k->client == NULL) return false;
+    k->next = client_arg + 1;
+    for (int i = 0; names != NULL && names[i] != NULL; i++, k->next++) {
+        bool nullable = names[i][0] == '?';
+        if (!an_string(env, k->a.argv[k->next], names[i] + (nullable ? 1 : 0), nullable, &k->s[i])) {
+            an_start_abort(k);
+            return false;
+        }
+    }
+    return true;
+}
+
+void an_start_abort(an_start *k) {
+    for (int i = 0; i < 4; i++) an_free_string(k->s[i]), k->s[i] = NULL;
+}
+
+bool an_start_op(napi_env env, an_start *k) {
+    napi_value client_obj = k->a.argv[k->owner == &k->client->h ? 0 : 1];
+    napi_value owner_obj = k->owner == &k->client->h ? NULL : k->a.argv[0];
+    k->p = an_pending_new(env, k->client, client_obj, owner_obj);
+    if (k->p == NULL) an_start_abort(k);
+    return k->p != NULL;
+}
+
+napi_value an_start_end(napi_env env, an_start *k, int32_t rc) {
+    an_start_abort(k); /* the strings: the library copied what it keeps */
+    return an_pending_started(env, k->p, rc, k->id, &k->err);
+}
+
 /* ---- the client ------------------------------------------------------------ */
 
 /* Applies the optional TLS, proxy and compression settings of `o`. */
@@ -316,51 +354,31 @@ static napi_value client_in_flight(napi_env env, napi_callback_info info) {
 /* ---- reads ----------------------------------------------------------------- */
 
 static napi_value list_boards(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_list_boards_async(c->h.ptr, an_on_done, p, &op, &err) : 0;
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, NULL, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_list_boards_async(k.client->h.ptr, AN_TAIL(k)));
 }
 
+/* listIdeas(client, queryJson|null) */
 static napi_value list_ideas(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
-    uint64_t op = 0;
-    char *query = NULL;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !an_string(env, a.argv[1], "query", true, &query)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_list_ideas_async(c->h.ptr, query, an_on_done, p, &op, &err) : 0;
-    an_free_string(query);
-    return an_pending_started(env, p, rc, op, &err);
+    static const char *const names[] = {"?query", NULL};
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_list_ideas_async(k.client->h.ptr, k.s[0], AN_TAIL(k)));
 }
 
+/* listComments(client, ideaId) */
 static napi_value list_comments(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
-    uint64_t op = 0;
-    char *idea = NULL;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !an_string(env, a.argv[1], "ideaId", false, &idea)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_list_comments_async(c->h.ptr, idea, an_on_done, p, &op, &err) : 0;
-    an_free_string(idea);
-    return an_pending_started(env, p, rc, op, &err);
+    static const char *const names[] = {"ideaId", NULL};
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_list_comments_async(k.client->h.ptr, k.s[0], AN_TAIL(k)));
 }
 
 static napi_value list_chat_messages(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_list_chat_messages_async(c->h.ptr, an_on_done, p, &op, &err) : 0;
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, NULL, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_list_chat_messages_async(k.client->h.ptr, AN_TAIL(k)));
 }
 
 void an_init_client(napi_env env, napi_value exports) {

@@ -9,13 +9,6 @@ static an_config *config_arg(napi_env env, napi_callback_info info, an_args *a) 
     return an_get_args(env, info, a) ? (an_config *)an_unwrap(env, a->argv[0], AN_CONFIG, "config") : NULL;
 }
 
-static bool optional_i32(napi_env env, napi_value o, const char *name, int32_t lo, int32_t hi, int32_t *out) {
-    napi_value v = an_prop(env, o, name);
-    napi_valuetype t;
-    napi_typeof(env, v, &t);
-    return t == napi_undefined || an_int32(env, v, name, lo, hi, out);
-}
-
 static bool set_paths(napi_env env, napi_value o, appnorth_config_options *options, appnorth_error *err) {
     char *dir = NULL, *bundled = NULL;
     bool ok = an_string(env, an_prop(env, o, "dataDir"), "dataDir", true, &dir) &&
@@ -34,11 +27,11 @@ static bool set_timing(napi_env env, napi_value o, appnorth_config_options *opti
     an_handle *clock = NULL;
     if (t != napi_undefined && t != napi_null && (clock = an_unwrap(env, clock_value, AN_CLOCK, "clock")) == NULL)
         return false;
-    bool ok = optional_i32(env, o, "ttlSeconds", 0, 31536000, &ttl) &&
-              optional_i32(env, o, "pollIntervalMs", 0, 86400000, &poll) &&
-              optional_i32(env, o, "reconnectBaseMs", 0, 3600000, &base) &&
-              optional_i32(env, o, "reconnectMaxMs", 0, 3600000, &max) &&
-              optional_i32(env, o, "reconnectJitterPercent", 0, 100, &jitter);
+    bool ok = an_optional_int32(env, o, "ttlSeconds", 0, 31536000, &ttl) &&
+              an_optional_int32(env, o, "pollIntervalMs", 0, 86400000, &poll) &&
+              an_optional_int32(env, o, "reconnectBaseMs", 0, 3600000, &base) &&
+              an_optional_int32(env, o, "reconnectMaxMs", 0, 3600000, &max) &&
+              an_optional_int32(env, o, "reconnectJitterPercent", 0, 100, &jitter);
     if (ok && ttl >= 0) ok = an_ok(env, appnorth_config_options_set_ttl_seconds(options, ttl, err), err);
     if (ok && clock != NULL) ok = an_ok(env, appnorth_config_options_set_clock(options, clock->ptr, err), err);
     if (ok && poll > 0) ok = an_ok(env, appnorth_config_options_set_poll_interval_ms(options, poll, err), err);
@@ -176,15 +169,9 @@ static napi_value config_source(napi_env env, napi_callback_info info) {
 
 /* configRefresh(config, client) -> [promise, op] */
 static napi_value config_refresh(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_config *c = config_arg(env, info, &a);
-    an_client *client = c != NULL ? an_client_arg(env, a.argv[1]) : NULL;
-    if (client == NULL) return NULL;
-    an_pending *p = an_pending_new(env, client, a.argv[1], a.argv[0]);
-    int32_t rc = p != NULL ? appnorth_config_refresh_async(c->h.ptr, an_on_done, p, &op, &err) : 0;
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CONFIG, NULL, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_config_refresh_async(k.owner->ptr, AN_TAIL(k)));
 }
 
 /* configLive(config, on): start or stop live updates. */

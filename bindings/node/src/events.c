@@ -5,13 +5,6 @@
 
 #include <stdlib.h>
 
-static bool optional_i32(napi_env env, napi_value o, const char *name, int32_t lo, int32_t hi, int32_t *out) {
-    napi_value v = an_prop(env, o, name);
-    napi_valuetype t;
-    napi_typeof(env, v, &t);
-    return t == napi_undefined || an_int32(env, v, name, lo, hi, out);
-}
-
 /* The options object's flush policy, limits and retry settings. */
 static bool set_policy(napi_env env, napi_value o, appnorth_events_options *options, appnorth_error *err) {
     int32_t interval = 30000, threshold = 20, max_events = 10000, max_event_bytes = 65536;
@@ -22,15 +15,15 @@ static bool set_policy(napi_env env, napi_value o, appnorth_events_options *opti
     napi_valuetype t, tc;
     napi_typeof(env, v, &t);
     napi_typeof(env, c, &tc);
-    return optional_i32(env, o, "flushIntervalMs", 10, 86400000, &interval) &&
-           optional_i32(env, o, "batchThreshold", 1, 10000, &threshold) &&
-           optional_i32(env, o, "maxEvents", 1, 10000000, &max_events) &&
-           optional_i32(env, o, "maxEventBytes", 256, 16777216, &max_event_bytes) &&
-           optional_i32(env, o, "retryBaseDelayMs", 1, 600000, &base_delay) &&
-           optional_i32(env, o, "retries", 0, 10, &retries) &&
-           optional_i32(env, o, "retryAfterCapMs", 0, INT32_MAX, &retry_after_cap) &&
-           optional_i32(env, o, "breakerThreshold", 1, 100, &breaker) &&
-           optional_i32(env, o, "retryJitterPercent", 0, 100, &jitter) &&
+    return an_optional_int32(env, o, "flushIntervalMs", 10, 86400000, &interval) &&
+           an_optional_int32(env, o, "batchThreshold", 1, 10000, &threshold) &&
+           an_optional_int32(env, o, "maxEvents", 1, 10000000, &max_events) &&
+           an_optional_int32(env, o, "maxEventBytes", 256, 16777216, &max_event_bytes) &&
+           an_optional_int32(env, o, "retryBaseDelayMs", 1, 600000, &base_delay) &&
+           an_optional_int32(env, o, "retries", 0, 10, &retries) &&
+           an_optional_int32(env, o, "retryAfterCapMs", 0, INT32_MAX, &retry_after_cap) &&
+           an_optional_int32(env, o, "breakerThreshold", 1, 100, &breaker) &&
+           an_optional_int32(env, o, "retryJitterPercent", 0, 100, &jitter) &&
            (t == napi_undefined || an_int64(env, v, "maxBytes", &max_bytes)) &&
            (tc == napi_undefined || an_bool(env, c, "requireConsent", &require)) &&
            an_ok(env, appnorth_events_options_set_flush_policy(options, interval, threshold, err), err) &&
@@ -86,16 +79,12 @@ static napi_value events_track(napi_env env, napi_callback_info info) {
 
 /* eventsFlush(events, client, timeoutMs) -> [promise, op] */
 static napi_value events_flush(napi_env env, napi_callback_info info) {
-    an_args a;
-    appnorth_error err;
+    an_start k;
     int32_t timeout = 0;
-    uint64_t op = 0;
-    an_handle *h = events_arg(env, info, &a);
-    an_client *c = h != NULL ? an_client_arg(env, a.argv[1]) : NULL;
-    if (c == NULL || !an_int32(env, a.argv[2], "timeoutMs", 0, INT32_MAX, &timeout)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[1], a.argv[0]);
-    int32_t rc = p != NULL ? appnorth_events_flush_async(h->ptr, timeout, an_on_done, p, &op, &err) : 0;
-    return an_pending_started(env, p, rc, op, &err);
+    if (!an_start_args(env, info, AN_EVENTS, NULL, &k) ||
+        !an_int32(env, k.a.argv[2], "timeoutMs", 0, INT32_MAX, &timeout) || !an_start_op(env, &k))
+        return NULL;
+    return an_start_end(env, &k, appnorth_events_flush_async(k.owner->ptr, timeout, AN_TAIL(k)));
 }
 
 /* eventsSimple(events, which): the calls with no argument and no result. */

@@ -61,102 +61,42 @@ static napi_value queue_new(napi_env env, napi_callback_info info) {
     return wrap_new(env, AN_QUEUE, queue);
 }
 
-typedef struct queue_call {
-    an_args a;
-    an_handle *queue;
-    an_client *client;
-    char *s[4];
-} queue_call;
-
-/* argv: queue, client, then the strings named (a '?' name may be null). */
-static bool queue_call_begin(napi_env env, napi_callback_info info, const char *const *names, queue_call *q) {
-    for (int i = 0; i < 4; i++) q->s[i] = NULL;
-    if (!an_get_args(env, info, &q->a)) return false;
-    q->queue = an_unwrap(env, q->a.argv[0], AN_QUEUE, "queue");
-    q->client = q->queue != NULL ? an_client_arg(env, q->a.argv[1]) : NULL;
-    if (q->client == NULL) return false;
-    for (int i = 0; names != NULL && names[i] != NULL; i++) {
-        bool nullable = names[i][0] == '?';
-        if (!an_string(env, q->a.argv[2 + i], names[i] + (nullable ? 1 : 0), nullable, &q->s[i])) return false;
-    }
-    return true;
-}
-
-static void queue_call_end(queue_call *q) {
-    for (int i = 0; i < 4; i++) an_free_string(q->s[i]);
-}
-
-static an_pending *queue_pending(napi_env env, queue_call *q) {
-    return an_pending_new(env, q->client, q->a.argv[1], q->a.argv[0]);
-}
-
+/* queueSubmitIdea(queue, client, boardId, title, body, key) */
 static napi_value queue_submit_idea(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"boardId", "title", "?body", "?idempotencyKey", NULL};
-    queue_call q;
-    appnorth_error err;
-    uint64_t op = 0;
-    napi_value result = NULL;
-    if (queue_call_begin(env, info, names, &q)) {
-        an_pending *p = queue_pending(env, &q);
-        int32_t rc = p != NULL ? appnorth_queue_submit_idea_async(q.queue->ptr, q.client->h.ptr, q.s[0], q.s[1], q.s[2],
-                                                                  q.s[3], an_on_done, p, &op, &err)
-                               : 0;
-        result = an_pending_started(env, p, rc, op, &err);
-    }
-    queue_call_end(&q);
-    return result;
+    an_start k;
+    if (!an_start_args(env, info, AN_QUEUE, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_queue_submit_idea_async(k.owner->ptr, k.client->h.ptr, k.s[0], k.s[1],
+                                                                  k.s[2], k.s[3], AN_TAIL(k)));
 }
 
+/* queueSubmitComment(queue, client, ideaId, body, key) */
 static napi_value queue_submit_comment(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"ideaId", "body", "?idempotencyKey", NULL};
-    queue_call q;
-    appnorth_error err;
-    uint64_t op = 0;
-    napi_value result = NULL;
-    if (queue_call_begin(env, info, names, &q)) {
-        an_pending *p = queue_pending(env, &q);
-        int32_t rc = p != NULL ? appnorth_queue_submit_comment_async(q.queue->ptr, q.client->h.ptr, q.s[0], q.s[1],
-                                                                     q.s[2], an_on_done, p, &op, &err)
-                               : 0;
-        result = an_pending_started(env, p, rc, op, &err);
-    }
-    queue_call_end(&q);
-    return result;
+    an_start k;
+    if (!an_start_args(env, info, AN_QUEUE, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_queue_submit_comment_async(k.owner->ptr, k.client->h.ptr, k.s[0], k.s[1],
+                                                                     k.s[2], AN_TAIL(k)));
 }
 
 /* queueSubmitFeedback(queue, client, feedback, key) */
 static napi_value queue_submit_feedback(napi_env env, napi_callback_info info) {
-    queue_call q;
-    appnorth_error err;
-    uint64_t op = 0;
-    napi_value result = NULL;
-    if (queue_call_begin(env, info, NULL, &q)) {
-        an_handle *f = an_unwrap(env, q.a.argv[2], AN_FEEDBACK, "feedback");
-        if (f != NULL && an_string(env, q.a.argv[3], "idempotencyKey", true, &q.s[0])) {
-            an_pending *p = queue_pending(env, &q);
-            int32_t rc = p != NULL ? appnorth_queue_submit_feedback_async(q.queue->ptr, q.client->h.ptr, f->ptr,
-                                                                          q.s[0], an_on_done, p, &op, &err)
-                                   : 0;
-            result = an_pending_started(env, p, rc, op, &err);
-        }
+    an_start k;
+    if (!an_start_args(env, info, AN_QUEUE, NULL, &k)) return NULL;
+    an_handle *f = an_unwrap(env, k.a.argv[2], AN_FEEDBACK, "feedback");
+    if (f == NULL || !an_string(env, k.a.argv[3], "idempotencyKey", true, &k.s[0]) || !an_start_op(env, &k)) {
+        an_start_abort(&k);
+        return NULL;
     }
-    queue_call_end(&q);
-    return result;
+    return an_start_end(env, &k, appnorth_queue_submit_feedback_async(k.owner->ptr, k.client->h.ptr, f->ptr, k.s[0],
+                                                                      AN_TAIL(k)));
 }
 
+/* queueFlush(queue, client) */
 static napi_value queue_flush(napi_env env, napi_callback_info info) {
-    queue_call q;
-    appnorth_error err;
-    uint64_t op = 0;
-    napi_value result = NULL;
-    if (queue_call_begin(env, info, NULL, &q)) {
-        an_pending *p = queue_pending(env, &q);
-        int32_t rc =
-            p != NULL ? appnorth_queue_flush_async(q.queue->ptr, q.client->h.ptr, an_on_done, p, &op, &err) : 0;
-        result = an_pending_started(env, p, rc, op, &err);
-    }
-    queue_call_end(&q);
-    return result;
+    an_start k;
+    if (!an_start_args(env, info, AN_QUEUE, NULL, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_queue_flush_async(k.owner->ptr, k.client->h.ptr, AN_TAIL(k)));
 }
 
 static napi_value queue_pending_count(napi_env env, napi_callback_info info) {

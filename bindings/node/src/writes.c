@@ -3,108 +3,50 @@
 
 #include <stdlib.h>
 
-/* The strings of one write: up to four, freed together. */
-typedef struct strings {
-    char *s[4];
-} strings;
-
-static void strings_free(strings *s) {
-    for (int i = 0; i < 4; i++) an_free_string(s->s[i]);
-}
-
-/* Reads argv[first + i] as string i for each name (a name starting with '?'
- * may be null or undefined). */
-static bool take_strings(napi_env env, const an_args *a, size_t first, const char *const *names, strings *out) {
-    for (int i = 0; i < 4; i++) out->s[i] = NULL;
-    for (int i = 0; names[i] != NULL; i++) {
-        bool nullable = names[i][0] == '?';
-        if (!an_string(env, a->argv[first + (size_t)i], names[i] + (nullable ? 1 : 0), nullable, &out->s[i])) {
-            strings_free(out);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* submitIdea(client, boardId, title, body, key) */
 static napi_value submit_idea(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"boardId", "title", "?body", "?idempotencyKey", NULL};
-    an_args a;
-    strings s;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !take_strings(env, &a, 1, names, &s)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_submit_idea_async(c->h.ptr, s.s[0], s.s[1], s.s[2], s.s[3], an_on_done, p,
-                                                               &op, &err)
-                           : 0;
-    strings_free(&s);
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_submit_idea_async(k.client->h.ptr, k.s[0], k.s[1], k.s[2], k.s[3],
+                                                                   AN_TAIL(k)));
 }
 
 /* submitComment(client, ideaId, body, key) */
 static napi_value submit_comment(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"ideaId", "body", "?idempotencyKey", NULL};
-    an_args a;
-    strings s;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !take_strings(env, &a, 1, names, &s)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc =
-        p != NULL ? appnorth_client_submit_comment_async(c->h.ptr, s.s[0], s.s[1], s.s[2], an_on_done, p, &op, &err) : 0;
-    strings_free(&s);
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k,
+                        appnorth_client_submit_comment_async(k.client->h.ptr, k.s[0], k.s[1], k.s[2], AN_TAIL(k)));
 }
 
 /* submitFeedback(client, feedback, key) */
 static napi_value submit_feedback(napi_env env, napi_callback_info info) {
-    static const char *const names[] = {"?idempotencyKey", NULL};
-    an_args a;
-    strings s;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    an_handle *f = c != NULL ? an_unwrap(env, a.argv[1], AN_FEEDBACK, "feedback") : NULL;
-    if (f == NULL || !take_strings(env, &a, 2, names, &s)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc =
-        p != NULL ? appnorth_client_submit_feedback_async(c->h.ptr, f->ptr, s.s[0], an_on_done, p, &op, &err) : 0;
-    strings_free(&s);
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, NULL, &k)) return NULL;
+    an_handle *f = an_unwrap(env, k.a.argv[1], AN_FEEDBACK, "feedback");
+    if (f == NULL || !an_string(env, k.a.argv[2], "idempotencyKey", true, &k.s[0]) || !an_start_op(env, &k)) {
+        an_start_abort(&k);
+        return NULL;
+    }
+    return an_start_end(env, &k, appnorth_client_submit_feedback_async(k.client->h.ptr, f->ptr, k.s[0], AN_TAIL(k)));
 }
 
 /* vote(client, ideaId, key) */
 static napi_value vote(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"ideaId", "?idempotencyKey", NULL};
-    an_args a;
-    strings s;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !take_strings(env, &a, 1, names, &s)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc = p != NULL ? appnorth_client_vote_async(c->h.ptr, s.s[0], s.s[1], an_on_done, p, &op, &err) : 0;
-    strings_free(&s);
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_vote_async(k.client->h.ptr, k.s[0], k.s[1], AN_TAIL(k)));
 }
 
 /* sendChatMessage(client, body, key) */
 static napi_value send_chat_message(napi_env env, napi_callback_info info) {
     static const char *const names[] = {"body", "?idempotencyKey", NULL};
-    an_args a;
-    strings s;
-    appnorth_error err;
-    uint64_t op = 0;
-    an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
-    if (c == NULL || !take_strings(env, &a, 1, names, &s)) return NULL;
-    an_pending *p = an_pending_new(env, c, a.argv[0], NULL);
-    int32_t rc =
-        p != NULL ? appnorth_client_send_chat_message_async(c->h.ptr, s.s[0], s.s[1], an_on_done, p, &op, &err) : 0;
-    strings_free(&s);
-    return an_pending_started(env, p, rc, op, &err);
+    an_start k;
+    if (!an_start_args(env, info, AN_CLIENT, names, &k) || !an_start_op(env, &k)) return NULL;
+    return an_start_end(env, &k, appnorth_client_send_chat_message_async(k.client->h.ptr, k.s[0], k.s[1], AN_TAIL(k)));
 }
 
 /* ---- feedback -------------------------------------------------------------- */

@@ -203,11 +203,14 @@ test-frame-loop: $(BUILD)/examples/frame_loop
 	@echo "frame loop example: $$(tail -n 1 $(BUILD)/frame-loop.log)"
 
 # Runs every C test program through the real .so; one summary line.
+# APPNORTH_LOCK_ORDER=1 (here, in test-python and test-fleet): the release
+# library checks the lock order on every acquisition and aborts, naming
+# both locks, on a violation (Support/LockOrder.swift).
 # TEST='name,prefix*' runs only those tests (the RUN() lines of each main()),
 # or whole programs named so: make test-c TEST=test_live_updates
 test-c: $(C_TESTS) $(BUILD)/tests/harness_selftest
 	@[ -n '$(TEST)' ] || Tests/harness/check.sh $(BUILD)/tests/harness_selftest
-	@APPNORTH_TEST='$(TEST)' DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+	@APPNORTH_LOCK_ORDER=1 APPNORTH_TEST='$(TEST)' DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
 
 $(BUILD)/tests/harness_selftest: Tests/harness/harness_selftest.c Tests/c/check.h Tests/c/support.h $(DIST_LIB)
 	@mkdir -p $(dir $@)
@@ -222,7 +225,7 @@ $(BUILD)/tests/fleet_client: Tests/fleet/fleet_client.c $(DIST_LIB)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) -lpthread
 
 test-fleet: $(BUILD)/tests/fleet_client
-	@python3 Tests/fleet/fleet.py --client $(BUILD)/tests/fleet_client --profile test --check
+	@APPNORTH_LOCK_ORDER=1 python3 Tests/fleet/fleet.py --client $(BUILD)/tests/fleet_client --profile test --check
 
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
@@ -238,7 +241,7 @@ test-valgrind: $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS))
 	done
 
 test-python: $(PYTEST) $(DIST_LIB)
-	APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python:devserver \
+	APPNORTH_LOCK_ORDER=1 APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python:devserver \
 	    scripts/with-devserver.sh $(PYTEST) -q bindings/python/tests devserver
 
 # The dist library is self-contained: ldd names no toolchain path, and a C

@@ -79,7 +79,6 @@ struct OperationPlan {
     static func work(owners: [AnyObject], client: AppNorthClient,
                      _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
         OperationPlan(owners: owners, client: client) { operation, finish in
-            client.holdSharedThreads()
             try operation.runOnWorker(work) { result in
                 switch result {
                 case .success(let outcome): finish(outcome)
@@ -104,6 +103,7 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
         // The client owns every operation that uses it (its free ends them).
         let owners = plan.owners.contains { $0 === plan.client } ? plan.owners : plan.owners + [plan.client]
         let operation = try OperationTable.shared.begin(owners: owners)
+        SharedThreads.hold(for: owners)  // until their free: the threads its work needs live
         let client = plan.client
         let finish: @Sendable (OperationOutcome) -> Void = { outcome in
             OperationTable.shared.retire(operation)
@@ -122,12 +122,24 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
 
 /// A handle's teardown: cancels its operations in flight and waits until
 /// each one's completion has run (APPNORTH_E_CANCELLED, or its real outcome
-/// if it was finishing). From inside a host callback it does not wait: this
-/// thread may be the one those completions need.
+/// if it was finishing), then lets go of the shared threads (the last
+/// handle's free stops and joins them, here). From inside a host callback
+/// it does not wait: this thread may be the one those completions need;
+/// the hold goes when the last of them ends.
 func cancelOperations(of owner: AnyObject) {
     OperationTable.shared.cancelAll(of: owner)
-    if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 { return }
+    if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 {
+        let kept = KeptOwner(object: owner)  // alive until then: its identity is not reused
+        OperationTable.shared.whenIdle(of: owner) { SharedThreads.drop(for: kept.object) }
+        return
+    }
     OperationTable.shared.waitForAll(of: owner)
+    SharedThreads.drop(for: owner)
+}
+
+/// A handle object kept for its identity only (never touched).
+private struct KeptOwner: @unchecked Sendable {
+    let object: AnyObject
 }
 
 @c @implementation

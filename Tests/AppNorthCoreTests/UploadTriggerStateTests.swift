@@ -99,4 +99,13 @@ final class LockOrderTests: XCTestCase {
         XCTAssertEqual(LockOrder.held, 0, "released in any order, nothing left held")
         #endif
     }
+
+    /// A violation aborts naming both locks (the message, as a value: the
+    /// abort itself would end the test process).
+    func testAViolationNamesBothLocks() {
+        let held = UInt(1) << UInt(LockLevel.signal) | 1 << UInt(LockLevel.drain)
+        XCTAssertTrue(LockOrder.violationMessage(LockLevel.operations, held: held).hasPrefix(
+            "appnorth: lock order violated: taking OperationTable (level 29) while holding WakeSignal/GenerationWaiter (level 30)"))
+        XCTAssertTrue(LockOrder.checked, "debug builds check")
+    }
 }

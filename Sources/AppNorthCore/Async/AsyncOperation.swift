@@ -41,6 +41,8 @@ package final class OperationTable: Sendable {
         var nextID: UInt64 = 1
         var byID: [UInt64: AsyncOperation] = [:]
         var perOwner: [ObjectIdentifier: Int] = [:]
+        /// Run once the owner has no operation left (`whenIdle`).
+        var whenIdle: [ObjectIdentifier: [@Sendable () -> Void]] = [:]
     }
 
     private let condition = Lock<Void>((), level: LockLevel.operations)
@@ -72,16 +74,33 @@ package final class OperationTable: Sendable {
 
     /// Ends an operation: its completion has been delivered. Once only.
     package func end(_ operation: AsyncOperation) {
-        condition.locked {
+        let idle = condition.locked { () -> [@Sendable () -> Void] in
             state.byID.removeValue(forKey: operation.id)
-            guard !operation.ended else { return }
+            guard !operation.ended else { return [] }
             operation.ended = true
+            var idle: [@Sendable () -> Void] = []
             for key in operation.owners {
                 let left = state.perOwner[key, default: 1] - 1
                 state.perOwner[key] = left > 0 ? left : nil
+                if left <= 0, let actions = state.whenIdle.removeValue(forKey: key) { idle += actions }
             }
             condition.broadcast()
+            return idle
         }
+        for action in idle { action() }
+    }
+
+    /// Runs `action` once `owner` has no operation in flight: now, on this
+    /// thread, if it has none; otherwise on the thread that ends its last
+    /// one, after that one's completion (no lock held).
+    package func whenIdle(of owner: AnyObject, _ action: @escaping @Sendable () -> Void) {
+        let key = ObjectIdentifier(owner)
+        let now = condition.locked { () -> Bool in
+            guard state.perOwner[key] != nil else { return true }
+            state.whenIdle[key, default: []].append(action)
+            return false
+        }
+        if now { action() }
     }
 
     /// Cancels the operation with this id. False when none is in flight.

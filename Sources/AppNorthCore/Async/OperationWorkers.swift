@@ -1,7 +1,7 @@
 /// The few library threads that run the non-blocking calls made of
 /// several steps (a queue submit or flush, a config refresh, an events
 /// flush's wait): a `WorkerPool` of at most `maxThreads` in the process,
-/// started on demand, ended with the last `SharedThreads` use. Each job runs
+/// started on demand, ended with the last `SharedThreads` holder. Each job runs
 /// its blocking counterpart inside its operation's `OperationScope`, so
 /// that cancelling the operation ends its transfers and waits, and no
 /// other's. Jobs beyond `maxThreads` wait their turn, in order.
@@ -13,10 +13,10 @@ enum OperationWorkers {
     }
 
     /// The process's pool (a new one in a fork() child, and after the last
-    /// `SharedThreads` use went).
+    /// `SharedThreads` holder was freed).
     static var shared: WorkerPool { current.value }
 
-    /// Takes the pool out (the last `SharedThreads` use went); the caller
+    /// Takes the pool out (the last `SharedThreads` holder was freed); the caller
     /// stops it.
     static func retire() -> WorkerPool? { current.take(if: { _ in true }) }
 

@@ -1,44 +1,44 @@
 /// The process's shared library threads, the transfer thread
 /// (`TransferEngine`) and the operation workers (`OperationWorkers`), run
-/// while a transport that started non-blocking work lives: each one holds
-/// one use (`SharedThreads.Use`, taken before its first non-blocking start,
-/// dropped with the transport, so with the last handle that holds its
-/// client). When the last use goes, both are stopped and joined, and the
-/// next use starts new ones: once every handle is freed no library thread
-/// is left (docs/threading.md), and a host runtime that attached the
-/// transfer thread (Mono) can exit.
+/// while a handle that started non-blocking work lives: every operation's
+/// owners (the client, and the queue, config or events handle) are held
+/// here from its start (`hold`) to their free (`drop`, once their
+/// operations have all completed). When the last owner is dropped, both are
+/// stopped and joined on the freeing thread, and the next hold starts new
+/// ones: once every handle is freed no library thread is left
+/// (docs/threading.md), and a host runtime that attached the transfer
+/// thread (Mono) can exit.
 ///
-/// Every `TransferEngine.shared()` and worker submit comes after a use is
-/// taken, so a use taken after the last one went finds the old threads
-/// already out of their `ForkLocal` and starts new ones.
-enum SharedThreads {
-    /// One user's hold on the shared threads; dropping it releases it.
-    final class Use: Sendable {
-        fileprivate init() {}
-        deinit { SharedThreads.release() }
+/// Every start of non-blocking work through the C API holds its owners
+/// before it reaches `TransferEngine.shared()` or a worker, so a hold that
+/// comes after the last drop finds the old threads already out of their
+/// `ForkLocal` and starts new ones. Work started without a holder (the
+/// core's own tests) keeps the threads it started until the process ends.
+package enum SharedThreads {
+    private final class Holders: Sendable {
+        let owners = Lock<Set<ObjectIdentifier>>([], level: LockLevel.sharedThreadUsers)
     }
 
-    private final class Users: Sendable {
-        let count = Lock<Int>(0, level: LockLevel.sharedThreadUsers)
+    private static let holders = ForkLocal<Holders, Never>(level: LockLevel.sharedThreadUsersSlot) { Holders() }
+
+    /// Holds the shared threads for `owners` (each once, however many
+    /// operations it starts), before their work starts.
+    package static func hold(for owners: [AnyObject]) {
+        holders.value.owners.withLock { set in
+            for owner in owners { set.insert(ObjectIdentifier(owner)) }
+        }
     }
 
-    private static let users = ForkLocal<Users, Never>(level: LockLevel.sharedThreadUsersSlot) { Users() }
+    /// Owners holding the threads now (for tests).
+    package static var holderCount: Int { holders.value.owners.withLock { $0.count } }
 
-    /// A new hold on the shared threads.
-    static func use() -> Use {
-        users.value.count.withLock { $0 += 1 }
-        return Use()
-    }
-
-    /// Uses now (for tests).
-    static var useCount: Int { users.value.count.withLock { $0 } }
-
-    private static func release() {
-        // Out of their ForkLocal under the count's lock: a use that comes
+    /// `owner` is freed and its operations have completed: it no longer
+    /// holds the threads. The last one stops and joins them, here.
+    package static func drop(for owner: AnyObject) {
+        // Out of their ForkLocal under the set's lock: a hold that comes
         // next makes new ones; these end outside it.
-        let retired = users.value.count.withLock { count -> (TransferEngine?, WorkerPool?) in
-            count -= 1
-            guard count == 0 else { return (nil, nil) }
+        let retired = holders.value.owners.withLock { set -> (TransferEngine?, WorkerPool?) in
+            guard set.remove(ObjectIdentifier(owner)) != nil, set.isEmpty else { return (nil, nil) }
             return (TransferEngine.retire(), OperationWorkers.retire())
         }
         retired.0?.stop()

@@ -6,7 +6,7 @@
 /// without, it lives as long as the process.
 ///
 /// Two pools use it: the non-blocking C calls' workers (`OperationWorkers`:
-/// 2 threads, ended by `stop()` with the last `SharedThreads` use) and the Swift product's async calls
+/// 2 threads, ended by `stop()` with the last `SharedThreads` holder) and the Swift product's async calls
 /// (`BlockingWorkers`: 32 threads, ending after 10 s idle). A thread
 /// parked in `whileWaiting` (waiting for a host's async storage, which may
 /// itself need a worker) does not count against the cap.
@@ -102,13 +102,21 @@ package final class WorkerPool: @unchecked Sendable {
         condition.locked {
             while true {
                 if next < jobs.count {
-                    let job = jobs[next]
+                    // The queue lets go of the job here and this thread
+                    // after running it, with no lock held: what it captured
+                    // (a handle's last reference, closing its database)
+                    // must not go under the pool's lock.
+                    var job: (@Sendable () -> Void)? = jobs[next]
+                    jobs[next] = {}
                     next += 1
                     if next == jobs.count {
                         jobs.removeAll(keepingCapacity: true)
                         next = 0
                     }
-                    condition.unlocked { job() }
+                    condition.unlocked {
+                        job?()
+                        job = nil
+                    }
                     continue
                 }
                 if stopping {

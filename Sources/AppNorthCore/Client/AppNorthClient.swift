@@ -6,12 +6,7 @@
 /// offline queue's job.
 public final class AppNorthClient: Sendable {
     public let configuration: AppNorthClientConfiguration
-    let transport: HTTPTransport
-
-    /// Keeps the transfer thread and the workers running while this
-    /// client lives (`SharedThreads`); before a non-blocking start.
-    package func holdSharedThreads() { transport.holdSharedThreads() }
-    /// gzip for uploads, and whether this client's server refused it.
+    let transport: HTTPTransport    /// gzip for uploads, and whether this client's server refused it.
     package let compression: UploadCompression
 
     /// Dispatch mode's queue of host callbacks (nil: the default mode,

@@ -186,7 +186,6 @@ package final class AppNorthEvents: Sendable {
     /// or the error `flush` would throw. `operation` cancels it.
     package func startFlush(timeoutMilliseconds: Int, operation: CancellationToken,
                             completion: @escaping @Sendable (AppNorthError?) -> Void) throws(AppNorthError) {
-        client.transport.holdSharedThreads()
         let engine = try TransferEngine.shared()
         let ticket = try requestFlush()
         let wait = EngineWait(timeoutMilliseconds: timeoutMilliseconds, operation: operation,

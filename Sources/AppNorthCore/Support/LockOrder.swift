@@ -1,8 +1,9 @@
 import Glibc
 
-/// The order in which the event queue's locks nest (docs/architecture.md,
-/// "Lock order"), checked in debug builds: a thread may take a lock only
-/// if it holds none of the same or a later level. Level 0 is unordered
+/// The order in which the library's locks nest (docs/architecture.md,
+/// "Locks, threads and per-process objects"), checked by `LockOrder`: a
+/// thread may take a lock only if it holds none of the same or a later
+/// level. Level 0 is unordered
 /// (every other lock of the library): not checked.
 enum LockLevel {
     /// An `OperationGate`: a queue's or cache's turn, held while its host
@@ -21,10 +22,10 @@ enum LockLevel {
     static let connection = 5
     /// A `ForkLocal`'s slot: its `make` takes no lock.
     static let forkLocal = 20
-    /// The `ForkLocal` slot of `SharedThreads`' count of uses.
+    /// The `ForkLocal` slot of `SharedThreads`' holders.
     static let sharedThreadUsersSlot = 15
-    /// `SharedThreads`: the uses of the shared threads (the engine's and
-    /// workers' slots are taken inside it).
+    /// `SharedThreads`: the handles holding the shared threads (the
+    /// engine's and workers' slots are taken inside it).
     static let sharedThreadUsers = 16
     /// The thread registry's `ForkLocal` slot (taken inside `forkLocal`:
     /// a `make` that starts a thread).
@@ -47,8 +48,49 @@ enum LockLevel {
     static let signal = 30
 }
 
+extension LockLevel {
+    /// The lock of each level, for a violation's message.
+    static func name(_ level: Int) -> String {
+        switch level {
+        case consentChanges: "AppNorthEvents.consentChanges"
+        case drain: "EventStore.draining"
+        case stripe: "JournalStripe.state"
+        case eventsState: "AppNorthEvents.state"
+        case connection: "SQLiteStore.connection"
+        case sharedThreadUsersSlot: "SharedThreads slot"
+        case sharedThreadUsers: "SharedThreads"
+        case workerPool: "WorkerPool"
+        case threadOwner: "BackgroundThread start"
+        case forkLocal: "a ForkLocal slot"
+        case threadRegistrySlot: "LibraryThreads slot"
+        case threadRegistry: "LibraryThreads"
+        case threadStart: "LibraryThread start"
+        case listeners: "ListenerRegistry"
+        case operations: "OperationTable"
+        case signal: "WakeSignal/GenerationWaiter"
+        default: "level \(level)"
+        }
+    }
+}
+
+/// The lock order check: a thread may take a lock only if it holds none of
+/// the same or a later level (level 0: unordered, not checked). On in
+/// debug builds (swift test), and in any build run with
+/// APPNORTH_LOCK_ORDER=1 in the environment: `make test` sets it for the C
+/// tests, pytest and the fleet, so the release library they load checks
+/// every acquisition. A violation writes both locks' names to stderr and
+/// aborts. The levels a thread holds are one pthread key's value; unchecked,
+/// an acquisition costs one load of `checked`.
 enum LockOrder {
-    #if DEBUG
+    static let checked: Bool = {
+        #if DEBUG
+        return true
+        #else
+        guard let value = getenv("APPNORTH_LOCK_ORDER") else { return false }
+        return value.pointee == UInt8(ascii: "1")
+        #endif
+    }()
+
     /// The levels the calling thread holds, as bits.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -57,24 +99,33 @@ enum LockOrder {
     }()
 
     /// The levels the calling thread holds, as bits (for tests).
-    static var held: UInt { UInt(bitPattern: pthread_getspecific(key)) }
+    static var held: UInt { checked ? UInt(bitPattern: pthread_getspecific(key)) : 0 }
 
+    @inline(__always)
     static func willAcquire(_ level: Int) {
-        guard level > 0 else { return }
+        guard level > 0 && checked else { return }
         let held = UInt(bitPattern: pthread_getspecific(key))
-        precondition(held >> UInt(level) == 0,
-                     "lock order: taking a level-\(level) lock while holding levels \(String(held, radix: 2)) (docs/architecture.md)")
+        if held >> UInt(level) != 0 { violation(level, held) }
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: held | 1 << UInt(level)))
     }
 
+    @inline(__always)
     static func released(_ level: Int) {
-        guard level > 0 else { return }
+        guard level > 0 && checked else { return }
         let held = UInt(bitPattern: pthread_getspecific(key))
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: held & ~(1 << UInt(level))))
     }
-    #else
-    static var held: UInt { 0 }
-    @inline(__always) static func willAcquire(_ level: Int) {}
-    @inline(__always) static func released(_ level: Int) {}
-    #endif
+
+    private static func violation(_ level: Int, _ held: UInt) -> Never {
+        _ = violationMessage(level, held: held).withCString { write(2, $0, strlen($0)) }
+        abort()
+    }
+
+    /// What a violation writes: both locks by name (the held one: the
+    /// highest level held).
+    static func violationMessage(_ level: Int, held: UInt) -> String {
+        let highest = held == 0 ? 0 : UInt.bitWidth - 1 - held.leadingZeroBitCount
+        return "appnorth: lock order violated: taking \(LockLevel.name(level)) (level \(level)) while holding "
+            + "\(LockLevel.name(highest)) (level \(highest)); docs/architecture.md, \"Locks, threads and per-process objects\"\n"
+    }
 }

@@ -28,15 +28,6 @@ package final class HTTPTransport: Sendable {
     let logger: Logger
     /// Ends the transfers in flight on `cancelInFlight()`.
     let inFlight = InFlightTransfers()
-    /// This transport's hold on the shared threads, from its first
-    /// non-blocking start to its end (`SharedThreads`).
-    private let sharedThreads = Lock<SharedThreads.Use?>(nil)
-
-    /// Keeps the transfer thread and the workers running while this
-    /// transport lives; before any non-blocking start.
-    package func holdSharedThreads() {
-        sharedThreads.withLock { if $0 == nil { $0 = SharedThreads.use() } }
-    }
 
     package init(timeouts: HTTPTimeouts = .default, maxResponseBytes: Int = 16 << 20,
                 userAgent: String = "libappnorth/\(AppNorthVersion.string)", logger: Logger = .silent,
@@ -98,7 +89,6 @@ package final class HTTPTransport: Sendable {
         let transfer = try EasyTransfer(request, context: context, transport: self,
                                         totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
         let trace = RequestTrace(request, logger ?? self.logger)
-        holdSharedThreads()
         try TransferEngine.shared().add(TransferEngine.Job(transfer: transfer) { code in
             completion(Result { () throws(AppNorthError) -> HTTPResponse in
                 try trace.record { () throws(AppNorthError) -> HTTPResponse in try transfer.finish(code) }

@@ -32,9 +32,8 @@ import Synchronization
 /// is cancelled, or when its client's `cancelInFlight()` runs; its `done`
 /// closure then runs on the engine thread, always, with curl's code and no
 /// lock held (it may start more transfers). The thread starts with the
-/// first transfer and ends with the last `SharedThreads` use (the last
-/// handle whose client started non-blocking work); a later use starts a
-/// new engine. A fork() child gets an engine of its own on first use.
+/// first transfer and ends when the last handle holding `SharedThreads`
+/// is freed; a later hold starts a new engine. A fork() child gets an engine of its own on first use.
 final class TransferEngine: @unchecked Sendable {
     // @unchecked: `core` is touched only with `lock` held; `waker` is
     // callable from any thread.
@@ -61,10 +60,10 @@ final class TransferEngine: @unchecked Sendable {
     }
 
     /// The process's engine (a new one in a fork() child, and after the
-    /// last `SharedThreads` use went). Callers hold a use.
+    /// last `SharedThreads` holder was freed).
     static func shared() throws(AppNorthError) -> TransferEngine { try current.get() }
 
-    /// Takes the engine out (the last `SharedThreads` use went); the caller
+    /// Takes the engine out (the last `SharedThreads` holder was freed); the caller
     /// stops it.
     static func retire() -> TransferEngine? { current.take(if: { _ in true }) }
 
@@ -101,6 +100,7 @@ final class TransferEngine: @unchecked Sendable {
     /// once. Its `done` runs later, on the engine thread.
     func add(_ job: Job) throws(AppNorthError) {
         if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
+        if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
         var job = job
         let total = job.transfer.totalTimeoutMs
         job.deadline = total > 0 ? Deadline(milliseconds: total, after: monotonicNow()) : nil
@@ -121,6 +121,7 @@ final class TransferEngine: @unchecked Sendable {
     /// at once. Its `onEnd` runs later, on the engine thread.
     func watch(_ wait: EngineWait) throws(AppNorthError) {
         if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
+        if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
         wait.operation.attach(waker)
         wait.inFlight.register(ObjectIdentifier(wait), waker: waker)
         let core = self.core

@@ -222,6 +222,7 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         t.add("non-blocking read", reason, "≤ 1.1× the blocking call", None)
         t.add("256 reads in flight, one client", reason, "all complete, ≤ 3 threads, ≥ 8 blocking threads' throughput",
               None)
+    node_row(t, data)
     h2 = data.get("http2")
     if h2:
         a, b = h2["h2"], h2["h1"]
@@ -261,6 +262,27 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
     if imp:
         t.add("Python `import appnorth`", import_text(imp), "≤ 50 ms", imp["import_ms"] <= 50)
     return t
+
+
+def node_row(t: Table, data: Dict[str, Dict[str, Any]]) -> None:
+    """The Node.js addon against the C calls of the same run: a read awaited
+    through the uv_poll watcher against bench_async's non-blocking read, and
+    events.track() against bench_track's C track()."""
+    nd = data.get("node")
+    if not nd:
+        t.add("Node.js addon", "not measured: node or its headers are missing", "— (against C, same run)", None)
+        return
+    asy, tr = data.get("async"), data.get("track")
+    parts = [f"`await client.listBoards()` p50 {nd['read_p50_ms']:.3f} ms (p99 {nd['read_p99_ms']:.3f} ms, "
+             f"{nd['reads']} reads one at a time)"]
+    if asy:
+        parts[0] += (f" against the C non-blocking read's {asy['async_p50_ms']:.3f} ms "
+                     f"({nd['read_p50_ms'] / asy['async_p50_ms']:.2f}×)")
+    parts.append(f"`events.track()` p50 {us(nd['track_p50_us'])} (p99 {us(nd['track_p99_us'])})")
+    if tr:
+        c_track = tr["single"]["library"]["p50_us"]
+        parts[1] += f" against C `track()`'s {us(c_track)} ({nd['track_p50_us'] / c_track:.2f}×)"
+    t.add("Node.js addon", f"{'; '.join(parts)}; {nd['node']}", "— (against C, same run)", None)
 
 
 def import_text(imp: Dict[str, Any]) -> str:

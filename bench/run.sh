@@ -67,12 +67,21 @@ export PYTHONPATH="$root/bindings/python"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     export BENCH_TRACK_EVENTS=4000 BENCH_TRACK_ROUNDS=4 BENCH_FLUSH_EVENTS=1000 BENCH_FLUSH_ROUNDS=1 \
            BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1 \
-           BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1 BENCH_IDLE_SECONDS=5
+           BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1 BENCH_IDLE_SECONDS=5 \
+           BENCH_NODE_READS=50 BENCH_NODE_TRACKS=2000
     py_rounds=1 py_runs=3
 else
     py_rounds=5 py_runs=20
 fi
-export have_config py_rounds py_runs build out venv
+# The Node.js package (scripts/node-package.sh), when node and its headers work.
+have_node=0
+if command -v node >/dev/null && [ -r /usr/include/node/node_api.h ] \
+        && scripts/node-package.sh dist "$build/node" >&2; then
+    have_node=1
+else
+    echo "node or its headers (/usr/include/node) are missing: the Node row is skipped" >&2
+fi
+export have_config have_node py_rounds py_runs build out venv
 scripts/with-devserver.sh bash -c '
     set -euo pipefail
     run() { local name=$1; shift; printf "\n== %s\n" "$name" >&2; "$@" > "$out/$name.json"; }
@@ -85,6 +94,7 @@ scripts/with-devserver.sh bash -c '
         run dispatch $build/bench_dispatch "$APPNORTH_TEST_SERVER"
     fi
     run async $build/bench_async "$APPNORTH_TEST_SERVER"
+    if [ "$have_node" = 1 ]; then run node node bench/node/bench_node.js "$APPNORTH_TEST_SERVER" "$build/node/appnorth"; fi
     run coldstart $build/bench_coldstart "$APPNORTH_TEST_SERVER"
     run memory $build/bench_memory
     printf "\n== python\n" >&2

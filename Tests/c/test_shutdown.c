@@ -131,6 +131,11 @@ static void test_shutdown_stops_every_thread_and_callback(void) {
     CHECK(took < 3000, "shutdown took %lld ms", (long long)took);
     CHECK(threads_named("appnorth-events") == 0, "the events uploader is gone");
     CHECK(threads_named("appnorth-config") == 0, "the config stream thread is gone");
+    /* Detached: they leave the library's registry as their last step, and
+     * the kernel's task list a moment later. */
+    int64_t gone_by = mono_ms() + 2000;
+    while ((threads_named("appnorth-xfer") != 0 || threads_named("appnorth-ops") != 0) && mono_ms() < gone_by)
+        sleep_ms(1);
     CHECK(threads_named("appnorth-xfer") == 0 && threads_named("appnorth-ops") == 0,
           "the transfer thread and the operation workers are gone: %d %d", threads_named("appnorth-xfer"),
           threads_named("appnorth-ops"));

@@ -111,17 +111,11 @@ demo: examples
 # --- Tests ------------------------------------------------------------------------
 C_TESTS := $(patsubst Tests/c/%.c,$(BUILD)/tests/%,$(wildcard Tests/c/test_*.c))
 
-$(BUILD)/tests/%: Tests/c/%.c $(wildcard Tests/c/*.h) $(DIST_LIB)
+# The build lines of the C tests live in scripts/build-c-test.sh (shared
+# with scripts/sanitize.sh; test_dlclose is linked without -lappnorth).
+$(BUILD)/tests/%: Tests/c/%.c $(wildcard Tests/c/*.h) $(DIST_LIB) scripts/build-c-test.sh
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) $$(pkg-config --libs jansson libcurl sqlite3) -lpthread
-
-# The dlclose test is built without -lappnorth: its only reference to the
-# library is its own dlopen(), so a dlclose() would unload it (-z nodelete
-# is what keeps it mapped).
-$(BUILD)/tests/test_dlclose: Tests/c/test_dlclose.c $(wildcard Tests/c/*.h) $(DIST_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DIST_CFLAGS) -DAPPNORTH_TEST_LIBRARY='"$(abspath $(DIST_LIB))"' -o $@ $< \
-	    $$(pkg-config --libs jansson libcurl) -ldl -lpthread
+	CC='$(CC)' CFLAGS='$(CFLAGS) $(DIST_CFLAGS)' scripts/build-c-test.sh $@ $< $(abspath $(DIST)/lib)
 
 $(PYTEST): bindings/python/requirements-test.txt
 	@scripts/ensure-deps.sh --python

@@ -58,9 +58,8 @@ for san in "${sanitizers[@]}"; do
     lib="$scratch/debug"
     bins=()
     for t in $c_tests; do
-        # shellcheck disable=SC2086
-        "$clang" -O1 -g -Wall -Werror $cflags -Iinclude -o "$scratch/$t" "Tests/c/$t.c" \
-            -L"$lib" -lappnorth -Wl,-rpath,"$lib" $(pkg-config --libs jansson libcurl sqlite3) -lpthread \
+        CC="$clang" CFLAGS="-O1 -g -Wall -Werror $cflags -Iinclude" \
+            scripts/build-c-test.sh "$scratch/$t" "Tests/c/$t.c" "$(cd "$lib" && pwd)" \
             >>"$logs/$san-build.log" 2>&1 \
             || { tail -n 20 "$logs/$san-build.log"; echo "sanitize $san: cannot compile $t"; status=1; continue; }
         bins+=("$scratch/$t")

@@ -24,7 +24,9 @@ package final class AppNorthEvents: Sendable {
     /// word. `store` holds it for as long as this object lives.
     let journalRef: Unmanaged<EventJournal>
     let db: SQLiteStore
-    let identity: Identity
+    /// The identity, the session and the tail every event carries.
+    let sender: EventSender
+    var identity: Identity { sender.identity }
     let clock: any AppNorthClock
     let logger: Logger
     let state: Lock<State>
@@ -50,7 +52,6 @@ package final class AppNorthEvents: Sendable {
     /// and which identity tail is current (closed: `lifecycle`).
     /// Each is written under the state lock with the state it mirrors.
     let trackingAllowed = Atomic<Bool>(false)
-    let tailGeneration = Atomic<UInt64>(1)
     /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
     let countStep: (count: Int, bytes: Int)
     let countMargin: (count: Int, bytes: Int)
@@ -60,10 +61,6 @@ package final class AppNorthEvents: Sendable {
     struct State {
         var consent: ConsentState
         var networkType: NetworkType
-        var sessionID: String
-        /// The identity and session part of every event (EventPayload):
-        /// rebuilt by identify, reset and a new session.
-        var eventTail: [UInt8] = []
         var breaker: CircuitBreaker
         var flushRequested: UInt64 = 0
         /// The most recent upload error, for stats.
@@ -111,9 +108,9 @@ package final class AppNorthEvents: Sendable {
         journalRef = Unmanaged.passUnretained(store.journal)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        identity = try Identity(store: secrets, clock: clock, logger: self.logger)
+        sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: self.logger))
         state = Lock(State(consent: consent.choice, networkType: options.networkType,
-                            sessionID: Random.hexToken(bytes: 16), breaker: CircuitBreaker(threshold: options.breakerThreshold),
+                            breaker: CircuitBreaker(threshold: options.breakerThreshold),
                             revocationsAdopted: revocationsAdopted), level: LockLevel.eventsState)
         trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
                               ordering: .releasing)
@@ -128,7 +125,6 @@ package final class AppNorthEvents: Sendable {
         countStep = (max(1, min(32, options.maxQueuedEvents / (4 * stripes))),
                      max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
         countMargin = (countStep.count * stripes, countStep.bytes * stripes)
-        refreshEventTail()
         // Events an earlier run left on disk go out as soon as the thread
         // starts, not after the first 30 s timer or the 20th new event.
         let leftover = store.count
@@ -272,12 +268,10 @@ package final class AppNorthEvents: Sendable {
     package func startSession() throws(AppNorthError) {
         var wasOpen = false
         try whileOpen {
-            $0.sessionID = Random.hexToken(bytes: 16)
-            $0.eventTail = eventTail(sessionID: $0.sessionID)
-            tailGeneration.add(1, ordering: .releasing)
             wasOpen = $0.breaker.isOpen
             $0.breaker.reset()
         }
+        sender.newSession()
         if wasOpen { logger.log(.info, "events: circuit breaker closed by a new session; uploads resume") }
         wakeUploader()
     }

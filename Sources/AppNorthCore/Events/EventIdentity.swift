@@ -1,4 +1,5 @@
-/// The identity half of the event queue: ids and the push token.
+/// The identity half of the event queue's API: ids and the push token
+/// (held by `EventSender`, with the session).
 extension AppNorthEvents {
     // MARK: Identity
 
@@ -8,30 +9,13 @@ extension AppNorthEvents {
     package func identify(userID: String) throws(AppNorthError) {
         guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
         try whileOpen { _ in }
-        try identity.identify(userID)
-        refreshEventTail()
+        try sender.identify(userID)
     }
 
     /// Clears the user id (logout). The anonymous id stays.
     package func reset() throws(AppNorthError) {
         try whileOpen { _ in }
-        try identity.identify(nil)
-        refreshEventTail()
-    }
-
-    /// Rebuilds the events' identity tail from the identity now held. The
-    /// identity is read under the state lock, so that of two racing
-    /// identify calls the later rebuild sees the later value.
-    func refreshEventTail() {
-        state.withLock {
-            $0.eventTail = eventTail(sessionID: $0.sessionID)
-            tailGeneration.add(1, ordering: .releasing)
-        }
-    }
-
-    func eventTail(sessionID: String) -> [UInt8] {
-        let who = identity.both
-        return EventPayload.identityTail(anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)
+        try sender.identify(nil)
     }
 
     package func setPushToken(_ token: String?) throws(AppNorthError) {

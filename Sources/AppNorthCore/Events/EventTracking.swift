@@ -39,9 +39,9 @@ extension AppNorthEvents {
                     try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
                         guard !lifecycle.isClosed else { return .closed }
                         guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
-                        let generation = tailGeneration.load(ordering: .acquiring)
+                        let generation = sender.tailGeneration.load(ordering: .acquiring)
                         if s.tailGeneration != generation {
-                            let (tail, current) = state.withLock { ($0.eventTail, tailGeneration.load(ordering: .relaxed)) }
+                            let (tail, current) = sender.tail
                             // A copy of its own: the shared buffer's reference count
                             // would be written by every thread's events.
                             s.tail = tail.withUnsafeBufferPointer { Array($0) }

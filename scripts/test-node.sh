@@ -25,6 +25,16 @@ PATH="$(dirname "$TC_node"):$PATH"
 
 APPNORTH_NODE_PACKAGE="$out/appnorth" node --test "$root"/bindings/node/test/*.test.js
 
+# index.d.ts, used as an app would (bindings/node/test/types.ts), under tsc --strict.
+if [ -n "${TC_tsc:-}" ]; then
+    "$TC_tsc" --noEmit --strict --target es2022 --module commonjs --lib es2022,dom "$root/bindings/node/test/types.ts"
+    echo "test-node: index.d.ts type-checks under $("$TC_tsc" --version) --strict"
+else
+    for reason in "${TC_SKIPPED[@]}"; do
+        case "$reason" in "Node types: "*) echo "test-node: skipped the index.d.ts check: $reason" ;; esac
+    done
+fi
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/app"

@@ -79,5 +79,6 @@ Java|java|{} -version && test -r /usr/share/java/jna.jar|openjdk-17-jdk-headless
 Ruby|ruby|{} -rffi -e 0|ruby ruby-ffi
 Node|node|{} -e "require('node:worker_threads')" && test -r /usr/include/node/node_api.h|nodejs libnode-dev
 Node|npm|{} --version|npm
+Node types|tsc|{} --version|node-typescript
 TOOLS
 }

@@ -1,5 +1,14 @@
 // TypeScript declarations for the appnorth package (index.js).
 
+// Symbol.dispose and Symbol.asyncDispose for TypeScript before 5.2 (later
+// versions declare them the same way).
+declare global {
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 export type LogLevelName = 'debug' | 'info' | 'warning' | 'error';
 export declare const LogLevel: Readonly<{ DEBUG: 0; INFO: 1; WARNING: 2; ERROR: 3 }>;
 export declare const ConfigTier: Readonly<{ DEFAULT: 0; BUNDLED: 1; CACHED: 2; REMOTE: 3 }>;

@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const [server, packageDir] = process.argv.slice(2);
-const appnorth = require(path.join(packageDir, path.sep));
+const appnorth = require(path.resolve(packageDir) + path.sep);
 const reads = Number(process.env.BENCH_NODE_READS ?? 300);
 const tracks = Number(process.env.BENCH_NODE_TRACKS ?? 20000);
 

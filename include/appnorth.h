@@ -841,7 +841,9 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    flush holds none: the transfer thread watches its deadline). At most 4096
  *    operations may be in flight per handle: one more is
  *    APPNORTH_E_WRONG_STATE. In all, non-blocking calls add at most 3
- *    library threads to the process, however many are in flight.
+ *    library threads to the process, however many are in flight; they
+ *    end, joined by the freeing thread, when the last handle that started
+ *    a non-blocking call is freed (a later call starts them again).
  *  - Cancel. appnorth_op_cancel() ends one operation (on_done gets
  *    APPNORTH_E_CANCELLED); the others go on. appnorth_client_cancel() also
  *    ends the client's operations in flight.

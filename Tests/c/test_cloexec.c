@@ -9,6 +9,7 @@
 #include <appnorth.h>
 #include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,15 @@ static int list_fds(void) {
     return 0;
 }
 
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+
 static void done_once(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
     (void)op; (void)err; (void)json;
-    *(volatile int32_t *)user = status + 100;
+    pthread_mutex_lock(&done_mu);
+    *(int32_t *)user = status + 100;
+    pthread_cond_broadcast(&done_cv);
+    pthread_mutex_unlock(&done_mu);
 }
 
 /* Execs this program with --list-fds; returns what it printed (malloc'd). */
@@ -100,9 +107,11 @@ static void test_an_execed_program_inherits_no_descriptor(const char *self) {
     char *json = NULL;
     CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_OK, err); /* a kept-alive connection */
     appnorth_string_free(json);
-    volatile int32_t done = 0;
-    CHECK_STATUS(appnorth_client_list_boards_async(c, done_once, (void *)&done, NULL, &err), APPNORTH_OK, err);
-    for (int64_t end = mono_ms() + 10000; done == 0 && mono_ms() < end;) sleep_ms(5);
+    int32_t done = 0;
+    CHECK_STATUS(appnorth_client_list_boards_async(c, done_once, &done, NULL, &err), APPNORTH_OK, err);
+    pthread_mutex_lock(&done_mu);
+    while (done == 0) pthread_cond_wait(&done_cv, &done_mu); /* the program's watchdog bounds it */
+    pthread_mutex_unlock(&done_mu);
     CHECK(done == 100 + APPNORTH_OK, "the non-blocking read completed (%d)", (int)done);
     appnorth_events *events = events_in(c, dir);
     CHECK_STATUS(appnorth_events_track(events, "open", NULL, NULL, &err), APPNORTH_OK, err);

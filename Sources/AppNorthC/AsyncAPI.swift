@@ -112,6 +112,7 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
         }
         do {
             try plan.launch(operation, finish)
+            OperationTable.shared.launched(operation)
         } catch {
             OperationTable.shared.end(operation)
             throw error

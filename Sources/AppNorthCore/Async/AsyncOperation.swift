@@ -4,17 +4,18 @@ import Synchronization
 /// cancellation, and the handles it belongs to (freeing one of them
 /// cancels it and waits for its completion).
 ///
-/// Life: `OperationTable.begin` makes it; the call's work runs (on the
-/// transfer thread or a worker) and ends it with `OperationTable.end`,
-/// exactly once, after its completion has been delivered.
+/// Life (`OperationPhase`, kept by the table): `OperationTable.begin`
+/// makes it (started); `launched` once its work is handed over (running);
+/// a cancel (cancelled); `retire` as its completion begins (completing);
+/// `end`, exactly once, after its completion has been delivered (completed).
 package final class AsyncOperation: Sendable {
     /// Process-wide, never 0, never reused.
     package let id: UInt64
     /// Given to the transfers and waits the operation makes.
     package let cancellation = CancellationToken()
     let owners: [ObjectIdentifier]
-    /// Set by `OperationTable.end`, with the table's lock held.
-    nonisolated(unsafe) var ended = false
+    /// Its phase; read and moved only with the table's lock held.
+    nonisolated(unsafe) var phase = OperationPhase.started
 
     init(id: UInt64, owners: [ObjectIdentifier]) {
         self.id = id
@@ -66,18 +67,33 @@ package final class OperationTable: Sendable {
         return made
     }
 
+    /// Its work was handed to the transfer thread or a worker.
+    package func launched(_ operation: AsyncOperation) {
+        condition.locked { _ = move(operation, .launched) }
+    }
+
     /// Its completion is being delivered: from now on `cancel(id:)` does
     /// not find it (it still counts for its owners until `end`).
     package func retire(_ operation: AsyncOperation) {
-        _ = condition.locked { state.byID.removeValue(forKey: operation.id) }
+        condition.locked {
+            move(operation, .completionBegins)
+            state.byID.removeValue(forKey: operation.id)
+        }
+    }
+
+    /// With the lock held: applies `event`; false when it did nothing.
+    @discardableResult
+    private func move(_ operation: AsyncOperation, _ event: OperationPhase.Event) -> Bool {
+        guard let next = operation.phase.after(event) else { return false }
+        operation.phase = next
+        return true
     }
 
     /// Ends an operation: its completion has been delivered. Once only.
     package func end(_ operation: AsyncOperation) {
         let idle = condition.locked { () -> [@Sendable () -> Void] in
             state.byID.removeValue(forKey: operation.id)
-            guard !operation.ended else { return [] }
-            operation.ended = true
+            guard move(operation, .completionDelivered) else { return [] }
             var idle: [@Sendable () -> Void] = []
             for key in operation.owners {
                 let left = state.perOwner[key, default: 1] - 1
@@ -105,15 +121,24 @@ package final class OperationTable: Sendable {
 
     /// Cancels the operation with this id. False when none is in flight.
     package func cancel(id: UInt64) -> Bool {
-        guard let operation = condition.locked({ state.byID[id] }) else { return false }
-        operation.cancel()
+        let found = condition.locked { () -> AsyncOperation? in
+            guard let operation = state.byID[id], operation.phase.isCancellable else { return nil }
+            move(operation, .cancelRequested)
+            return operation
+        }
+        guard let found else { return false }
+        found.cancel()
         return true
     }
 
     /// Cancels every operation of `owner` in flight now.
     package func cancelAll(of owner: AnyObject) {
         let key = ObjectIdentifier(owner)
-        let operations = condition.locked { state.byID.values.filter { $0.owners.contains(key) } }
+        let operations = condition.locked { () -> [AsyncOperation] in
+            let mine = state.byID.values.filter { $0.owners.contains(key) && $0.phase.isCancellable }
+            for operation in mine { move(operation, .cancelRequested) }
+            return mine
+        }
         for operation in operations { operation.cancel() }
     }
 

@@ -49,6 +49,7 @@ public static class AppNorthNative {
     [DllImport(Lib)] public static extern IntPtr appnorth_version();
     [DllImport(Lib)] public static extern IntPtr appnorth_status_str(int code);
     [DllImport(Lib)] public static extern void appnorth_string_free(IntPtr str);
+    [DllImport(Lib)] public static extern int appnorth_shutdown(int timeout_ms, out Error err);
 
     [DllImport(Lib)] public static extern IntPtr appnorth_client_options_new();
     [DllImport(Lib)] public static extern void appnorth_client_options_free(IntPtr options);

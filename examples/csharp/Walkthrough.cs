@@ -209,6 +209,9 @@ public sealed class AppNorthWalkthrough {
 
     public static int Main(string[] args) {
         if (args.Length != 3) { Console.Error.WriteLine("usage: walkthrough.exe API_URL APP_ID DATA_DIR"); return 2; }
+        // The process's exit: no library thread may call a delegate once Mono
+        // tears down (docs/hosts.md, "Exit: appnorth_shutdown").
+        AppDomain.CurrentDomain.ProcessExit += (sender, e) => { Error err; appnorth_shutdown(2000, out err); };
         var game = new AppNorthWalkthrough(args[0], args[1], args[2]);
         bool ok;
         try {

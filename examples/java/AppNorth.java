@@ -50,6 +50,7 @@ public interface AppNorth extends Library {
     String appnorth_version();
     String appnorth_status_str(int code);
     void appnorth_string_free(Pointer str);
+    int appnorth_shutdown(int timeout_ms, Error err);
 
     Pointer appnorth_client_options_new();
     void appnorth_client_options_free(Pointer options);

@@ -184,6 +184,9 @@ public final class Walkthrough {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3) { System.err.println("usage: Walkthrough API_URL APP_ID DATA_DIR"); System.exit(2); }
+        // The JVM's exit: no library thread calls a Callback after it
+        // (docs/hosts.md, "Exit: appnorth_shutdown").
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> lib.appnorth_shutdown(2000, null)));
         Walkthrough w = new Walkthrough(args[0], args[1], args[2]);
         System.out.println("libappnorth " + lib.appnorth_version() + " (Java, JNA)");
         w.openClient();

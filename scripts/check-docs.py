@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -119,11 +120,16 @@ def resolves(path: str, files: list[str]) -> str | None:
     return None
 
 
+def prose_lines(doc: Path) -> str:
+    """A document's text with its fenced code blocks blanked (line numbers kept)."""
+    return re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), doc.read_text(encoding="utf-8"),
+                  flags=re.S | re.M)
+
+
 def check_references(files: list[str]) -> list[str]:
     problems = []
     for doc in docs():
-        text = doc.read_text(encoding="utf-8")
-        text = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+        text = prose_lines(doc)
         rel_doc = doc.relative_to(ROOT).as_posix()
         for number, line in enumerate(text.splitlines(), 1):
             for target in LINK.findall(line):
@@ -171,31 +177,31 @@ def swift_members() -> dict[str, set[str]]:
     return {name: names for name, names in members.items() if name in declared}
 
 
+def ticked_tokens() -> Iterator[tuple[Path, int, str]]:
+    """Every `backticked` token of the docs' prose: (document, line number, token)."""
+    for doc in docs():
+        for number, line in enumerate(prose_lines(doc).splitlines(), 1):
+            for token in TICKED.findall(line):
+                yield doc, number, token
+
+
 def check_symbols() -> list[str]:
     members = swift_members()
     problems = []
-    for doc in docs():
-        text = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), doc.read_text(encoding="utf-8"),
-                      flags=re.S | re.M)
-        for number, line in enumerate(text.splitlines(), 1):
-            for token in TICKED.findall(line):
-                m = re.fullmatch(r"([A-Z]\w*)\.([A-Za-z_]\w*)(?:\(.*\))?", token)
-                if (m and m.group(1) in members and m.group(2) not in members[m.group(1)]
-                        and "." + m.group(2) not in EXTENSIONS):
-                    problems.append(f"{doc.relative_to(ROOT)}:{number}: `{token}`: {m.group(2)} is not declared "
-                                    f"with {m.group(1)} in Sources/")
+    for doc, number, token in ticked_tokens():
+        m = re.fullmatch(r"([A-Z]\w*)\.([A-Za-z_]\w*)(?:\(.*\))?", token)
+        if (m and m.group(1) in members and m.group(2) not in members[m.group(1)]
+                and "." + m.group(2) not in EXTENSIONS):
+            problems.append(f"{doc.relative_to(ROOT)}:{number}: `{token}`: {m.group(2)} is not declared "
+                            f"with {m.group(1)} in Sources/")
     return problems
 
 
 def check_folder_refs(files: list[str]) -> list[str]:
     problems = []
-    for doc in docs():
-        text = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), doc.read_text(encoding="utf-8"),
-                      flags=re.S | re.M)
-        for number, line in enumerate(text.splitlines(), 1):
-            for token in TICKED.findall(line):
-                if re.fullmatch(r"[A-Z][A-Za-z0-9]*(?:/[A-Za-z][\w.-]*)*/", token) and resolves(token, files) is None:
-                    problems.append(f"{doc.relative_to(ROOT)}:{number}: `{token}`: no such folder")
+    for doc, number, token in ticked_tokens():
+        if re.fullmatch(r"[A-Z][A-Za-z0-9]*(?:/[A-Za-z][\w.-]*)*/", token) and resolves(token, files) is None:
+            problems.append(f"{doc.relative_to(ROOT)}:{number}: `{token}`: no such folder")
     return problems
 
 
@@ -214,8 +220,7 @@ def check_readme_layout() -> list[str]:
 def check_headings() -> list[str]:
     problems = []
     for doc in docs() + [ROOT / "CHANGELOG.md"]:
-        text = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), doc.read_text(encoding="utf-8"),
-                      flags=re.S | re.M)
+        text = prose_lines(doc)
         stack: list[tuple[int, str]] = []
         seen: dict[tuple, int] = {}
         for number, line in enumerate(text.splitlines(), 1):

@@ -7,13 +7,15 @@ even when pytest collects several test folders in one run.
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 BINDING_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = BINDING_DIR.parents[1]
@@ -149,3 +151,22 @@ def wait_for_port_file(path: Path, process: subprocess.Popen, timeout: float) ->
             pass
         time.sleep(0.02)
     raise RuntimeError(f"dev server did not write {path} within {timeout} s")
+
+
+def fork_child(fn: Callable[[], int]) -> int:
+    """Forks; the child runs ``fn`` and exits with its result (98 if it
+    raised, 99 if it never returned). Returns the child's pid."""
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about fork() in a multi-threaded process; the
+        # fork tests are about exactly that.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            code = fn()
+        except BaseException:  # noqa: BLE001 - reported through the exit code
+            code = 98
+        finally:
+            os._exit(code)
+    return pid

@@ -9,7 +9,6 @@ import os
 import signal
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -17,7 +16,7 @@ import pytest
 
 import appnorth
 from appnorth import _lib
-from appnorth_test_support import Admin
+from appnorth_test_support import Admin, fork_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
@@ -50,23 +49,6 @@ def _child(server_url: str, data_dir: Path, inherited: appnorth.Events, index: i
     return 0
 
 
-def _fork(fn: "callable[[], int]") -> int:  # type: ignore[valid-type]
-    with warnings.catch_warnings():
-        # Python 3.12+ warns about fork() in a multi-threaded process; this
-        # test is about exactly that.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        code = 99
-        try:
-            code = fn()
-        except BaseException:  # noqa: BLE001 - report through the exit code
-            code = 98
-        finally:
-            os._exit(code)
-    return pid
-
-
 def test_children_of_a_busy_parent_make_new_handles(server_url: str, admin: Admin,
                                                       tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
@@ -92,7 +74,7 @@ def test_children_of_a_busy_parent_make_new_handles(server_url: str, admin: Admi
             while next_index < CHILDREN and len(running) < PARALLEL:
                 index = next_index
                 next_index += 1
-                pid = _fork(lambda: _child(server_url, data_dir, events, index))
+                pid = fork_child(lambda: _child(server_url, data_dir, events, index))
                 running.append((pid, time.monotonic()))
             still: List[Tuple[int, float]] = []
             for pid, started in running:
@@ -152,7 +134,7 @@ def test_an_inherited_read_cache_refuses_its_thin_reads() -> None:
                 own.store_boards("scope", [{"id": "b2"}])
                 return 0 if own.boards("scope") == [{"id": "b2"}] else 11
 
-        pid = _fork(child)
+        pid = fork_child(child)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert cache.boards("scope") == [{"id": "b1"}]

@@ -22,7 +22,7 @@ import pytest
 
 import appnorth
 from appnorth import aio
-from appnorth_test_support import Admin
+from appnorth_test_support import Admin, fork_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
@@ -95,29 +95,12 @@ def busy_parent(server_url: str, admin: Admin):
     assert parent.errors == []
 
 
-def _fork_worker(server_url: str) -> int:
-    with warnings.catch_warnings():
-        # Python 3.12+ warns about fork() in a multi-threaded process; this
-        # test is about exactly that.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        code = 99
-        try:
-            code = _serve(server_url, 3)
-        except BaseException:  # noqa: BLE001 - reported through the exit code
-            code = 98
-        finally:
-            os._exit(code)
-    return pid
-
-
 def test_os_fork_workers_of_a_parent_with_aio_calls_in_flight(server_url: str, busy_parent: BusyParent) -> None:
     outcomes = {"hung": 0, "failed": 0}
     codes: List[int] = []
     answered_before = busy_parent.answered
     for _ in range(FORKS):
-        pid = _fork_worker(server_url)
+        pid = fork_child(lambda: _serve(server_url, 3))
         deadline = time.monotonic() + HANG_SECONDS
         while True:
             got, status = os.waitpid(pid, os.WNOHANG)

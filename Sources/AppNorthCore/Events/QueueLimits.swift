@@ -96,33 +96,36 @@ extension EventStore {
         return census ?? Census(count: queued.count, bytes: queued.bytes, foreign: [], journals: 0)
     }
 
-    /// Whether the directory is past a limit (read under the drain lock).
+    /// Whether the directory may be past a limit (under the drain lock),
+    /// without reading this handle's own journal: the table as SQLite has
+    /// it, this handle's unimported records from its counters (never fewer
+    /// than its files hold), and the other journal files, read only if
+    /// any. Never false when the census would say over; a true is settled
+    /// by the census (`trimDirectory`). Reading the own journal's rest on
+    /// every drain made a flush quadratic in the journal (#32).
     func isOverLimits(_ state: DrainState, _ limits: (count: Int, bytes: Int)) throws(AppNorthError) -> Bool {
-        let census = try db.withConnection { conn throws(AppNorthError) in try takeCensus(state, conn) }
-        return census.count > limits.count || census.bytes > limits.bytes
+        var own = Set(state.retired.map(\.name))
+        for stripe in journal.stripes {
+            if let name = stripe.state.withLock({ $0.segment?.name }) { own.insert(name) }
+        }
+        return try db.withConnection { conn throws(AppNorthError) -> Bool in
+            try refreshTableTotals(conn)
+            let others = try foreignJournals(conn, own: own)
+            let pending = journal.pending
+            let count = tableCount.load(ordering: .relaxed) + pending.records + others.reduce(0) { $0 + $1.records.count }
+            let bytes = tableBytes.load(ordering: .relaxed) + pending.bytes + others.reduce(0) { $0 + $1.bytes }
+            return count > limits.count || bytes > limits.bytes
+        }
     }
 
     /// Before an attempt: past a limit of the directory, trims now, so
     /// that no batch goes out while the directory holds more than its
     /// limits (another process may have filled it since the batch was
-    /// read). Checked cheaply: this handle's counts, the table as SQLite
-    /// has it, and the other handles' journal files, read only if any.
+    /// read). Checked cheaply first (`isOverLimits`).
     func trimIfOverLimits(_ limits: (count: Int, bytes: Int)) throws(AppNorthError) {
-        let over = try draining.withLock { state throws(AppNorthError) -> Bool in
-            var own = Set(state.retired.map(\.name))
-            for stripe in journal.stripes {
-                if let name = stripe.state.withLock({ $0.segment?.name }) { own.insert(name) }
-            }
-            return try db.withConnection { conn throws(AppNorthError) -> Bool in
-                try refreshTableTotals(conn)
-                let others = try foreignJournals(conn, own: own)
-                let pending = journal.pending
-                let count = tableCount.load(ordering: .relaxed) + pending.records + others.reduce(0) { $0 + $1.records.count }
-                let bytes = tableBytes.load(ordering: .relaxed) + pending.bytes + others.reduce(0) { $0 + $1.bytes }
-                return count > limits.count || bytes > limits.bytes
-            }
+        if try draining.withLock({ state throws(AppNorthError) in try isOverLimits(state, limits) }) {
+            try drain(trimmingTo: limits)
         }
-        if over { try drain(trimmingTo: limits) }
     }
 
     /// Drops the oldest events of the directory until both limits hold;
@@ -131,6 +134,7 @@ extension EventStore {
     /// every other journal's records (in file order), skipping leased rows.
     /// Called under the drain lock, after this handle's journal went in.
     func trimDirectory(_ state: DrainState, _ limits: (count: Int, bytes: Int)) throws(AppNorthError) -> Int {
+        guard try isOverLimits(state, limits) else { return 0 }
         let gone = try db.transaction { conn throws(AppNorthError) -> Int in
             let census = try takeCensus(state, conn)
             var excess = (census.count - limits.count, census.bytes - limits.bytes)

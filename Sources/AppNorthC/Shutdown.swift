@@ -30,11 +30,12 @@ enum LibraryGate {
     /// Closes the gate (again: harmless). Returns whether it was open.
     static func close() -> Bool { state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing).oldValue & closedBit == 0 }
 
-    /// Waits until no host callback runs, or the deadline (monotonic ns).
-    static func waitIdle(until deadline: UInt64) -> Bool {
+    /// Waits until no host callback runs, or the deadline.
+    static func waitIdle(until deadline: Deadline) -> Bool {
+        let clock = SystemClock()
         var round = 0
         while state.load(ordering: .acquiring) & ~closedBit != 0 {
-            guard monotonicNanoseconds() < deadline else { return false }
+            guard !deadline.hasPassed(at: clock.monotonicNanoseconds()) else { return false }
             if round < 50 {
                 sched_yield()
             } else {
@@ -44,22 +45,6 @@ enum LibraryGate {
             round += 1
         }
         return true
-    }
-
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-    }
-
-    static func deadline(afterMilliseconds ms: Int32) -> UInt64 {
-        monotonicNanoseconds() &+ UInt64(max(0, ms)) &* 1_000_000
-    }
-
-    /// Whole milliseconds left until `deadline` (0 once passed).
-    static func millisecondsLeft(until deadline: UInt64) -> Int {
-        let now = monotonicNanoseconds()
-        return deadline > now ? Int((deadline - now) / 1_000_000) : 0
     }
 
     /// The error of a call made after appnorth_shutdown().
@@ -79,7 +64,7 @@ public func appnorth_shutdown(_ timeoutMs: Int32, _ err: UnsafeMutablePointer<ap
         report(err, code: Int32(APPNORTH_E_INVALID_ARGUMENT), httpStatus: 0, message: "timeout_ms must be 0 or more")
         return Int32(APPNORTH_E_INVALID_ARGUMENT)
     }
-    let deadline = LibraryGate.deadline(afterMilliseconds: timeoutMs)
+    let deadline = Deadline.fromNow(milliseconds: Int(timeoutMs))
     // 1. No host callback starts from now on; calls are refused.
     _ = LibraryGate.close()
     // 2. The handles' own threads stop and are joined (each waits for a
@@ -94,7 +79,7 @@ public func appnorth_shutdown(_ timeoutMs: Int32, _ err: UnsafeMutablePointer<ap
     }
     // 4. Every other library thread (the transfer thread, the operation
     //    workers) ends: the process-wide registry stops and waits for them.
-    guard LibraryThreads.stopAll(milliseconds: LibraryGate.millisecondsLeft(until: deadline)) else {
+    guard LibraryThreads.stopAll(milliseconds: deadline.remainingMilliseconds(at: SystemClock().monotonicNanoseconds())) else {
         let left = LibraryThreads.running.joined(separator: ", ")
         report(err, code: Int32(APPNORTH_E_TIMEOUT), httpStatus: 0,
                message: "library threads still running after timeout_ms: \(left); none calls the host any more")

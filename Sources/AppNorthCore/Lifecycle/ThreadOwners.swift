@@ -8,7 +8,7 @@
 /// flight ends at once only through its owner's close (which cancels the
 /// transfer). The process-wide transfer thread and operation workers are
 /// ended after these by LibraryThreads.stopAll.
-public enum ThreadOwners {
+package enum ThreadOwners {
     private final class Table: Sendable {
         let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:])
     }
@@ -17,18 +17,18 @@ public enum ThreadOwners {
 
     /// Registers `owner`'s `stop` (called at most once, outside any library
     /// lock; capture `owner` weakly in it). Unregister before `owner` goes.
-    public static func register(_ owner: AnyObject, stop: @escaping @Sendable () -> Void) {
+    package static func register(_ owner: AnyObject, stop: @escaping @Sendable () -> Void) {
         table.value.entries.withLock { $0[ObjectIdentifier(owner)] = stop }
     }
 
-    public static func unregister(_ owner: AnyObject) {
+    package static func unregister(_ owner: AnyObject) {
         _ = table.value.entries.withLock { $0.removeValue(forKey: ObjectIdentifier(owner)) }
     }
 
     /// Runs every registered stop (outside the lock) and forgets them all.
     /// Returns how many ran.
     @discardableResult
-    public static func stopAll() -> Int {
+    package static func stopAll() -> Int {
         let stops = table.value.entries.withLock { entries -> [@Sendable () -> Void] in
             let all = Array(entries.values)
             entries.removeAll()

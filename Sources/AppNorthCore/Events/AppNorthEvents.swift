@@ -31,10 +31,10 @@ package final class AppNorthEvents: Sendable {
     let logger: Logger
     let state: Lock<State>
     /// Drops by reason and deliveries since open (their own lock).
-    let counters = EventCounters()
+    let counters: EventCounters
     let flushDone = GenerationWaiter()
     /// Open or closed: the one place it is held.
-    let lifecycle = EventsLifecycle()
+    let lifecycle: EventsLifecycle
     let worker: Lock<BackgroundThread?> = Lock(nil)
     /// Set while the last upload cycle failed (the uploader waits for its
     /// timer then), so that `track` stops waking it.
@@ -43,15 +43,9 @@ package final class AppNorthEvents: Sendable {
     /// thread sets it: the threshold, 20 more than a failed cycle left, or
     /// Int.max while it has no use for a wake-up).
     let wakeAt = Atomic<Int>(Int.max)
-    /// Consent changes of other handles on the data directory (ConsentWatch).
-    let consentWatch: ConsentWatch
-    /// Serialises this handle's consent changes and adoptions of others'.
-    let consentChanges = Lock<Void>((), level: LockLevel.consentChanges)
-    /// What `track` reads instead of taking the state lock (which every
-    /// tracking thread would then share): whether consent lets events in,
-    /// and which identity tail is current (closed: `lifecycle`).
-    /// Each is written under the state lock with the state it mirrors.
-    let trackingAllowed = Atomic<Bool>(false)
+    /// The consent choice, its adoption across handles, and the upload
+    /// request a revocation cancels (its own lock).
+    let consentOwner: EventConsent
     /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
     let countStep: (count: Int, bytes: Int)
     let countMargin: (count: Int, bytes: Int)
@@ -59,7 +53,6 @@ package final class AppNorthEvents: Sendable {
     let trackLimits: (count: Int, bytes: Int)
 
     struct State {
-        var consent: ConsentState
         var networkType: NetworkType
         var breaker: CircuitBreaker
         var flushRequested: UInt64 = 0
@@ -71,18 +64,6 @@ package final class AppNorthEvents: Sendable {
         var lastAttemptMs: Int64?
         /// The uploader waits for this before its next request (Retry-After).
         var notBeforeMono: UInt64 = 0
-        /// Moves on every revocation. A batch read under one generation is
-        /// never sent under another.
-        var consentGeneration: UInt64 = 0
-        /// The upload request in progress; a revocation cancels it.
-        var inFlight: CancellationToken?
-        /// The shared revocation counter (ConsentWatch) as of this handle's
-        /// last adoption: an upload attempt goes only while it still reads so.
-        var revocationsAdopted: UInt64 = 0
-
-        func allowsTracking(requireConsent: Bool) -> Bool {
-            consent == .granted || (consent == .unknown && !requireConsent)
-        }
     }
 
     /// Opens the queue in `directory` and starts the upload thread.
@@ -99,21 +80,24 @@ package final class AppNorthEvents: Sendable {
         db = try SQLiteStore(directory: directory)
         // The watch first: a change made after its counters are read is
         // adopted later; one made before is in the stored choice read next.
-        consentWatch = try ConsentWatch(directory: directory)
-        let revocationsAdopted = consentWatch.revocations
-        let consent = try Self.loadConsent(db, logger: self.logger)
-        store = try EventStore(db: db, directory: directory, epoch: consent.epoch, logger: self.logger,
+        let counters = EventCounters(), lifecycle = EventsLifecycle()
+        self.counters = counters
+        self.lifecycle = lifecycle
+        let watch = try ConsentWatch(directory: directory)
+        let revocationsAdopted = watch.revocations
+        let stored = try EventConsent.load(db, logger: self.logger)
+        store = try EventStore(db: db, directory: directory, epoch: stored.epoch, logger: self.logger,
                                largestJournal: EventJournal.largestFile(maxEvents: options.maxQueuedEvents,
                                                                         maxBytes: options.maxQueuedBytes))
+        consentOwner = EventConsent(watch: watch, stored: stored.choice, revocationsAdopted: revocationsAdopted,
+                               requireConsent: options.requireConsent, db: db, store: store, counters: counters,
+                               lifecycle: lifecycle, clock: clock, logger: self.logger)
         journalRef = Unmanaged.passUnretained(store.journal)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: self.logger))
-        state = Lock(State(consent: consent.choice, networkType: options.networkType,
-                            breaker: CircuitBreaker(threshold: options.breakerThreshold),
-                            revocationsAdopted: revocationsAdopted), level: LockLevel.eventsState)
-        trackingAllowed.store(consent.choice == .granted || (consent.choice == .unknown && !options.requireConsent),
-                              ordering: .releasing)
+        state = Lock(State(networkType: options.networkType, breaker: CircuitBreaker(threshold: options.breakerThreshold)),
+                     level: LockLevel.eventsState)
         // A stripe publishes every `step` records (or bytes): a small part
         // of the limits, so that all stripes' unpublished records together
         // stay within `margin` of them. With small limits the step is 1:
@@ -254,7 +238,7 @@ package final class AppNorthEvents: Sendable {
     package func close(timeoutMilliseconds: Int) {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         lifecycle.close()
-        state.withLock { $0.inFlight?.cancel() }
+        consentOwner.cancelInFlight()
         worker.withLock { $0 }?.stop()
         // Journaled events move to SQLite now, not at the next open.
         _ = try? drainIntoTable(replacingFiles: false)

@@ -5,7 +5,7 @@ extension AppNorthEvents {
     /// Queued count and bytes, drops by reason, breaker state, last error,
     /// last flush time, as a JSON object.
     package func statsJSON() -> String {
-        refreshConsent()
+        let choice = consentOwner.current
         trimToLimits()
         let s = state.withLock { $0 }
         let root = JSON.object()
@@ -43,12 +43,12 @@ extension AppNorthEvents {
         root.set("last_attempt_ms", s.lastAttemptMs.map { .int($0) } ?? .null())
         root.set("network_type", .string(s.networkType.name))
         root.set("batch_size", .int(Int64(s.networkType.batchSize)))
-        root.set("consent", .string(s.consent.name))
+        root.set("consent", .string(choice.name))
         return root.serialized()
     }
 
     package var queuedCount: Int {
-        refreshConsent()
+        consentOwner.refresh()
         trimToLimits()
         return store.directoryQueued.count
     }

@@ -25,7 +25,7 @@ extension AppNorthEvents {
         try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: options.maxEventBytes)
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
-        if consentWatch.hasChanged { adoptSharedConsent() }
+        consentOwner.refresh()
         // Everything from the consent check to the append runs under the
         // calling thread's stripe lock, which no other tracking thread
         // takes (EventJournal). A revocation flips `trackingAllowed`, then
@@ -38,7 +38,7 @@ extension AppNorthEvents {
                 try journal.withCurrentStripe { stripe throws(AppNorthError) -> TrackOutcome in
                     try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
                         guard !lifecycle.isClosed else { return .closed }
-                        guard trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+                        guard consentOwner.trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
                         let generation = sender.tailGeneration.load(ordering: .acquiring)
                         if s.tailGeneration != generation {
                             let (tail, current) = sender.tail

@@ -66,11 +66,10 @@ extension AppNorthEvents {
             store.releaseLease()  // every attempt has ended (`endAttempt`)
         }
         while !thread.isStopping {
-            refreshConsent()
-            let (allowed, batchSize, generation) = state.withLock { s in
-                (!s.breaker.isOpen && s.allowsTracking(requireConsent: options.requireConsent),
-                 s.networkType.batchSize, s.consentGeneration)
-            }
+            consentOwner.refresh()
+            let (consents, generation) = consentOwner.uploadGate
+            let (breakerOpen, batchSize) = state.withLock { ($0.breaker.isOpen, $0.networkType.batchSize) }
+            let allowed = consents && !breakerOpen
             guard allowed else { return state.withLock { $0.breaker.isOpen } ? .paused : .succeeded }
             let part = Self.drainPart(batchSize)
             let batch: PreparedBatch
@@ -100,7 +99,7 @@ extension AppNorthEvents {
                 continue
             case .abandoned:
                 // A revocation by another handle is acted on now, not at the next track.
-                refreshConsent()
+                consentOwner.refresh()
                 return .succeeded
             case .failed(let error, let kept):
                 recordFailedFlush(error)
@@ -245,8 +244,8 @@ extension AppNorthEvents {
         // Registered (no lock held), so that a revocation in another handle
         // does not return while this attempt, checked after the
         // registration, is still in progress (ConsentWatch).
-        let registered = consentWatch.withUploadRegistered { () -> Answer? in
-            guard let cancel = beginAttempt(generation) else { return nil }
+        let registered = consentOwner.watch.withUploadRegistered { () -> Answer? in
+            guard let cancel = consentOwner.beginAttempt(generation) else { return nil }
             return send(body, compressed: compressed, cancel: cancel, whileWaiting: whileWaiting)
         }
         let answer: Answer? = registered ?? Answer(status: nil, response: nil,
@@ -255,12 +254,9 @@ extension AppNorthEvents {
         guard let answer else { return .abandoned }
         // Another handle's revocation during the attempt is adopted now:
         // the batch is then left alone (that revocation purged it).
-        refreshConsent()
-        let revoked = state.withLock { s -> Bool in
-            s.inFlight = nil
-            s.lastAttemptMs = clock.wallMilliseconds()
-            return s.consentGeneration != generation
-        }
+        consentOwner.refresh()
+        let revoked = consentOwner.endAttempt(generation)
+        state.withLock { $0.lastAttemptMs = clock.wallMilliseconds() }
         if revoked || thread.isStopping { return .abandoned }
         noteAnswer(answer)
         let rejected = answer.response.flatMap { $0.status == 400 || $0.status == 422 ? RejectedEvents.ids(in: $0.body) : nil }
@@ -294,19 +290,6 @@ extension AppNorthEvents {
                                               capMs: options.retryAfterCapMilliseconds) {
             let until = ticks().addingSaturating(UInt64(clamping: wait).multipliedSaturating(by: 1_000_000))
             state.withLock { $0.notBeforeMono = until }
-        }
-    }
-
-    /// Registers the next attempt's request, unless consent was revoked
-    /// since `generation`, here or by another handle (adopted or not), or
-    /// the queue is closing.
-    func beginAttempt(_ generation: UInt64) -> CancellationToken? {
-        state.withLock { s -> CancellationToken? in
-            guard s.consentGeneration == generation, s.revocationsAdopted == consentWatch.revocations,
-                  !lifecycle.isClosed else { return nil }
-            let cancel = CancellationToken()
-            s.inFlight = cancel
-            return cancel
         }
     }
 
@@ -353,8 +336,8 @@ extension AppNorthEvents {
     func pause(milliseconds: Int, _ generation: UInt64, _ thread: BackgroundThread) -> Bool {
         let deadline = ticks().addingSaturating(UInt64(clamping: milliseconds).multipliedSaturating(by: 1_000_000))
         while !thread.isStopping {
-            refreshConsent()
-            guard state.withLock({ $0.consentGeneration == generation }) else { break }
+            consentOwner.refresh()
+            guard consentOwner.generation == generation else { break }
             let now = ticks()
             if now >= deadline { return true }
             sleepMilliseconds(min(50, Int((deadline - now) / 1_000_000) + 1))

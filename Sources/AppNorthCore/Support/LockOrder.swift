@@ -10,7 +10,7 @@ enum LockLevel {
     /// storage callbacks run (they may call the library: every lock nests
     /// inside it).
     static let gate = 0
-    /// `AppNorthEvents.consentChanges`: one consent change or adoption.
+    /// `EventConsent.changes`: one consent change or adoption.
     static let consentChanges = 1
     /// `EventStore.draining`: drains, trims, purges, the census.
     static let drain = 2
@@ -20,6 +20,9 @@ enum LockLevel {
     static let eventsState = 4
     /// `SQLiteStore.connection`: the database; nothing is taken inside it.
     static let connection = 5
+    /// `EventConsent.state`: the consent gate and the request a revocation
+    /// cancels (taken inside `consentChanges`; nothing inside but a cancel).
+    static let consentState = 6
     /// A `ForkLocal`'s slot: its `make` takes no lock.
     static let forkLocal = 20
     /// The `ForkLocal` slot of `SharedThreads`' holders.
@@ -52,11 +55,12 @@ extension LockLevel {
     /// The lock of each level, for a violation's message.
     static func name(_ level: Int) -> String {
         switch level {
-        case consentChanges: "AppNorthEvents.consentChanges"
+        case consentChanges: "EventConsent.changes"
         case drain: "EventStore.draining"
         case stripe: "JournalStripe.state"
         case eventsState: "AppNorthEvents.state"
         case connection: "SQLiteStore.connection"
+        case consentState: "EventConsent.state"
         case sharedThreadUsersSlot: "SharedThreads slot"
         case sharedThreadUsers: "SharedThreads"
         case workerPool: "WorkerPool"

@@ -36,7 +36,7 @@ final class DrainPartTests: XCTestCase {
 
     func progressMarks(_ db: SQLiteStore) throws -> [String] {
         try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT key FROM kv WHERE namespace = ?", [.text(EventStore.progressNamespace)]) { $0.text(0) }
+            try conn.query("SELECT key FROM kv WHERE namespace = ?", [.text(EventImporter.progressNamespace)]) { $0.text(0) }
         }
     }
 
@@ -100,7 +100,7 @@ final class DrainPartTests: XCTestCase {
         try journal(store, 0..<1000)
         XCTAssertEqual(try store.drainPart(256, trimmingTo: (500, 1 << 30)), 500)
         XCTAssertEqual(store.count, 500)
-        XCTAssertEqual(store.limitDropped.count, 500)
+        XCTAssertEqual(store.limits.dropped.count, 500)
         XCTAssertEqual(try tableNames(store), (500..<1000).map { "e\($0)" })
         // Within the limits, a part again.
         try journal(store, 1000..<1400)
@@ -163,17 +163,17 @@ final class DrainPartTests: XCTestCase {
         XCTAssertEqual(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }, bytes.count)
         close(fd)
         let db = try SQLiteStore(directory: directory)
-        try db.kvPut(namespace: EventStore.progressNamespace, key: name, value: Array(String(offsets[4]).utf8), updatedMs: 0)
+        try db.kvPut(namespace: EventImporter.progressNamespace, key: name, value: Array(String(offsets[4]).utf8), updatedMs: 0)
         let (store, _) = try openStore()
         XCTAssertEqual(try tableNames(store), (4..<10).map { "o\($0)" })
-        XCTAssertEqual(store.damagedDropped.load(ordering: .relaxed), 0)
+        XCTAssertEqual(store.table.damagedDropped.load(ordering: .relaxed), 0)
         XCTAssertEqual(try progressMarks(db), [])
         // A mark that is not a number starts over (ids already queued are ignored).
         let again = "events-999998-r0-0123456789abcdef.journal"
         let fd2 = Glibc.open(folder + "/" + again, O_WRONLY | O_CREAT, 0o600)
         XCTAssertEqual(bytes.withUnsafeBytes { write(fd2, $0.baseAddress, $0.count) }, bytes.count)
         close(fd2)
-        try db.kvPut(namespace: EventStore.progressNamespace, key: again, value: Array("x9".utf8), updatedMs: 0)
+        try db.kvPut(namespace: EventImporter.progressNamespace, key: again, value: Array("x9".utf8), updatedMs: 0)
         try store.recoverOrphans()
         XCTAssertEqual(try tableNames(store), (4..<10).map { "o\($0)" } + (0..<4).map { "o\($0)" })
     }

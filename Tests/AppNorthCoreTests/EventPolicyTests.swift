@@ -115,13 +115,13 @@ final class EventPolicyTests: XCTestCase {
         let sound = EventPayload.build(id: "e1", name: "n", timestampMs: 1_764_480_000_000,
                                        propertiesJSON: #"{"big":123456789012345678901234567890}"#,
                                        anonymousID: "a", userID: nil, sessionID: "s")
-        XCTAssertTrue(EventStore.isSound(sound))
+        XCTAssertTrue(EventSoundness.isSound(sound))
         for damaged in ["garbage", "[1]", #"{"name":"n","timestamp":1}"#, #"{"id":"x","timestamp":1}"#,
                         #"{"id":"x","name":"n","timestamp":"1"}"#, #"{"id":"x","name":"n","timestamp":-9223372036854775808}"#,
                         #"{"id":"x","name":"n","timestamp":9223372036854775807}"#, #"{"id":"x","name":"n","timestamp":-1}"#, ""] {
-            XCTAssertFalse(EventStore.isSound(Array(damaged.utf8)), damaged)
+            XCTAssertFalse(EventSoundness.isSound(Array(damaged.utf8)), damaged)
         }
-        XCTAssertFalse(EventStore.isSound([0xFF, 0xFE]))
+        XCTAssertFalse(EventSoundness.isSound([0xFF, 0xFE]))
     }
 
     /// The quick check (validator + member walk) must judge every payload as

@@ -10,7 +10,7 @@ final class FlushInPartsTests: EventsTestCase {
     func filesInPart() throws -> Int {
         let db = try SQLiteStore(directory: DataDirectory(path: folder))
         return try db.withConnection { conn throws(AppNorthError) in
-            try conn.query("SELECT COUNT(*) FROM kv WHERE namespace = ?", [.text(EventStore.progressNamespace)]) { $0.int(0) }
+            try conn.query("SELECT COUNT(*) FROM kv WHERE namespace = ?", [.text(EventImporter.progressNamespace)]) { $0.int(0) }
         }.first ?? 0
     }
 

@@ -128,11 +128,11 @@ final class JournalTests: EventsTestCase {
         let name = "events-999998-fedcba9876543210.journal"
         writeFile(folder + "/" + name, JournalRecord.encode(payload("once")))
         let db = try SQLiteStore(directory: directory)
-        try db.kvPut(namespace: EventStore.importedNamespace, key: name, value: [], updatedMs: 0)
+        try db.kvPut(namespace: EventImporter.importedNamespace, key: name, value: [], updatedMs: 0)
         let events = try open(quiet())
         XCTAssertEqual(events.queuedCount, 0)
         XCTAssertFalse(journalFiles().contains(folder + "/" + name))
-        XCTAssertNil(try db.kvGet(namespace: EventStore.importedNamespace, key: name), "the mark goes with the file")
+        XCTAssertNil(try db.kvGet(namespace: EventImporter.importedNamespace, key: name), "the mark goes with the file")
         events.close(timeoutMilliseconds: 0)
     }
 
@@ -144,7 +144,7 @@ final class JournalTests: EventsTestCase {
         XCTAssertEqual(flock(fd, LOCK_EX), 0)
         let events = try open(quiet())
         XCTAssertEqual(events.queuedCount, 1, "counted (the limits are the directory's), but not imported")
-        XCTAssertEqual(events.store.tableCount.load(ordering: .relaxed), 0, "a locked journal belongs to a live process")
+        XCTAssertEqual(events.store.table.count.load(ordering: .relaxed), 0, "a locked journal belongs to a live process")
         XCTAssertTrue(journalFiles().contains(live))
         // Closed first: its upload thread also imports dead journals, and
         // an import it had in progress while the next open looked would be

@@ -23,7 +23,7 @@ final class LeaseAccountingTests: XCTestCase {
         try store.drain()
     }
 
-    func dropped(_ store: EventStore) -> Int { store.limitDropped.count }
+    func dropped(_ store: EventStore) -> Int { store.limits.dropped.count }
 
     /// The bug of issue 24's note, as it happened: a batch of 20 in its
     /// attempt, a trim deletes its 10 oldest, the server answers 413 and

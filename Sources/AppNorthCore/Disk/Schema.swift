@@ -37,9 +37,9 @@ enum Schema {
         static let config = "config"
         /// ConsentRecord: the analytics choice and the revocation count.
         static let consent = "consent"
-        /// JournalImport: journals imported whole (empty value), by file name.
+        /// EventImporter: journals imported whole (empty value), by file name.
         static let journalImported = "events_journal_imported"
-        /// JournalImport: how far a journal was imported (decimal offset).
+        /// EventImporter: how far a journal was imported (decimal offset).
         static let journalProgress = "events_journal_progress"
         /// EventStore (QueueLimits): each handle's leased batch range.
         static let eventsLease = "events_lease"

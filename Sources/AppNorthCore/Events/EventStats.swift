@@ -18,9 +18,9 @@ extension AppNorthEvents {
         root.set("disk_bytes", .int(Int64(store.bytesOnDisk)))
         // Events purged at import count as consent drops too; drops past
         // the limits and damaged stretches are counted by the store.
-        let counts = counters.snapshot(adding: [.consent: store.consentDropped.load(ordering: .relaxed),
-                                                .queueLimit: store.limitDropped.count,
-                                                .damaged: store.damagedDropped.load(ordering: .relaxed)])
+        let counts = counters.snapshot(adding: [.consent: store.importer.consentDropped.load(ordering: .relaxed),
+                                                .queueLimit: store.limits.dropped.count,
+                                                .damaged: store.table.damagedDropped.load(ordering: .relaxed)])
         let dropped = JSON.object()
         for reason in EventCounters.DropReason.allCases {
             dropped.set(reason.key, .int(Int64(counts.dropped(reason))))

@@ -121,7 +121,7 @@ extension AppNorthEvents {
             guard !undeleted.isEmpty else { return }
             _ = try? store.remove(undeleted)
             undeleted = []
-            store.leaseFloor.store(Int64.max, ordering: .relaxed)
+            store.limits.leaseFloor.store(Int64.max, ordering: .relaxed)
         }
 
         /// The batch before, if its request's wait did not delete it; the
@@ -130,7 +130,7 @@ extension AppNorthEvents {
         mutating func deferRemoval(of delivered: [StoredEvent], _ store: EventStore) {
             deleteDelivered(store)
             undeleted = delivered
-            if let first = delivered.first?.seq { store.leaseFloor.store(first, ordering: .relaxed) }
+            if let first = delivered.first?.seq { store.limits.leaseFloor.store(first, ordering: .relaxed) }
         }
     }
 
@@ -143,7 +143,7 @@ extension AppNorthEvents {
         try store.recoverOrphansIfDue()
         defer { pipeline.ahead = nil }
         if let next = pipeline.ahead, next.generation == generation, next.events.count == batchSize,
-           next.removals == store.removals.load(ordering: .acquiring) {
+           next.removals == store.table.removals.load(ordering: .acquiring) {
             return next
         }
         try drainIntoTable(part: part)
@@ -231,7 +231,7 @@ extension AppNorthEvents {
                  prepared: ([StoredEvent], BatchBody)?, whileWaiting: (() -> Void)?) -> BatchUpload.Input {
         guard waitForRetryAfter(generation, thread) else { return .abandoned }
         try? store.trimIfOverLimits((options.maxQueuedEvents, options.maxQueuedBytes))
-        let floor = store.leaseFloor.load(ordering: .relaxed)
+        let floor = store.limits.leaseFloor.load(ordering: .relaxed)
         guard let rest = try? store.lease(events, from: floor == Int64.max ? nil : floor) else {
             return .storageFailed(.storage("cannot read the event queue"))
         }
@@ -297,7 +297,7 @@ extension AppNorthEvents {
     /// noting what they were read under.
     func prepareBatch(_ limit: Int, after: Int64?, _ generation: UInt64) throws(AppNorthError) -> PreparedBatch {
         // Noted before the read: a removal during it shows as a change.
-        let removals = store.removals.load(ordering: .acquiring)
+        let removals = store.table.removals.load(ordering: .acquiring)
         let events = try store.oldest(limit, after: after)
         return PreparedBatch(events: events, body: BatchBody(events, client.compression), generation: generation,
                              removals: removals)

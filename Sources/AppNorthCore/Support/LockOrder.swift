@@ -12,7 +12,7 @@ enum LockLevel {
     static let gate = 0
     /// `EventConsent.changes`: one consent change or adoption.
     static let consentChanges = 1
-    /// `EventStore.draining`: drains, trims, purges, the census.
+    /// `EventImporter.state`: the drain's turn (drains, trims, purges, the census).
     static let drain = 2
     /// A journal stripe's state (`JournalStripe.state`): one `track`.
     static let stripe = 3
@@ -56,7 +56,7 @@ extension LockLevel {
     static func name(_ level: Int) -> String {
         switch level {
         case consentChanges: "EventConsent.changes"
-        case drain: "EventStore.draining"
+        case drain: "EventImporter.state"
         case stripe: "JournalStripe.state"
         case eventsState: "AppNorthEvents.state"
         case connection: "SQLiteStore.connection"

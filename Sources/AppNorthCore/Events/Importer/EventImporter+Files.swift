@@ -1,114 +1,10 @@
 import Glibc
 import Synchronization
 
-/// The journal-to-table stage of the event queue: drains rotate journal
-/// files out and import them into the `events` table, oldest first.
-extension EventStore {
-    // MARK: Journal to table
-
-    /// Moves the journal's records into the table: rotates every used
-    /// stripe's file out and imports them, with the rest of any file
-    /// imported in part before, in one transaction. Then, with `limits`,
-    /// drops the oldest rows past them. Returns how many rows were
-    /// dropped. `replacingFiles: false` (at close) leaves the stripes
-    /// without a file instead of making fresh ones nobody will write.
-    ///
-    /// All under one lock with purges, so that the totals a trim reads are
-    /// never caught between an import's two counters (the table's and the
-    /// journal's), and two trims never drop the same excess twice.
-    @discardableResult
-    func drain(trimmingTo limits: (count: Int, bytes: Int)? = nil, replacingFiles: Bool = true) throws(AppNorthError) -> Int {
-        try drain(at: nil, trimmingTo: limits, replacingFiles: replacingFiles)
-    }
-
-    /// The upload cycle's drain: imports at most `limit` of the oldest
-    /// journaled events (one transaction), so that the first batch goes out
-    /// without waiting for the whole journal; the cycle imports the rest a
-    /// part at a time while its requests are in flight. While rotated-out
-    /// files still hold events, no stripe is rotated: the newer files wait
-    /// until the older ones are imported, and events go out oldest first.
-    /// Then trims like `drain`.
-    @discardableResult
-    func drainPart(_ limit: Int, trimmingTo limits: (count: Int, bytes: Int)? = nil) throws(AppNorthError) -> Int {
-        try drain(at: max(1, limit), trimmingTo: limits, replacingFiles: true)
-    }
-
-    /// Whether rotated-out files still hold events to import.
-    var hasRetiredRest: Bool { draining.withLock { !$0.retired.isEmpty } }
-
-    /// The rotated-out segments not imported whole (for tests).
-    var retiredSegments: [JournalSegment] { draining.withLock { $0.retired } }
-
-    private func drain(at most: Int?, trimmingTo limits: (count: Int, bytes: Int)?,
-                       replacingFiles: Bool) throws(AppNorthError) -> Int {
-        try draining.withLock { state throws(AppNorthError) -> Int in
-            // Past a limit, the oldest events to drop may be journaled:
-            // everything goes in, so that the trim drops exactly those.
-            var most = most
-            if let limits, most != nil, try isOverLimits(state, limits) { most = nil }
-            // A stripe whose fresh file cannot be made keeps its old one
-            // for the next drain; the others are imported now.
-            var rotateError: AppNorthError?
-            if most == nil || state.retired.isEmpty {
-                do throws(AppNorthError) {
-                    try journal.rotate(into: &state.retired, fresh: replacingFiles)
-                } catch {
-                    rotateError = error
-                }
-            }
-            // Parts of at most `importPartBytes` each, one transaction
-            // each (with its progress marks), so the WAL never holds more
-            // than one part: a drain of 5 MB of journal used to be one
-            // transaction, and the WAL grew by all of it.
-            var left = most ?? .max
-            while left > 0 && !state.retired.isEmpty {
-                let taken = try importRetired(&state, limit: left)
-                if taken == 0 { break }
-                left -= taken
-            }
-            if let rotateError { throw rotateError }
-            guard let limits else { return 0 }
-            return try trimDirectory(state, limits)
-        }
-    }
-
-    /// The payload bytes one import transaction takes at most (beyond one
-    /// record): what the WAL grows by per part.
-    static let importPartBytes = 256 << 10
-
-    /// Imports up to `limit` events (and about `importPartBytes`) of the
-    /// retired segments in one transaction and settles what went in; a
-    /// segment imported whole is deleted and leaves `retired`. Returns the
-    /// records taken (0: nothing was left to take).
-    private func importRetired(_ state: inout DrainState, limit: Int) throws(AppNorthError) -> Int {
-        var files: [JournalFile] = []
-        for segment in state.retired {
-            let reader: JournalReader
-            if let open = state.readers[segment.name] {
-                reader = open
-            } else {
-                reader = try segment.reader()
-                state.readers[segment.name] = reader
-            }
-            files.append(JournalFile(name: segment.name, reader: reader, expected: state.offsets[segment.name] ?? 0))
-        }
-        let parts = try importJournals(files, limit: limit, maxBytes: Self.importPartBytes, &state.settledMarks)
-        var rest: [JournalSegment] = []
-        for (segment, part) in zip(state.retired, parts) {
-            if part.finished {
-                journal.settle(segment)
-                state.readers[segment.name] = nil
-                state.offsets[segment.name] = nil
-            } else {
-                journal.settle(segment, records: part.records, bytes: part.bytes)
-                state.offsets[segment.name] = part.position
-                rest.append(segment)
-            }
-        }
-        state.retired = rest
-        return parts.reduce(0) { $0 + $1.records }
-    }
-
+/// Importing journal files into the table (a drain's retired segments, or
+/// the journals ended processes left, `OrphanRecovery`): their records
+/// merged oldest first, inserted with the files' marks in one transaction.
+extension EventImporter {
     /// Imports up to `limit` events of journal files, oldest first (the
     /// files' next records merged by their timestamps: several stripes'
     /// files hold events of the same moments; within one file, the order
@@ -126,16 +22,16 @@ extension EventStore {
     func importJournals(_ files: [JournalFile], limit: Int = .max, maxBytes: Int = .max,
                         _ settledMarks: inout [String]) throws(AppNorthError) -> [ImportedPart] {
         let marks = settledMarks
-        let (refused, cursors, parts) = try db.transaction {
+        let (refused, cursors, parts) = try table.db.transaction {
             conn throws(AppNorthError) -> (Int, [ImportCursor], [ImportedPart]) in
             var (cursors, parts, refused) = try openCursors(conn, files)
             let (count, bytes) = try insertOldest(conn, files, &cursors, &parts, limit: limit, maxBytes: maxBytes)
             try markImports(conn, files, cursors, &parts, settled: marks)
-            addToTable(count, bytes)
+            table.add(count, bytes)
             return (refused, cursors, parts)
         }
         for (file, cursor) in zip(files, cursors) where cursor.damaged > 0 {
-            damagedDropped.add(cursor.damaged, ordering: .relaxed)
+            table.damagedDropped.add(cursor.damaged, ordering: .relaxed)
             logger.log(.warning, "event queue: skipped \(cursor.damaged) damaged stretch(es) of the event journal \(file.name)")
         }
         if refused > 0 {

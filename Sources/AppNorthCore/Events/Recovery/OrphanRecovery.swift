@@ -1,12 +1,27 @@
 import Glibc
 import Synchronization
 
-/// Orphan recovery: the journals that ended processes left.
-extension EventStore {
+/// Orphan recovery: the journals that ended processes left (nobody holds
+/// their lock) are claimed, imported (`EventImporter.importJournals`) and
+/// deleted. Its own state is when it last looked.
+final class OrphanRecovery: Sendable {
+    let importer: EventImporter
+    let largestJournal: Int
+    /// When dead processes' journals were last looked for (monotonic ns).
+    let lastScan: Lock<UInt64>
+    var journal: EventJournal { importer.journal }
+    var logger: Logger { importer.logger }
+
+    init(importer: EventImporter, largestJournal: Int) {
+        self.importer = importer
+        self.largestJournal = largestJournal
+        lastScan = Lock(Self.monotonicNanoseconds())
+    }
+
     /// Imports the journals that dead processes left (nobody holds their
     /// lock), removes half-created ones, and forgets marks of files that
     /// are gone. Runs at open and, from the upload thread, every 10 s.
-    func recoverOrphans() throws(AppNorthError) {
+    func recover() throws(AppNorthError) {
         for name in journal.journalNames(creating: true) {
             if let fd = EventJournal.claimOrphan(name, in: journal.directory, logger: logger) {
                 journal.directory.remove(name)
@@ -25,7 +40,7 @@ extension EventStore {
             }
             if !claimed.isEmpty {
                 // Files are not in the journal's totals: nothing to settle.
-                let parts = try importJournals(claimed.map(\.file), &settled)
+                let parts = try importer.importJournals(claimed.map(\.file), &settled)
                 imported += parts.reduce(0) { $0 + $1.records }
             }
         }
@@ -53,16 +68,17 @@ extension EventStore {
         }
         try importClaimed()
         if imported > 0 { logger.log(.info, "event queue: recovered \(imported) event(s) from the journal of an ended process") }
+        let db = importer.table.db
         let marks = try db.withConnection { conn throws(AppNorthError) in
-            try conn.kvKeys(Self.importedNamespace).map { (Self.importedNamespace, $0) }
-                + conn.kvKeys(Self.progressNamespace).map { (Self.progressNamespace, $0) }
+            try conn.kvKeys(EventImporter.importedNamespace).map { (EventImporter.importedNamespace, $0) }
+                + conn.kvKeys(EventImporter.progressNamespace).map { (EventImporter.progressNamespace, $0) }
         }
         // Marks of deleted files: this scan's, and any a process left when
         // it ended (or closed) before its next import dropped them.
         for (namespace, name) in marks where !journal.directory.exists(name) {
             try? db.kvDelete(namespace: namespace, key: name)
         }
-        draining.withLock { $0.lastScanMono = Self.monotonicNanoseconds() }
+        lastScan.withLock { $0 = Self.monotonicNanoseconds() }
     }
 
     /// An ended process's journal larger than the limits allow
@@ -78,10 +94,10 @@ extension EventStore {
                    + (moved ? "set aside as \(aside), not imported" : "left in place, not imported"))
     }
 
-    /// `recoverOrphans` when the last look is 10 s old.
-    func recoverOrphansIfDue() throws(AppNorthError) {
-        let due = draining.withLock { Self.monotonicNanoseconds() &- $0.lastScanMono >= 10_000_000_000 }
-        if due { try recoverOrphans() }
+    /// `recover` when the last look is 10 s old.
+    func recoverIfDue() throws(AppNorthError) {
+        let due = lastScan.withLock { Self.monotonicNanoseconds() &- $0 >= 10_000_000_000 }
+        if due { try recover() }
     }
 
     /// The orphan scan's timer runs on the real clock (an injected clock

@@ -20,7 +20,7 @@ extension AppNorthEvents {
     /// attempt starts after it. In the other handles, a `track` that starts
     /// after this call returned is dropped; one that raced it is purged.
     package func setConsent(analytics granted: Bool) throws(AppNorthError) {
-        try whileOpen { _ in }
+        try requireOpen()
         try consentOwner.set(analytics: granted)
     }
 }

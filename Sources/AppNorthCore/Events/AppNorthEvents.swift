@@ -29,42 +29,22 @@ package final class AppNorthEvents: Sendable {
     var identity: Identity { sender.identity }
     let clock: any AppNorthClock
     let logger: Logger
-    let state: Lock<State>
     /// Drops by reason and deliveries since open (their own lock).
     let counters: EventCounters
-    let flushDone = GenerationWaiter()
     /// Open or closed: the one place it is held.
     let lifecycle: EventsLifecycle
-    let worker: Lock<BackgroundThread?> = Lock(nil)
-    /// Set while the last upload cycle failed (the uploader waits for its
-    /// timer then), so that `track` stops waking it.
-    let uploadsFailing = Atomic<Bool>(false)
-    /// The queued count at which `track` wakes the uploader (the upload
-    /// thread sets it: the threshold, 20 more than a failed cycle left, or
-    /// Int.max while it has no use for a wake-up).
-    let wakeAt = Atomic<Int>(Int.max)
     /// The consent choice, its adoption across handles, and the upload
     /// request a revocation cancels (its own lock).
     let consentOwner: EventConsent
+    /// The upload thread, its breaker, flushes and errors (its own lock).
+    let uploader: EventUploader
+    /// Journaled events into the table, under the limits.
+    let drain: QueueDrain
     /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
     let countStep: (count: Int, bytes: Int)
     let countMargin: (count: Int, bytes: Int)
     /// The queued figures past which `track` drains and trims.
     let trackLimits: (count: Int, bytes: Int)
-
-    struct State {
-        var networkType: NetworkType
-        var breaker: CircuitBreaker
-        var flushRequested: UInt64 = 0
-        /// The most recent upload error, for stats.
-        var lastError: AppNorthError?
-        /// The error that ended the last upload cycle, for flush callers.
-        var cycleError: AppNorthError?
-        var lastFlushMs: Int64?
-        var lastAttemptMs: Int64?
-        /// The uploader waits for this before its next request (Retry-After).
-        var notBeforeMono: UInt64 = 0
-    }
 
     /// Opens the queue in `directory` and starts the upload thread.
     /// `secureStore` holds identity values (default: a 0600 file there).
@@ -76,28 +56,30 @@ package final class AppNorthEvents: Sendable {
         trackLimits = Self.trackLimits(options)
         self.client = client
         self.clock = clock
-        self.logger = logger ?? client.configuration.logger
-        db = try SQLiteStore(directory: directory)
-        // The watch first: a change made after its counters are read is
-        // adopted later; one made before is in the stored choice read next.
+        let logger = logger ?? client.configuration.logger
+        self.logger = logger
         let counters = EventCounters(), lifecycle = EventsLifecycle()
         self.counters = counters
         self.lifecycle = lifecycle
+        db = try SQLiteStore(directory: directory)
+        // The watch first: a change made after its counters are read is
+        // adopted later; one made before is in the stored choice read next.
         let watch = try ConsentWatch(directory: directory)
         let revocationsAdopted = watch.revocations
-        let stored = try EventConsent.load(db, logger: self.logger)
-        store = try EventStore(db: db, directory: directory, epoch: stored.epoch, logger: self.logger,
+        let stored = try EventConsent.load(db, logger: logger)
+        store = try EventStore(db: db, directory: directory, epoch: stored.epoch, logger: logger,
                                largestJournal: EventJournal.largestFile(maxEvents: options.maxQueuedEvents,
                                                                         maxBytes: options.maxQueuedBytes))
-        consentOwner = EventConsent(watch: watch, stored: stored.choice, revocationsAdopted: revocationsAdopted,
-                               requireConsent: options.requireConsent, db: db, store: store, counters: counters,
-                               lifecycle: lifecycle, clock: clock, logger: self.logger)
         journalRef = Unmanaged.passUnretained(store.journal)
+        consentOwner = EventConsent(watch: watch, stored: stored.choice, revocationsAdopted: revocationsAdopted,
+                                    requireConsent: options.requireConsent, db: db, store: store, counters: counters,
+                                    lifecycle: lifecycle, clock: clock, logger: logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: self.logger))
-        state = Lock(State(networkType: options.networkType, breaker: CircuitBreaker(threshold: options.breakerThreshold)),
-                     level: LockLevel.eventsState)
+        sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: logger))
+        drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, options.maxQueuedBytes), logger: logger)
+        uploader = EventUploader(options: options, client: client, store: store, db: db, consent: consentOwner,
+                                 counters: counters, lifecycle: lifecycle, drain: drain, clock: clock, logger: logger)
         // A stripe publishes every `step` records (or bytes): a small part
         // of the limits, so that all stripes' unpublished records together
         // stay within `margin` of them. With small limits the step is 1:
@@ -109,36 +91,12 @@ package final class AppNorthEvents: Sendable {
         countStep = (max(1, min(32, options.maxQueuedEvents / (4 * stripes))),
                      max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
         countMargin = (countStep.count * stripes, countStep.bytes * stripes)
-        // Events an earlier run left on disk go out as soon as the thread
-        // starts, not after the first 30 s timer or the 20th new event.
-        let leftover = store.count
-        if leftover > 0 {
-            state.withLock { $0.flushRequested = 1 }
-            self.logger.log(.debug, "events: \(leftover) event(s) left by an earlier run; uploading them now")
-        }
-        // The thread holds the queue only while it works, never while it
-        // sleeps, so dropping the last reference (deinit) can stop it.
-        // The flush interval counts from opening, not from whenever the
-        // thread first runs.
-        let opened = clock.monotonicNanoseconds()
-        let threshold = options.batchThreshold
-        let interval = options.flushIntervalMilliseconds
-        wakeAt.store(threshold, ordering: .relaxed)
-        let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
-            var trigger = UploadTrigger(threshold: threshold, intervalMilliseconds: interval, openedAt: opened)
-            while !thread.isStopping {
-                guard let sleepMs = self?.uploaderStep(thread, &trigger) else { break }
-                if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
-            }
-            // Nobody waits in vain for a flush after the thread has stopped.
-            self?.flushDone.advance(to: .max)
-        }
-        worker.withLock { $0 = thread }
+        try uploader.start(opened: clock.monotonicNanoseconds())
     }
 
     deinit {
         lifecycle.close()
-        worker.withLock { $0 }?.stop()
+        uploader.stop()
     }
 
     // MARK: Flushing
@@ -182,34 +140,16 @@ package final class AppNorthEvents: Sendable {
             }
         }
         try engine.watch(wait)
-        flushDone.whenReached(ticket.target) { engine.reach(wait) }
+        uploader.flushDone.whenReached(ticket.target) { engine.reach(wait) }
     }
 
-    /// A flush asked for: the cycle that completes it, and the delivered
-    /// count before it.
-    struct FlushTicket: Sendable {
-        let target: UInt64
-        let delivered: Int
-    }
-
-    private func requestFlush() throws(AppNorthError) -> FlushTicket {
-        let ticket = state.withLock { s -> FlushTicket? in
-            guard !lifecycle.isClosed else { return nil }
-            s.flushRequested += 1
-            return FlushTicket(target: s.flushRequested, delivered: counters.delivered)
-        }
-        guard let ticket else { throw .wrongState("the event queue is closed") }
-        wakeUploader()
+    private func requestFlush() throws(AppNorthError) -> EventUploader.FlushTicket {
+        guard let ticket = uploader.requestFlush() else { throw .wrongState("the event queue is closed") }
         return ticket
     }
 
-    /// What a flush whose cycle ended gives: the events accepted since it
-    /// was asked for, or the cycle's error.
-    private func flushOutcome(_ ticket: FlushTicket) throws(AppNorthError) -> Int {
-        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, counters.delivered &- ticket.delivered) }
-        if outcome.0 { throw Self.pausedError }
-        if let error = outcome.1 { throw error }
-        return max(0, outcome.2)
+    private func flushOutcome(_ ticket: EventUploader.FlushTicket) throws(AppNorthError) -> Int {
+        try uploader.flushOutcome(ticket)
     }
 
     private static func timeoutError(_ timeoutMilliseconds: Int) -> AppNorthError {
@@ -223,14 +163,11 @@ package final class AppNorthEvents: Sendable {
         var remaining = max(0, timeoutMilliseconds)
         while true {
             let slice = min(20, remaining)
-            if flushDone.wait(for: target, milliseconds: slice) { return true }
+            if uploader.flushDone.wait(for: target, milliseconds: slice) { return true }
             remaining -= slice
             if remaining <= 0 || cancel.isCancelled { return false }
         }
     }
-
-    static let pausedError = AppNorthError.wrongState(
-        "uploads are paused after consecutive failures; call start_session or foreground to resume")
 
     /// Flushes within `timeoutMilliseconds` (0: no flush), then stops the
     /// upload thread. Queued events stay on disk. Later calls fail with
@@ -239,9 +176,9 @@ package final class AppNorthEvents: Sendable {
         if timeoutMilliseconds > 0 { _ = try? flush(timeoutMilliseconds: timeoutMilliseconds) }
         lifecycle.close()
         consentOwner.cancelInFlight()
-        worker.withLock { $0 }?.stop()
+        uploader.stop()
         // Journaled events move to SQLite now, not at the next open.
-        _ = try? drainIntoTable(replacingFiles: false)
+        _ = try? drain.run(replacingFiles: false)
         if store.count == 0 { db.compact() }
     }
 
@@ -250,40 +187,21 @@ package final class AppNorthEvents: Sendable {
     /// A new app session: a new session id, and uploads resume if the
     /// circuit breaker had paused them.
     package func startSession() throws(AppNorthError) {
-        var wasOpen = false
-        try whileOpen {
-            wasOpen = $0.breaker.isOpen
-            $0.breaker.reset()
-        }
+        guard uploader.resume("a new session", flush: false) else { throw .wrongState("the event queue is closed") }
         sender.newSession()
-        if wasOpen { logger.log(.info, "events: circuit breaker closed by a new session; uploads resume") }
-        wakeUploader()
     }
 
     /// The app came to the foreground: uploads resume and a flush starts.
     package func foreground() throws(AppNorthError) {
-        var wasOpen = false
-        try whileOpen {
-            wasOpen = $0.breaker.isOpen
-            $0.breaker.reset()
-            $0.flushRequested += 1
-        }
-        if wasOpen { logger.log(.info, "events: circuit breaker closed by foreground; uploads resume") }
-        wakeUploader()
+        guard uploader.resume("foreground", flush: true) else { throw .wrongState("the event queue is closed") }
     }
 
     package func setNetworkType(_ type: NetworkType) throws(AppNorthError) {
-        try whileOpen { $0.networkType = type }
+        guard uploader.whileOpen({ $0.networkType = type }) else { throw .wrongState("the event queue is closed") }
     }
 
-    /// Changes state unless the queue is closed.
-    func whileOpen(_ change: (inout State) -> Void) throws(AppNorthError) {
-        let open = state.withLock { s -> Bool in
-            guard !lifecycle.isClosed else { return false }
-            change(&s)
-            return true
-        }
-        if !open { throw .wrongState("the event queue is closed") }
+    /// Throws unless the queue is open.
+    func requireOpen() throws(AppNorthError) {
+        if lifecycle.isClosed { throw .wrongState("the event queue is closed") }
     }
-
 }

@@ -8,19 +8,19 @@ extension AppNorthEvents {
 
     package func identify(userID: String) throws(AppNorthError) {
         guard (1...256).contains(userID.utf8.count) else { throw .invalidArgument("user id must be 1 to 256 bytes") }
-        try whileOpen { _ in }
+        try requireOpen()
         try sender.identify(userID)
     }
 
     /// Clears the user id (logout). The anonymous id stays.
     package func reset() throws(AppNorthError) {
-        try whileOpen { _ in }
+        try requireOpen()
         try sender.identify(nil)
     }
 
     package func setPushToken(_ token: String?) throws(AppNorthError) {
         if let token, !(1...4096).contains(token.utf8.count) { throw .invalidArgument("push token must be 1 to 4096 bytes") }
-        try whileOpen { _ in }
+        try requireOpen()
         try identity.setPushToken(token)
     }
 

@@ -6,8 +6,8 @@ extension AppNorthEvents {
     /// last flush time, as a JSON object.
     package func statsJSON() -> String {
         let choice = consentOwner.current
-        trimToLimits()
-        let s = state.withLock { $0 }
+        drain.trimToLimits()
+        let s = uploader.state.withLock { $0 }
         let root = JSON.object()
         let queued = store.directoryQueued
         root.set("queued", .int(Int64(queued.count)))
@@ -49,7 +49,7 @@ extension AppNorthEvents {
 
     package var queuedCount: Int {
         consentOwner.refresh()
-        trimToLimits()
+        drain.trimToLimits()
         return store.directoryQueued.count
     }
 

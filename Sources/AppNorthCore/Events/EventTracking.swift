@@ -70,11 +70,11 @@ extension AppNorthEvents {
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
         if queued.count > trackLimits.count || queued.bytes > trackLimits.bytes {
-            try drainIntoTable()
+            try drain.run()
         }
         // After a failed upload the timer brings the next attempt: waking
         // the uploader on every event would only cost the tracking thread.
-        if queued.count >= wakeAt.load(ordering: .relaxed) { wakeUploader() }
+        if queued.count >= uploader.wakeAt.load(ordering: .relaxed) { uploader.wake() }
         return true
     }
 
@@ -131,15 +131,8 @@ extension AppNorthEvents {
     /// the threshold is then not counted exactly on every event, which
     /// would make every tracking thread write the shared totals.
     var nearThresholds: (count: Int, bytes: Int) {
-        (min(wakeAt.load(ordering: .relaxed), trackLimits.count + 1), trackLimits.bytes + 1)
+        (min(uploader.wakeAt.load(ordering: .relaxed), trackLimits.count + 1), trackLimits.bytes + 1)
     }
-
-    /// How far `track` lets the journal run past the limits before it
-    /// drains and trims on the calling thread: at the limit (offline, the
-    /// queue full), one drain per event would cost more than the journal
-    /// saves; one per 1 % of the limit costs little.
-    var countSlack: Int { trackLimits.count - options.maxQueuedEvents }
-    var byteSlack: Int { trackLimits.bytes - options.maxQueuedBytes }
 
     /// The limits with their slack: past them `track` drains and trims
     /// (computed once, at open: `trackLimits`).
@@ -147,32 +140,4 @@ extension AppNorthEvents {
         (options.maxQueuedEvents + max(0, min(100, options.maxQueuedEvents / 100)),
          options.maxQueuedBytes + options.maxQueuedBytes / 100)
     }
-
-    /// Drains and trims when the queue is past a limit, so that what the
-    /// host reads holds the limits exactly.
-    func trimToLimits() {
-        let queued = store.directoryQueued
-        if queued.count > options.maxQueuedEvents || queued.bytes > options.maxQueuedBytes { _ = try? drainIntoTable() }
-    }
-
-    /// Moves journaled events into SQLite (`part`: at most that many, the
-    /// oldest; see `EventStore.drainPart`), then drops the oldest past the
-    /// limits (counted as `queue_limit`).
-    func drainIntoTable(replacingFiles: Bool = true, part: Int? = nil) throws(AppNorthError) {
-        let limits = (options.maxQueuedEvents, options.maxQueuedBytes)
-        // Counted by the store (`limitDropped`), under its drain lock.
-        let dropped: Int
-        if let part {
-            dropped = try store.drainPart(part, trimmingTo: limits)
-        } else {
-            dropped = try store.drain(trimmingTo: limits, replacingFiles: replacingFiles)
-        }
-        if dropped > 0 { logger.log(.warning, "event queue over its limits: dropped the \(dropped) oldest event(s)") }
-    }
-
-    /// How many journaled events the upload cycle imports at a time: a
-    /// part costs less than a request's wait (about 1 ms here, against
-    /// 5 ms or more for a request), and holds at least two batches, so the
-    /// table always holds the next batch to read ahead.
-    static func drainPart(_ batchSize: Int) -> Int { max(256, batchSize.multipliedSaturating(by: 2)) }
 }

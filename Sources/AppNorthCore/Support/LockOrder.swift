@@ -16,8 +16,8 @@ enum LockLevel {
     static let drain = 2
     /// A journal stripe's state (`JournalStripe.state`): one `track`.
     static let stripe = 3
-    /// `AppNorthEvents.state`: the queue's in-memory state.
-    static let eventsState = 4
+    /// `EventUploader.state`: the uploader's breaker, flushes and errors.
+    static let uploaderState = 4
     /// `SQLiteStore.connection`: the database; nothing is taken inside it.
     static let connection = 5
     /// `EventConsent.state`: the consent gate and the request a revocation
@@ -58,7 +58,7 @@ extension LockLevel {
         case consentChanges: "EventConsent.changes"
         case drain: "EventImporter.state"
         case stripe: "JournalStripe.state"
-        case eventsState: "AppNorthEvents.state"
+        case uploaderState: "EventUploader.state"
         case connection: "SQLiteStore.connection"
         case consentState: "EventConsent.state"
         case sharedThreadUsersSlot: "SharedThreads slot"

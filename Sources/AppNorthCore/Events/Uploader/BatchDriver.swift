@@ -1,6 +1,6 @@
 /// What one batch's upload needs from the queue around it: the attempts,
 /// the waits and the removal of rows. The upload thread's side is
-/// `AppNorthEvents.BatchSide` (the store, the transport, consent); tests
+/// `StoreBatchPort` (the store, the transport, consent); tests
 /// give a port of their own and drive `BatchDriver` with no server.
 protocol BatchPort {
     /// One attempt of `events` (gzip if `compressed` and the client does):

@@ -1,0 +1,209 @@
+import Synchronization
+
+/// The uploader: the library thread that moves journaled events into the
+/// table and uploads them, and everything it decides by (the circuit
+/// breaker, the flushes asked for, the network type, the last errors, a
+/// server's Retry-After). One owner with its own lock (`state`); the
+/// thread's turns are `UploadTrigger` (when a cycle starts), `UploadCycle`
+/// (batches until empty or failed) and `BatchDriver` (one batch), each
+/// driven through a port that tests replace.
+///
+/// The thread holds the uploader only while it works, never while it
+/// sleeps: the queue's `close` or deinit stops it (`stop`).
+final class EventUploader: Sendable {
+    struct State: Sendable {
+        var networkType: NetworkType
+        var breaker: CircuitBreaker
+        var flushRequested: UInt64 = 0
+        /// The most recent upload error, for stats.
+        var lastError: AppNorthError?
+        /// The error that ended the last upload cycle, for flush callers.
+        var cycleError: AppNorthError?
+        var lastFlushMs: Int64?
+        var lastAttemptMs: Int64?
+        /// The uploader waits for this before its next request (Retry-After).
+        var notBeforeMono: UInt64 = 0
+    }
+
+    let state: Lock<State>
+    let options: AppNorthEventsOptions
+    let client: AppNorthClient
+    let store: EventStore
+    let db: SQLiteStore
+    let consent: EventConsent
+    let counters: EventCounters
+    let lifecycle: EventsLifecycle
+    let drain: QueueDrain
+    let clock: any AppNorthClock
+    let logger: Logger
+    /// Moves when a cycle ends (`flush` waits on it).
+    let flushDone = GenerationWaiter()
+    let worker: Lock<BackgroundThread?> = Lock(nil)
+    /// The queued count at which `track` wakes the uploader (the thread
+    /// sets it: the threshold, 20 more than a failed cycle left, or Int.max
+    /// while it has no use for a wake-up).
+    let wakeAt = Atomic<Int>(Int.max)
+
+    init(options: AppNorthEventsOptions, client: AppNorthClient, store: EventStore, db: SQLiteStore, consent: EventConsent,
+         counters: EventCounters, lifecycle: EventsLifecycle, drain: QueueDrain, clock: any AppNorthClock, logger: Logger) {
+        state = Lock(State(networkType: options.networkType, breaker: CircuitBreaker(threshold: options.breakerThreshold)),
+                     level: LockLevel.uploaderState)
+        self.options = options
+        self.client = client
+        self.store = store
+        self.db = db
+        self.consent = consent
+        self.counters = counters
+        self.lifecycle = lifecycle
+        self.drain = drain
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Starts the upload thread. Events an earlier run left on disk go out
+    /// as soon as it starts, not after the first 30 s timer or the 20th new
+    /// event. The flush interval counts from `opened`, not from whenever
+    /// the thread first runs.
+    func start(opened: UInt64) throws(AppNorthError) {
+        let leftover = store.count
+        if leftover > 0 {
+            state.withLock { $0.flushRequested = 1 }
+            logger.log(.debug, "events: \(leftover) event(s) left by an earlier run; uploading them now")
+        }
+        let threshold = options.batchThreshold
+        let interval = options.flushIntervalMilliseconds
+        wakeAt.store(threshold, ordering: .relaxed)
+        let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
+            var trigger = UploadTrigger(threshold: threshold, intervalMilliseconds: interval, openedAt: opened)
+            while !thread.isStopping {
+                guard let sleepMs = self?.step(thread, &trigger) else { break }
+                if sleepMs > 0 { _ = thread.sleep(milliseconds: sleepMs) }
+            }
+            // Nobody waits in vain for a flush after the thread has stopped.
+            self?.flushDone.advance(to: .max)
+        }
+        worker.withLock { $0 = thread }
+    }
+
+    /// Stops the thread (cancel the request in flight first: `EventConsent.cancelInFlight`).
+    func stop() {
+        worker.withLock { $0 }?.stop()
+    }
+
+    func wake() {
+        worker.withLock { $0 }?.wake()
+    }
+
+    /// The thread's timers (flush interval, retry delays, Retry-After) run
+    /// on the handle's clock: real monotonic time by default. An injected
+    /// clock cannot wake the thread when it moves, so the thread then
+    /// looks at it at least every 50 ms.
+    func ticks() -> UInt64 { clock.monotonicNanoseconds() }
+    var longestSleepMs: Int { clock is SystemClock ? Int.max : 50 }
+
+    /// One turn of the thread: asks the trigger whether a cycle is due,
+    /// runs it, and tells the trigger how it ended; the one place where the
+    /// thread's state moves, logged at debug level. Returns how long to
+    /// sleep before the next turn (0: at once).
+    func step(_ thread: BackgroundThread, _ trigger: inout UploadTrigger) -> Int {
+        let (requested, breakerOpen) = state.withLock { ($0.flushRequested, $0.breaker.isOpen) }
+        let seen = UploadTrigger.Inputs(now: ticks(), queued: store.count, flushRequested: requested,
+                                        breakerOpen: breakerOpen)
+        switch trigger.next(seen) {
+        case .sleep(let milliseconds, let wake):
+            wakeAt.store(wake, ordering: .relaxed)
+            return max(1, min(longestSleepMs, milliseconds))
+        case .runCycle(let target, let reason):
+            wakeAt.store(Int.max, ordering: .relaxed)
+            let result = cycle(thread)
+            // Space comes back once everything went (SQLiteStore.compact).
+            if result == .succeeded && store.count == 0 { db.compact() }
+            let (failures, retryAfter) = state.withLock { ($0.breaker.consecutiveFailures, $0.notBeforeMono) }
+            let queued = store.count
+            let wake = trigger.cycleEnded(result, at: ticks(), flushTarget: target, queued: queued, failures: failures,
+                                          schedule: options.retry, retryAfterUntil: retryAfter)
+            logger.log(.debug, "events: cycle (\(reason.rawValue)) ended \(result), \(queued) queued; "
+                       + "the next starts at \(wake == Int.max ? "flush or timer" : String(wake) + " queued")")
+            wakeAt.store(wake, ordering: .relaxed)
+            flushDone.advance(to: target)
+            return 0
+        }
+    }
+
+    // MARK: What the host asks of it
+
+    /// A flush asked for: the cycle that completes it, and the delivered
+    /// count before it.
+    struct FlushTicket: Sendable {
+        let target: UInt64
+        let delivered: Int
+    }
+
+    /// Asks for a cycle now; nil once closed.
+    func requestFlush() -> FlushTicket? {
+        let ticket = state.withLock { s -> FlushTicket? in
+            guard !lifecycle.isClosed else { return nil }
+            s.flushRequested += 1
+            return FlushTicket(target: s.flushRequested, delivered: counters.delivered)
+        }
+        if ticket != nil { wake() }
+        return ticket
+    }
+
+    /// What a flush whose cycle ended gives: the events accepted since it
+    /// was asked for, or the cycle's error.
+    func flushOutcome(_ ticket: FlushTicket) throws(AppNorthError) -> Int {
+        let outcome = state.withLock { ($0.breaker.isOpen, $0.cycleError, counters.delivered &- ticket.delivered) }
+        if outcome.0 { throw Self.pausedError }
+        if let error = outcome.1 { throw error }
+        return max(0, outcome.2)
+    }
+
+    static let pausedError = AppNorthError.wrongState(
+        "uploads are paused after consecutive failures; call start_session or foreground to resume")
+
+    /// Uploads resume if the circuit breaker had paused them (a session,
+    /// the foreground); `flush`: a cycle starts too. False once closed.
+    func resume(_ why: String, flush: Bool) -> Bool {
+        let wasOpen = state.withLock { s -> Bool? in
+            guard !lifecycle.isClosed else { return nil }
+            defer { s.breaker.reset() }
+            if flush { s.flushRequested += 1 }
+            return s.breaker.isOpen
+        }
+        guard let wasOpen else { return false }
+        if wasOpen { logger.log(.info, "events: circuit breaker closed by \(why); uploads resume") }
+        wake()
+        return true
+    }
+
+    /// Changes state unless the queue is closed.
+    func whileOpen(_ change: (inout State) -> Void) -> Bool {
+        state.withLock { s -> Bool in
+            guard !lifecycle.isClosed else { return false }
+            change(&s)
+            return true
+        }
+    }
+
+    // MARK: What a cycle records
+
+    /// A failed flush: one more toward the circuit breaker.
+    func recordFailedFlush(_ error: AppNorthError) {
+        let opened = state.withLock { s -> Bool in
+            let wasOpen = s.breaker.isOpen
+            s.breaker.recordFailure()
+            s.cycleError = error
+            return !wasOpen && s.breaker.isOpen
+        }
+        if opened {
+            logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
+                       + "uploads paused until start_session or foreground")
+        }
+    }
+
+    func record(_ error: AppNorthError) {
+        state.withLock { $0.lastError = error }
+        logger.log(.warning, "event upload failed: \(error.message)")
+    }
+}

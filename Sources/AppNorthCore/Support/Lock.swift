@@ -92,6 +92,16 @@ extension Lock where Value == Void {
         defer { cell.unlock() }
         return try body()
     }
+
+    /// Runs `body` with the lock held if it is free now; returns nil at
+    /// once, without waiting, if another thread holds it. A try never
+    /// waits, so it cannot deadlock: the lock order records it as held
+    /// without checking it.
+    package borrowing func lockedIfFree<T>(_ body: () -> T) -> T? {
+        guard cell.tryLockOrdered() else { return nil }
+        defer { cell.unlock() }
+        return body()
+    }
 }
 
 // The mutex serialises every access to the value, as with `Mutex`.
@@ -161,6 +171,13 @@ extension UnsafeMutablePointer where Pointee == LockCell {
     }
 
     func tryLock() -> Bool { pthread_mutex_trylock(&pointee.mutex) == 0 }
+
+    /// `tryLock` with the lock-order bookkeeping (`unlock` clears it).
+    func tryLockOrdered() -> Bool {
+        guard tryLock() else { return false }
+        LockOrder.acquiredByTry(pointee.level)
+        return true
+    }
 
     /// Waits up to `timeout` (absolute, CLOCK_REALTIME, as
     /// pthread_mutex_timedlock takes it) for the mutex; for ForkGuard only.

@@ -23,6 +23,11 @@ enum LockLevel {
     /// `EventConsent.state`: the consent gate and the request a revocation
     /// cancels (taken inside `consentChanges`; nothing inside but a cancel).
     static let consentState = 6
+    /// `TransferEngine.drive`: curl's multi handle and the engine's
+    /// transfers (taken by the engine thread for a turn; callers only try it).
+    static let transferEngine = 25
+    /// `TransferEngine.inbox`: what callers leave for a busy engine (nothing inside).
+    static let transferInbox = 26
     /// A `ForkLocal`'s slot: its `make` takes no lock.
     static let forkLocal = 20
     /// The `ForkLocal` slot of `SharedThreads`' holders.
@@ -72,6 +77,8 @@ extension LockLevel {
         case listeners: "ListenerRegistry"
         case operations: "OperationTable"
         case signal: "WakeSignal/GenerationWaiter"
+        case transferEngine: "TransferEngine.drive"
+        case transferInbox: "TransferEngine.inbox"
         default: "level \(level)"
         }
     }
@@ -110,6 +117,15 @@ enum LockOrder {
         guard level > 0 && checked else { return }
         let held = UInt(bitPattern: pthread_getspecific(key))
         if held >> UInt(level) != 0 { violation(level, held) }
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: held | 1 << UInt(level)))
+    }
+
+    /// A try that got the lock: held from now on, not checked (a try
+    /// never waits, so it cannot close a cycle).
+    @inline(__always)
+    static func acquiredByTry(_ level: Int) {
+        guard level > 0 && checked else { return }
+        let held = UInt(bitPattern: pthread_getspecific(key))
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: held | 1 << UInt(level)))
     }
 

@@ -19,14 +19,19 @@ import Synchronization
 /// Who drives curl (the event-driven multi interface,
 /// curl_multi_socket_action): the engine thread waits in poll() on curl's
 /// sockets and an eventfd, with no lock held, and runs each turn under
-/// `lock`. `add` takes the lock on the caller's thread, hands the transfer
-/// to curl and, when the origin already answered this engine (its DNS
-/// entry and connection are cached), lets curl send the request there and
-/// then (non-blocking socket writes; never a host callback). The request is
-/// then on its way while the engine thread wakes, instead of after: a thread
-/// that sleeps on an idle machine takes about 0.25 ms to run again. A first
-/// transfer to an origin (name lookup, connect, TLS set-up) starts on the
-/// engine thread.
+/// `drive`. curl reads, inflates (gzip) and copies the bodies inside those
+/// turns, so a caller never waits for `drive`: `add`, `watch` and `reach`
+/// only try it. When it is free (the engine sleeps in poll()), `add` hands
+/// the transfer to curl on the caller's thread and, when the origin already
+/// answered this engine (its DNS entry and connection are cached), lets
+/// curl send the request there and then (non-blocking socket writes; never
+/// a host callback): the request is on its way while the engine thread
+/// wakes, instead of after (a thread that sleeps on an idle machine takes
+/// about 0.25 ms to run again). When it is busy (a turn runs, maybe
+/// inflating another transfer's gzip bomb), the caller leaves the job in
+/// the `EngineInbox` (its own short lock) and returns; the engine takes it
+/// before it sleeps again. A first transfer to an origin (name lookup,
+/// connect, TLS set-up) starts on the engine thread.
 ///
 /// A transfer ends when curl finishes it, when its operation's cancellation
 /// is cancelled, or when its client's `cancelInFlight()` runs; its `done`
@@ -35,7 +40,7 @@ import Synchronization
 /// first transfer and ends when the last handle holding `SharedThreads`
 /// is freed; a later hold starts a new engine. A fork() child gets an engine of its own on first use.
 final class TransferEngine: @unchecked Sendable {
-    // @unchecked: `core` is touched only with `lock` held; `waker` is
+    // @unchecked: `core` is touched only with `drive` held; `waker` is
     // callable from any thread.
     struct Job: Sendable {
         let transfer: EasyTransfer
@@ -67,7 +72,11 @@ final class TransferEngine: @unchecked Sendable {
     /// stops it.
     static func retire() -> TransferEngine? { current.take(if: { _ in true }) }
 
-    private let lock = Lock<Void>(())
+    typealias Inbox = EngineInbox<Job, EngineWait>
+    /// Held by whoever drives curl: the engine thread for its turns, or a
+    /// caller that found it free (`lockedIfFree`; a caller never waits for it).
+    private let drive = Lock<Void>((), level: LockLevel.transferEngine)
+    private let inbox = Lock<Inbox>(Inbox(), level: LockLevel.transferInbox)
     private let core: TransferEngineCore
     private let waker: TransferWaker
     private let startFailed = Lock<Bool>(false)
@@ -109,10 +118,28 @@ final class TransferEngine: @unchecked Sendable {
         let context = job.transfer.context
         context.operation?.attach(waker)
         context.inFlight?.register(ObjectIdentifier(job.transfer), waker: waker)
-        let core = self.core
         // The engine thread picks up a new socket, an earlier curl timer or
         // a job that ended unstarted.
-        if lock.withLock({ _ in core.arrive(job) }) { waker.wake() }
+        hand(.arrive(job))
+    }
+
+    /// Hands `item` to the core on this thread if no one drives curl now
+    /// (after what the inbox holds: items keep their order), else leaves it
+    /// in the inbox; never waits for the engine's curl work. Wakes the
+    /// engine thread when it must look.
+    private func hand(_ item: Inbox.Item) {
+        let core = self.core
+        let direct: Bool? = drive.lockedIfFree {
+            let earlier = self.inbox.withLock { $0.takeAll() }
+            var mustWake = false
+            for posted in earlier { mustWake = core.accept(posted) || mustWake }
+            return core.accept(item) || mustWake
+        }
+        if let direct {
+            if direct { waker.wake() }
+        } else if inbox.withLock({ $0.post(item) }) {
+            waker.wake()
+        }
     }
 
     // MARK: Waits
@@ -124,15 +151,13 @@ final class TransferEngine: @unchecked Sendable {
         if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
         wait.operation.attach(waker)
         wait.inFlight.register(ObjectIdentifier(wait), waker: waker)
-        let core = self.core
-        if lock.withLock({ _ in core.watch(wait) }) { waker.wake() }
+        hand(.watch(wait))
     }
 
     /// What `wait` waited for happened: it ends `.reached` (on the engine
     /// thread), unless it ended already. Callable from any thread.
     func reach(_ wait: EngineWait) {
-        let core = self.core
-        if lock.withLock({ _ in core.reach(wait) }) { waker.wake() }
+        hand(.reach(wait))
     }
 
     // MARK: The engine thread
@@ -141,14 +166,23 @@ final class TransferEngine: @unchecked Sendable {
         var watched: [pollfd] = []
         let core = self.core
         while !stopping.load(ordering: .acquiring) {
-            let waitMs = lock.withLock { _ in core.pollSet(into: &watched, now: monotonicNow()) }
+            let waitMs = drive.locked {
+                for item in self.inbox.withLock({ $0.takeAll() }) { _ = core.accept(item) }
+                return core.pollSet(into: &watched, now: monotonicNow())
+            }
+            // An item left after the take above: look again before sleeping.
+            let mayWait = inbox.withLock { $0.pollBegins() }
             // A failing poll() (out of memory, say) must not spin the thread.
-            if poll(&watched, nfds_t(watched.count), waitMs) < 0 && errno != EINTR { usleep(1000) }
-            let ended = lock.withLock { _ in core.turn(after: watched, now: monotonicNow()) }
+            if poll(&watched, nfds_t(watched.count), mayWait ? waitMs : 0) < 0 && errno != EINTR { usleep(1000) }
+            inbox.withLock { $0.pollEnded() }
+            let ended = drive.locked {
+                for item in self.inbox.withLock({ $0.takeAll() }) { _ = core.accept(item) }
+                return core.turn(after: watched, now: monotonicNow())
+            }
             for (job, code) in ended.jobs { end(job, code) }
             for (wait, how) in ended.waits { end(wait, how) }
         }
-        lock.withLock { _ in core.close() }
+        drive.locked { core.close() }
     }
 
     /// Asks the engine thread to end after its current turn (no job is

@@ -96,6 +96,16 @@ final class TransferEngineCore: @unchecked Sendable {
 
     // MARK: From the caller's thread
 
+    /// An item a caller handed in (directly, or through the inbox).
+    /// Returns whether the engine thread must wake to carry on.
+    func accept(_ item: TransferEngine.Inbox.Item) -> Bool {
+        switch item {
+        case .arrive(let job): arrive(job)
+        case .watch(let wait): watch(wait)
+        case .reach(let wait): reach(wait)
+        }
+    }
+
     /// A new job: it starts now (on this thread, when its origin is warm)
     /// or waits for a place. Returns whether the engine thread must wake to
     /// carry on (a job that only waits for a place does not need it: the

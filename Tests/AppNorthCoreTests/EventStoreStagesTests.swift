@@ -105,3 +105,31 @@ final class EventStoreStagesTests: XCTestCase {
         return out
     }
 }
+
+/// The census's listing of journal files (`JournalListing`): reused only
+/// while the directory's time is the one listed, and only when the listing
+/// came well after the directory's last change.
+final class JournalListingTests: XCTestCase {
+    func time(_ ns: Int64) -> timespec { timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000)) }
+
+    func testAListingIsReusedOnlyWhileTheDirectoryIsUnchangedAndSettled() {
+        let settled = JournalListing(changed: time(5_000_000_000), listed: time(5_100_000_000), names: ["a"])
+        XCTAssertEqual(settled.names(ifChangedAt: time(5_000_000_000)), ["a"])
+        XCTAssertNil(settled.names(ifChangedAt: time(5_000_000_001)), "the directory changed since")
+        let racy = JournalListing(changed: time(5_000_000_000), listed: time(5_010_000_000), names: ["a"])
+        XCTAssertNil(racy.names(ifChangedAt: time(5_000_000_000)), "a change in the same clock tick would not show")
+    }
+
+    func testAJournalMadeRightAfterAListingIsSeen() throws {
+        let folder = "/tmp/appnorth-listing-\(getpid())-\(Random.hexToken(bytes: 4))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        let directory = try DataDirectory(path: folder)
+        let store = try EventStore(db: SQLiteStore(directory: directory), directory: directory, epoch: 0)
+        let before = store.limits.journalNames()
+        let name = "events-9999990-r0-0123456789abcdef.journal"
+        close(directory.createNew(name))
+        let after = store.limits.journalNames()
+        XCTAssertEqual(Set(after), Set(before + [name]))
+        XCTAssertEqual(store.limits.journalNames(), after)
+    }
+}

@@ -31,6 +31,9 @@ final class QueueLimits: Sendable {
     /// The first row of a delivered batch not deleted yet (Int64.max:
     /// none): the lease reaches down to it.
     let leaseFloor = Atomic<Int64>(Int64.max)
+    /// The last listing of the journal files (`journalNames`): its own
+    /// leaf lock, nothing taken inside.
+    let listing = Lock<JournalListing?>(nil)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table
@@ -44,7 +47,7 @@ final class QueueLimits: Sendable {
     func foreignJournals(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> [ForeignJournal] {
         let revocations = try ConsentRecord.revocations(conn)
         var found: [ForeignJournal] = []
-        for name in journal.journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
+        for name in journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
             // Read a window at a time; a file larger than the limits allow
             // is not counted (an ended process's is set aside by recovery).
             guard let fd = try? journal.directory.openExisting(name) else { continue }
@@ -74,7 +77,7 @@ final class QueueLimits: Sendable {
         let files = try foreignJournals(conn, own: [])
         return Census(count: table.count.load(ordering: .relaxed) + files.reduce(0) { $0 + $1.records.count },
                       bytes: table.bytes.load(ordering: .relaxed) + files.reduce(0) { $0 + $1.bytes },
-                      foreign: files, journals: journal.journalNames().count)
+                      foreign: files, journals: journalNames().count)
     }
 
     /// Whether the directory may be past a limit (in the drain's turn),

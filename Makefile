@@ -142,10 +142,13 @@ test: deps $(PYTEST)
 # extensions) over 500; scripts/size-baseline.txt lists what was over when
 # the gate came, and may only shrink. The toolkit gate: every lock, thread
 # and process-wide object of the library goes through Lock, LibraryThread
-# and ForkLocal (scripts/check-toolkit.py).
+# and ForkLocal (scripts/check-toolkit.py). The layering gate: Transport/
+# names no type of Async/ (scripts/check-layers.py, with its self-test).
 test-size:
 	@python3 scripts/check-size.py
 	@python3 scripts/check-toolkit.py
+	@python3 scripts/check-layers.py --self-test
+	@python3 scripts/check-layers.py
 
 # The docs gate: docs/architecture.md names every folder of Sources/, every
 # library thread and every lock of the registry (LockLevel); file, folder

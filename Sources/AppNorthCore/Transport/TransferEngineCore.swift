@@ -34,14 +34,8 @@ final class TransferEngineCore: @unchecked Sendable {
         var waits: [(EngineWait, EngineWait.End)] = []
         var isEmpty: Bool { jobs.isEmpty && waits.isEmpty }
     }
-    private var lastSweep: UInt64 = 0
-    private var sweptLastTurn = false
-    private var nextWaitingDeadline: Deadline? = nil
-    /// When the engine thread's poll() ends at the latest (nil: it is
-    /// running a turn), and whether something since needs it sooner: a
-    /// socket to watch, an earlier curl timer, a job that ended.
-    private var engineWakesAt: UInt64? = nil
-    private var engineNeeded = false
+    /// When the engine thread sleeps, wakes and sweeps (a pure value).
+    private var schedule = EngineSchedule(sweepIntervalNs: TransferEngine.sweepIntervalNs)
     private var closed = false
 
     private static let maxWarmOrigins = 64
@@ -85,13 +79,13 @@ final class TransferEngineCore: @unchecked Sendable {
         }
         // A socket no longer watched may stay in the engine's poll() set
         // until its next turn (which ignores it); a new one must join it.
-        if let events, sockets[socket] != events { engineNeeded = true }
+        if let events, sockets[socket] != events { _ = schedule.handle(.socketWatched) }
         sockets[socket] = events
     }
 
     private func setTimer(_ timeoutMs: Int) {
         timerAt = timeoutMs < 0 ? nil : Deadline(milliseconds: timeoutMs, after: monotonicNow()).nanoseconds
-        if let timerAt, let engineWakesAt, timerAt < engineWakesAt { engineNeeded = true }
+        _ = schedule.handle(.timerSet(at: timerAt))
     }
 
     // MARK: From the caller's thread
@@ -119,9 +113,8 @@ final class TransferEngineCore: @unchecked Sendable {
             // `done` is the engine thread's to run.
             collect()
         }
-        if !ended.isEmpty { engineNeeded = true }
-        defer { engineNeeded = false }
-        return engineNeeded && engineWakesAt != nil
+        if !ended.isEmpty { _ = schedule.handle(.endedOutsideTurn) }
+        return schedule.handle(.callerDone) == .wake
     }
 
     // MARK: From the engine thread
@@ -132,32 +125,17 @@ final class TransferEngineCore: @unchecked Sendable {
         watched.removeAll(keepingCapacity: true)
         watched.append(pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0))
         for (socket, events) in sockets { watched.append(pollfd(fd: socket, events: events, revents: 0)) }
-        engineNeeded = false
-        if admission.isEmpty { nextWaitingDeadline = nil }  // the last one was admitted
-        if !ended.isEmpty { return 0 }
-        // With nothing in flight only the eventfd (a new transfer) ends the
-        // wait. A cancel wakes the loop but is looked for only by the sweep
-        // (at most every `sweepIntervalNs`: looking at every transfer on
-        // each socket event would cost O(transfers)); so a turn that skipped
-        // the sweep comes back for it soon, and one that swept waits for
-        // curl, a wake-up or a second.
-        let idle = running.isEmpty && admission.isEmpty && waits.isEmpty
-        var wait = Deadline(milliseconds: idle ? 3_600_000 : 1000, after: now)
-        if !idle && !sweptLastTurn {
-            wait = min(wait, Deadline(nanoseconds: lastSweep &+ TransferEngine.sweepIntervalNs))
-        }
-        if let timerAt { wait = min(wait, Deadline(nanoseconds: timerAt)) }
-        if let nextWaitingDeadline { wait = min(wait, nextWaitingDeadline) }
-        for engineWait in waits.values { wait = min(wait, engineWait.deadline) }
-        let waitMs = wait.sleepMilliseconds(at: now)
-        engineWakesAt = Deadline(milliseconds: waitMs, after: now).nanoseconds
+        let load = EngineSchedule.Load(idle: running.isEmpty && admission.isEmpty && waits.isEmpty, timerAt: timerAt,
+                                       nearestWait: waits.values.map(\.deadline).min(), endedPending: !ended.isEmpty,
+                                       admissionEmpty: admission.isEmpty)
+        guard case .poll(let waitMs) = schedule.handle(.pollBegins(now: now, load)) else { return 0 }
         return Int32(clamping: waitMs)
     }
 
     /// One turn after poll() returned: curl's socket events and timer, the
     /// transfers that finished, the sweep. Returns the jobs that ended.
     func turn(after watched: [pollfd], now: UInt64) -> Ended {
-        engineWakesAt = nil
+        _ = schedule.handle(.turnBegins)
         var count: Int32 = 0
         for entry in watched where entry.revents != 0 {
             if entry.fd == wake.fd {
@@ -172,10 +150,8 @@ final class TransferEngineCore: @unchecked Sendable {
         // turn, not after one more trip through poll().
         runTimerIfDue(now: monotonicNow())
         collect()
-        sweptLastTurn = now &- lastSweep >= TransferEngine.sweepIntervalNs
-        if sweptLastTurn {
-            lastSweep = now
-            nextWaitingDeadline = sweep(now: now)
+        if schedule.handle(.turnEnds(now: now)) == .sweep {
+            _ = schedule.handle(.swept(nextWaiting: sweep(now: now)))
         }
         defer { ended = Ended() }
         return ended
@@ -205,13 +181,12 @@ final class TransferEngineCore: @unchecked Sendable {
     func watch(_ wait: EngineWait) -> Bool {
         if let how = wait.cancellation {
             ended.waits.append((wait, how))
-            engineNeeded = true
+            _ = schedule.handle(.endedOutsideTurn)
         } else {
             waits[ObjectIdentifier(wait)] = wait
-            if let engineWakesAt, wait.deadline.nanoseconds < engineWakesAt { engineNeeded = true }
+            _ = schedule.handle(.waitWatched(deadline: wait.deadline))
         }
-        defer { engineNeeded = false }
-        return engineNeeded && engineWakesAt != nil
+        return schedule.handle(.callerDone) == .wake
     }
 
     /// The awaited thing happened: `wait` ends `.reached`, unless it already
@@ -219,7 +194,8 @@ final class TransferEngineCore: @unchecked Sendable {
     func reach(_ wait: EngineWait) -> Bool {
         guard waits.removeValue(forKey: ObjectIdentifier(wait)) != nil else { return false }
         ended.waits.append((wait, .reached))
-        return engineWakesAt != nil
+        _ = schedule.handle(.endedOutsideTurn)
+        return schedule.handle(.callerDone) == .wake
     }
 
     /// Ends the waits that were cancelled or whose deadline passed.

@@ -19,10 +19,6 @@ package final class AppNorthEvents: Sendable {
     package let client: AppNorthClient
     /// Internal (not private) for tests that read the journal's counters.
     let store: EventStore
-    /// `store.journal`, for `track` to use without a retain: every thread's
-    /// retain and release of the one journal object would write the same
-    /// word. `store` holds it for as long as this object lives.
-    let journalRef: Unmanaged<EventJournal>
     let db: SQLiteStore
     /// The identity, the session and the tail every event carries.
     let sender: EventSender
@@ -40,11 +36,8 @@ package final class AppNorthEvents: Sendable {
     let uploader: EventUploader
     /// Journaled events into the table, under the limits.
     let drain: QueueDrain
-    /// How `track`'s stripe publishes its counts (`EventStore.queuedAfterAppend`).
-    let countStep: (count: Int, bytes: Int)
-    let countMargin: (count: Int, bytes: Int)
-    /// The queued figures past which `track` drains and trims.
-    let trackLimits: (count: Int, bytes: Int)
+    /// The track gate: the host's text into the journal.
+    let tracker: EventTracker
 
     /// Opens the queue in `directory` and starts the upload thread.
     /// `secureStore` holds identity values (default: a 0600 file there).
@@ -53,7 +46,6 @@ package final class AppNorthEvents: Sendable {
                 logger: Logger? = nil) throws(AppNorthError) {
         try options.validate()
         self.options = options
-        trackLimits = Self.trackLimits(options)
         self.client = client
         self.clock = clock
         let logger = logger ?? client.configuration.logger
@@ -70,7 +62,6 @@ package final class AppNorthEvents: Sendable {
         store = try EventStore(db: db, directory: directory, epoch: stored.epoch, logger: logger,
                                largestJournal: EventJournal.largestFile(maxEvents: options.maxQueuedEvents,
                                                                         maxBytes: options.maxQueuedBytes))
-        journalRef = Unmanaged.passUnretained(store.journal)
         consentOwner = EventConsent(watch: watch, stored: stored.choice, revocationsAdopted: revocationsAdopted,
                                     requireConsent: options.requireConsent, db: db, store: store, counters: counters,
                                     lifecycle: lifecycle, clock: clock, logger: logger)
@@ -80,17 +71,8 @@ package final class AppNorthEvents: Sendable {
         drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, options.maxQueuedBytes), logger: logger)
         uploader = EventUploader(options: options, client: client, store: store, db: db, consent: consentOwner,
                                  counters: counters, lifecycle: lifecycle, drain: drain, clock: clock, logger: logger)
-        // A stripe publishes every `step` records (or bytes): a small part
-        // of the limits, so that all stripes' unpublished records together
-        // stay within `margin` of them. With small limits the step is 1:
-        // every event counts at once, as without stripes. A flush threshold
-        // below the margin (the default 20) makes every count exact while
-        // uploads succeed (`nearThresholds`); while they fail, only the
-        // limits matter to `track`.
-        let stripes = EventJournal.stripeCount
-        countStep = (max(1, min(32, options.maxQueuedEvents / (4 * stripes))),
-                     max(1, min(32 << 10, options.maxQueuedBytes / (4 * stripes))))
-        countMargin = (countStep.count * stripes, countStep.bytes * stripes)
+        tracker = EventTracker(store: store, options: options, consent: consentOwner, sender: sender, lifecycle: lifecycle,
+                               counters: counters, uploader: uploader, drain: drain, clock: clock)
         try uploader.start(opened: clock.monotonicNanoseconds())
     }
 

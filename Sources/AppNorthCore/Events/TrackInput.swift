@@ -35,7 +35,7 @@ enum TrackInput {
         let top: JSONValidator.TopLevel
         do {
             top = try JSONValidator.validate(properties, what: "event properties", integersAsReals: true,
-                                             maxNesting: AppNorthEvents.maxPropertiesNesting)
+                                             maxNesting: EventTracker.maxPropertiesNesting)
         } catch {
             throw refusal(error, properties, unchecked)
         }

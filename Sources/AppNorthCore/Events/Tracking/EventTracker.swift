@@ -1,31 +1,53 @@
 import Synchronization
 
-/// Tracking: `track` (the gate from the host's text to the journal) and
-/// what it does past the thresholds and limits.
-extension AppNorthEvents {
-    /// Queues an event durably. `propertiesJSON` must be a JSON object (or
-    /// nil); it is stored and sent exactly as given. Returns false when the
-    /// event was dropped because analytics consent is not given.
-    @discardableResult
-    package func track(_ name: String, propertiesJSON: String? = nil) throws(AppNorthError) -> Bool {
-        var name = name
-        guard var properties = propertiesJSON else {
-            return try Self.withBytes(&name) { name throws(AppNorthError) in try track(utf8: name, properties: nil) }
-        }
-        return try Self.withBytes(&name) { name throws(AppNorthError) in
-            try Self.withBytes(&properties) { properties throws(AppNorthError) in try track(utf8: name, properties: properties) }
-        }
+/// The track gate: from the host's text to the journal. Checks the text
+/// (`TrackInput`), consent and the lifecycle, writes the event into the
+/// calling thread's stripe (`EventJournal`), and acts past the thresholds
+/// (`TrackThresholds`): wakes the uploader, or drains and trims past the
+/// limits. Its own state is the stripes' (their locks, in the journal)
+/// and the thresholds fixed at open; everything else it reads is another
+/// owner's (one atomic load each on the hot path).
+final class EventTracker: Sendable {
+    /// `store.journal`, used without a retain: every thread's retain and
+    /// release of the one journal object would write the same word.
+    /// `store` holds it for as long as the tracker lives.
+    let journalRef: Unmanaged<EventJournal>
+    let store: EventStore
+    let maxEventBytes: Int
+    let thresholds: TrackThresholds
+    let consent: EventConsent
+    let sender: EventSender
+    let lifecycle: EventsLifecycle
+    let counters: EventCounters
+    let uploader: EventUploader
+    let drain: QueueDrain
+    let clock: any AppNorthClock
+
+    init(store: EventStore, options: AppNorthEventsOptions, consent: EventConsent, sender: EventSender,
+         lifecycle: EventsLifecycle, counters: EventCounters, uploader: EventUploader, drain: QueueDrain,
+         clock: any AppNorthClock) {
+        journalRef = Unmanaged.passUnretained(store.journal)
+        self.store = store
+        maxEventBytes = options.maxEventBytes
+        thresholds = TrackThresholds(options, stripes: EventJournal.stripeCount)
+        self.consent = consent
+        self.sender = sender
+        self.lifecycle = lifecycle
+        self.counters = counters
+        self.uploader = uploader
+        self.drain = drain
+        self.clock = clock
     }
 
     /// `track` from text in memory (the C entry's: no String is made).
     /// `unchecked` names the arguments when their bytes are not known to be
     /// UTF-8 (C strings): they are checked then, and refused by those names.
-    package func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
+    func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
                       unchecked: (name: String, properties: String)? = nil) throws(AppNorthError) -> Bool {
-        try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: options.maxEventBytes)
+        try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: maxEventBytes)
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
-        consentOwner.refresh()
+        consent.refresh()
         // Everything from the consent check to the append runs under the
         // calling thread's stripe lock, which no other tracking thread
         // takes (EventJournal). A revocation flips `trackingAllowed`, then
@@ -38,7 +60,7 @@ extension AppNorthEvents {
                 try journal.withCurrentStripe { stripe throws(AppNorthError) -> TrackOutcome in
                     try stripe.state.withLock { s throws(AppNorthError) -> TrackOutcome in
                         guard !lifecycle.isClosed else { return .closed }
-                        guard consentOwner.trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
+                        guard consent.trackingAllowed.load(ordering: .acquiring) else { return .notAllowed }
                         let generation = sender.tailGeneration.load(ordering: .acquiring)
                         if s.tailGeneration != generation {
                             let (tail, current) = sender.tail
@@ -50,9 +72,9 @@ extension AppNorthEvents {
                         let size = try Self.writeEvent(into: &s, text, timestampMs: timestampMs)
                         // A huge event's memory is not kept for the small ones after it.
                         defer { s.buffer.trim() }
-                        guard size <= options.maxEventBytes else { return .tooLarge(size) }
+                        guard size <= maxEventBytes else { return .tooLarge(size) }
                         try journal.append(&s, of: stripe)
-                        return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: countStep, margin: countMargin))
+                        return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: thresholds.step.pair, margin: thresholds.margin.pair))
                     }
                 }
             }
@@ -63,13 +85,13 @@ extension AppNorthEvents {
         case .notAllowed:
             if !lifecycle.isClosed { counters.drop(1, .consent) }
             return false
-        case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(options.maxEventBytes)")
+        case .tooLarge(let size): throw .tooLarge("event is \(size) bytes; the limit is \(maxEventBytes)")
         case .queued(let figure): queued = figure
         }
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
-        if queued.count > trackLimits.count || queued.bytes > trackLimits.bytes {
+        if thresholds.pastLimits(queued) {
             try drain.run()
         }
         // After a failed upload the timer brings the next attempt: waking
@@ -130,14 +152,5 @@ extension AppNorthEvents {
     /// the next attempt), so only the limits count: an offline queue above
     /// the threshold is then not counted exactly on every event, which
     /// would make every tracking thread write the shared totals.
-    var nearThresholds: (count: Int, bytes: Int) {
-        (min(uploader.wakeAt.load(ordering: .relaxed), trackLimits.count + 1), trackLimits.bytes + 1)
-    }
-
-    /// The limits with their slack: past them `track` drains and trims
-    /// (computed once, at open: `trackLimits`).
-    static func trackLimits(_ options: AppNorthEventsOptions) -> (count: Int, bytes: Int) {
-        (options.maxQueuedEvents + max(0, min(100, options.maxQueuedEvents / 100)),
-         options.maxQueuedBytes + options.maxQueuedBytes / 100)
-    }
+    var nearThresholds: (count: Int, bytes: Int) { thresholds.near(wakeAt: uploader.wakeAt.load(ordering: .relaxed)) }
 }

@@ -9,7 +9,10 @@ helper (docs/architecture.md, "Locks, threads and per-process objects"):
   rwlock, spinlock, `Synchronization.Mutex` or NSLock anywhere else;
 - a thread only through `LibraryThread` (no pthread_create elsewhere);
 - a process-wide object only through `ForkLocal` (no `static let x = Lock`
-  or `static let shared =` elsewhere), so a fork() child makes its own.
+  or `static let shared =` elsewhere), so a fork() child makes its own;
+- every lock with a level of the registry (`LockLevel`): `Lock.init` has no
+  default, and a bare number or level 0 (unchecked: `OperationGate`'s) is
+  refused anywhere else.
 
 Exit status 1, with each offending line, when one is found.
 """
@@ -34,6 +37,10 @@ RULES = [
      # The random pool checks ForkGuard.generation itself on every draw (a
      # ForkLocal's extra lock would be a second global lock on track()'s path).
      {"Support/Random.swift"}),
+    (re.compile(r"\blevel:\s*(\d|LockLevel\.gate\b)"),
+     "a lock without a place in the order: give it a level of LockLevel (Support/LockOrder.swift); "
+     "level 0 (unchecked) is OperationGate's alone",
+     {"Support/OperationGate.swift"}),
 ]
 
 

@@ -9,7 +9,7 @@ typealias SDKStorage = AppNorthOfflineQueueStorage & AppNorthReadCacheStorage
 final class StorageBox {
     let storage: any SDKStorage
     /// The logger of queues and caches opened on it from now on.
-    let logger = Lock<Logger>(.silent)
+    let logger = Lock<Logger>(.silent, level: LockLevel.storageLogger)
     init(_ storage: any SDKStorage) { self.storage = storage }
 }
 

@@ -50,7 +50,7 @@ final class BatchDriverTests: XCTestCase {
     let counters = EventCounters()
     /// The log lines, kept by a class (a `Lock` cannot be copied into a closure).
     final class Lines: Sendable {
-        let lock = Lock<[String]>([])
+        let lock = Lock<[String]>([], level: LockLevel.test)
         func append(_ line: String) { lock.withLock { $0.append(line) } }
         var all: [String] { lock.withLock { $0 } }
     }

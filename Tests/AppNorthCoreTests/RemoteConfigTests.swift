@@ -99,7 +99,7 @@ final class RemoteConfigTests: XCTestCase {
     }
 
     final class Changes: Sendable {
-        let list = Lock<[ConfigChange]>([])
+        let list = Lock<[ConfigChange]>([], level: LockLevel.test)
         var all: [ConfigChange] { list.withLock { $0 } }
         var count: Int { list.withLock { $0.count } }
         func record(_ change: ConfigChange) { list.withLock { $0.append(change) } }
@@ -397,7 +397,7 @@ final class RemoteConfigTests: XCTestCase {
     func testTheWorkerLogsEachPhaseChange() throws {
         try publish(#"{"v":1}"#)
         try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","status":503,"count":1}"#)
-        let lines = Lock<[String]>([])
+        let lines = Lock<[String]>([], level: LockLevel.test)
         let options = AppNorthRemoteConfig.Options(
             dataDirectory: dir + "/data", clock: ManualClock(), reconnectBackoff: Backoff(baseMilliseconds: 20, maxMilliseconds: 200),
             logger: Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } })
@@ -529,7 +529,7 @@ final class RemoteConfigTests: XCTestCase {
         try publish(#"{"v":1}"#)
         let config = try open()
         let selfRemoving = Changes()
-        let token = Lock<Int64>(0)
+        let token = Lock<Int64>(0, level: LockLevel.test)
         let t = try config.addListener { [weak config] change in
             selfRemoving.record(change)
             let mine = token.withLock { $0 }

@@ -88,9 +88,9 @@ final class TransferEngineTests: XCTestCase {
         _ = try TestServer.board("swift", "Features")
         let client = try TestServer.client()
         let results = AsyncOperationTests.Results()
-        let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []))
+        let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []), level: LockLevel.test)
         let starters = 4, each = 40
-        let started = Lock<Void>(())
+        let started = Lock<Void>((), level: LockLevel.test)
         nonisolated(unsafe) var failures: [String] = []
         var workers: [pthread_t] = []
         for t in 0..<starters {
@@ -134,14 +134,15 @@ final class TransferEngineTests: XCTestCase {
     func testEngineWaitsEndOnceOnTheEngineThreadEachWay() throws {
         let engine = try TransferEngine.shared()
         let client = try TestServer.client()
-        let ends = Lock<[Int: (EngineWait.End, UInt)]>([:])
-        let condition = Lock<Void>(())
+        let ends = Lock<[Int: (EngineWait.End, UInt)]>([:], level: LockLevel.test)
         let other = try TestServer.client()  // its cancelInFlight() is not called
         func wait(_ index: Int, _ timeoutMs: Int, _ operation: CancellationToken = CancellationToken(),
                   on owner: AppNorthClient? = nil) -> EngineWait {
             EngineWait(timeoutMilliseconds: timeoutMs, operation: operation, transport: (owner ?? client).transport) { how in
-                ends.withLock { $0[index] = ($0[index] == nil ? (how, UInt(pthread_self())) : (how, 0)) }
-                condition.locked { condition.broadcast() }
+                ends.withLock {
+                    $0[index] = ($0[index] == nil ? (how, UInt(pthread_self())) : (how, 0))
+                    ends.broadcast()
+                }
             }
         }
         let reached = wait(0, 60_000, on: other), timed = wait(1, 50, on: other), byOperation = CancellationToken()
@@ -150,8 +151,8 @@ final class TransferEngineTests: XCTestCase {
         engine.reach(reached)
         byOperation.cancel()
         client.cancelInFlight()
-        condition.locked {
-            condition.wait(until: { ends.withLock { $0.count } == 4 }, deadline: Deadline.fromNow(milliseconds: 15_000))
+        ends.withLock { seen in
+            ends.wait(until: { seen.count == 4 }, deadline: Deadline.fromNow(milliseconds: 15_000))
         }
         engine.reach(reached)
         engine.reach(timed)
@@ -169,7 +170,7 @@ final class TransferEngineTests: XCTestCase {
     /// already, otherwise once, on the thread that moves the value there.
     func testGenerationWaiterRunsActionsWhenReached() {
         let waiter = GenerationWaiter()
-        let ran = Lock<[String]>([])
+        let ran = Lock<[String]>([], level: LockLevel.test)
         waiter.whenReached(2) { ran.withLock { $0.append("two") } }
         waiter.whenReached(1) { ran.withLock { $0.append("one") } }
         waiter.advance(to: 1)

@@ -30,7 +30,7 @@ package protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
 
 /// Storage in memory only.
 package final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
-    private let data = Lock<[UInt8]?>(nil)
+    private let data = Lock<[UInt8]?>(nil, level: LockLevel.blobData)
     package init() {}
     package func load() throws -> [UInt8]? { data.withLock { $0 } }
     package func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
@@ -80,7 +80,7 @@ package final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthRead
 /// and overwrite each other's blob.
 enum StorageClaims {
     enum Role: String { case queue = "an offline queue", cache = "a read cache" }
-    private final class Claims: Sendable { let roles = Lock<[ObjectIdentifier: Role]>([:]) }
+    private final class Claims: Sendable { let roles = Lock<[ObjectIdentifier: Role]>([:], level: LockLevel.storageClaims) }
     /// A fork() child has its own: its parent's queues and caches are not its own.
     private static let current = ForkLocal<Claims, Never> { Claims() }
 

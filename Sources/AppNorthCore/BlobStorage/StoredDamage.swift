@@ -26,7 +26,7 @@ struct StoredDamage {
 final class StoredDamageReporter: Sendable {
     private let what: String
     private let logger: Logger
-    private let lastReport = Lock<String?>(nil)
+    private let lastReport = Lock<String?>(nil, level: LockLevel.storedDamage)
     /// Entries (or whole blobs) dropped since open, counting each finding once.
     let dropped = Atomic<Int>(0)
 

@@ -52,7 +52,8 @@ final class StoredList<Codec: StoredListCodec>: Sendable {
         var found = StoredDamage()
         do {
             let loaded = try storageCall("loading the \(Codec.what)") { try load() }
-            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try Codec.decode(bytes, damage: &found) } ?? [])
+            entries = Lock(try loaded.map { bytes throws(AppNorthError) in try Codec.decode(bytes, damage: &found) } ?? [],
+                           level: LockLevel.storedList)
         } catch {
             StorageClaims.release(storage)
             throw error

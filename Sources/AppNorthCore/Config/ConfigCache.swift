@@ -23,7 +23,7 @@ final class ConfigCache: Sendable {
     private let logger: Logger
     /// The sequence number of the last saved record: a slower writer never
     /// overwrites a newer record.
-    private let saved = Lock<UInt64>(0)
+    private let saved = Lock<UInt64>(0, level: LockLevel.configCacheSaved)
 
     init(directory: DataDirectory, appID: String, logger: Logger) throws(AppNorthError) {
         store = try SQLiteStore(directory: directory)
@@ -114,7 +114,7 @@ final class ConfigCache: Sendable {
 /// One open config per data directory and App ID in a process: two would
 /// each run their own fetches and streams and overwrite each other's row.
 enum ConfigCacheClaims {
-    private final class Claims: Sendable { let keys = Lock<Set<String>>([]) }
+    private final class Claims: Sendable { let keys = Lock<Set<String>>([], level: LockLevel.configClaims) }
     /// A fork() child has its own: its parent's configs are not its own.
     private static let current = ForkLocal<Claims, Never> { Claims() }
 

@@ -88,7 +88,7 @@ final class ConfigEngine: Sendable {
         let initial = ResolvedConfig.initial(cached: cache?.load(), bundled: bundled, clock: options.clock)
         let worker = ConfigWorkerState(backoff: options.reconnectBackoff,
                                        pollIntervalMilliseconds: options.pollIntervalMilliseconds)
-        state = Lock(State(current: initial, worker: worker))
+        state = Lock(State(current: initial, worker: worker), level: LockLevel.configState)
         logger.log(.info, "config opened from the \(initial.tier) tier")
     }
 

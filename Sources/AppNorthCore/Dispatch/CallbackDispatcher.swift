@@ -65,7 +65,7 @@ package final class CallbackDispatcher: Sendable {
     package let logLimit: Int
     package let logBytesLimit: Int
     private let wake: WakeDescriptor
-    private let state = Lock(State())
+    private let state = Lock(State(), level: LockLevel.dispatcher)
     /// `State.queued`, stored under the lock, read without it.
     private let pending = Atomic<Int>(0)
     private let closedFlag = Atomic<Bool>(false)

@@ -34,7 +34,7 @@ final class Identity: Sendable {
             try storageCall("removing the damaged user id") { try store.write(Self.userKey, nil) }
             user = nil
         }
-        cached = Lock((anonymousID, user))
+        cached = Lock((anonymousID, user), level: LockLevel.identityCache)
     }
 
     /// 1 to 256 bytes without control characters: it goes into every event.

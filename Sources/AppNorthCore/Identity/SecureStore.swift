@@ -136,12 +136,12 @@ package final class FileSecureStore: AppNorthSecureStore {
 final class IdentityWriters: Sendable {
     static var shared: IdentityWriters { current.value }
     private static let current = ForkLocal<IdentityWriters, Never> { IdentityWriters() }
-    let lock = Lock<Void>(())
+    let lock = Lock<Void>((), level: LockLevel.identityWriters)
 }
 
 /// Secure storage in memory only (tests, and hosts that keep no identity).
 package final class MemorySecureStore: AppNorthSecureStore {
-    private let values = Lock<[String: String]>([:])
+    private let values = Lock<[String: String]>([:], level: LockLevel.memorySecureStore)
     package init() {}
     package func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
     package func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }

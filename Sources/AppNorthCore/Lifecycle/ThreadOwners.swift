@@ -10,7 +10,7 @@
 /// ended after these by LibraryThreads.stopAll.
 package enum ThreadOwners {
     private final class Table: Sendable {
-        let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:])
+        let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:], level: LockLevel.threadOwners)
     }
 
     private static let table = ForkLocal<Table, Never> { Table() }

@@ -34,7 +34,7 @@ public final class ManualClock: AppNorthClock {
     private let state: Lock<(mono: UInt64, wall: Int64)>
 
     public init(monotonicNanoseconds: UInt64 = 1_000_000_000, wallMilliseconds: Int64 = 1_700_000_000_000) {
-        state = Lock((monotonicNanoseconds, wallMilliseconds))
+        state = Lock((monotonicNanoseconds, wallMilliseconds), level: LockLevel.manualClock)
     }
 
     public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }

@@ -31,8 +31,9 @@ package struct Lock<Value: ~Copyable>: ~Copyable {
     private let cell: UnsafeMutablePointer<LockCell>
     private let value: UnsafeMutablePointer<Value>
 
-    /// `level`: its place in the lock order (`LockLevel`; 0: unordered).
-    package init(_ initialValue: consuming sending Value, padded: Bool = false, level: Int = 0,
+    /// `level`: its place in the lock order (`LockLevel`), which every
+    /// lock states: there is no default.
+    package init(_ initialValue: consuming sending Value, padded: Bool = false, level: Int,
          atFork: LockCell.AtFork = .quiesce) {
         cell = LockCell.make(padded: padded, level: level, atFork: atFork)
         value = padded ? Self.allocatePadded(Value.self) : .allocate(capacity: 1)

@@ -3,12 +3,15 @@ import Glibc
 /// The order in which the library's locks nest (docs/architecture.md,
 /// "Locks, threads and per-process objects"), checked by `LockOrder`: a
 /// thread may take a lock only if it holds none of the same or a later
-/// level. Level 0 is unordered
-/// (every other lock of the library): not checked.
-enum LockLevel {
+/// level. Every lock has one (`Lock.init` asks for it). Level 0 belongs
+/// to the one lock that host code runs inside, `OperationGate`, and is the
+/// only level not checked (scripts/check-toolkit.py refuses it elsewhere).
+/// Levels 40 and up are leaves: data locks that take no other lock inside
+/// except a later leaf (the logger's queue, the clocks, the random pool).
+package enum LockLevel {
     /// An `OperationGate`: a queue's or cache's turn, held while its host
-    /// storage callbacks run (they may call the library: every lock nests
-    /// inside it).
+    /// storage callbacks run (they may call the library, any handle's, so
+    /// every lock nests inside it, another gate too: not checked).
     static let gate = 0
     /// `EventConsent.changes`: one consent change or adoption.
     static let consentChanges = 1
@@ -18,11 +21,20 @@ enum LockLevel {
     static let stripe = 3
     /// `EventUploader.state`: the uploader's breaker, flushes and errors.
     static let uploaderState = 4
-    /// `SQLiteStore.connection`: the database; nothing is taken inside it.
-    static let connection = 5
+    /// `SQLiteStore.connection`: the database; only leaves inside it.
+    static let connection = 12
     /// `EventConsent.state`: the consent gate and the request a revocation
     /// cancels (taken inside `consentChanges`; nothing inside but a cancel).
     static let consentState = 6
+    /// `IdentityWriters.lock`: the process's turn for identity file
+    /// changes (the record lock on the file is taken inside it).
+    static let identityWriters = 7
+    /// `ConfigEngine.state`: a config handle's resolved values and its
+    /// worker's schedule.
+    static let configState = 8
+    /// `ConfigCache.saved`: the last saved config record's stamp (the
+    /// config database is written inside it).
+    static let configCacheSaved = 10
     /// `TransferEngine.drive`: curl's multi handle and the engine's
     /// transfers (taken by the engine thread for a turn; callers only try it).
     static let transferEngine = 25
@@ -54,6 +66,55 @@ enum LockLevel {
     static let operations = 29
     /// A `WakeSignal` or `GenerationWaiter` (nothing inside).
     static let signal = 30
+
+    // Leaves.
+    /// `EventUploader.worker`: the upload thread's handle.
+    static let eventsWorker = 40
+    /// `EventCounters.counts`: the queue's counters.
+    static let eventCounters = 41
+    /// `EventSender.current`: the session and identity events are sent with.
+    static let eventSender = 42
+    /// `OrphanRecovery.lastScan`: when ended processes' journals were last looked for.
+    static let orphanScan = 43
+    /// `ConfigCacheClaims.keys`: the config caches claimed in this process.
+    static let configClaims = 44
+    /// `Identity.cached`: the anonymous and user ids read last.
+    static let identityCache = 45
+    /// `MemorySecureStore.values`: an in-memory secure store.
+    static let memorySecureStore = 46
+    /// `ThreadOwners.entries`: the handles `appnorth_shutdown` stops.
+    static let threadOwners = 47
+    /// `TransferEngine.startFailed`: whether its thread failed to start.
+    static let transferStart = 48
+    /// `CancellationToken.running`: the transfer a token wakes.
+    static let cancellation = 49
+    /// `InFlightTransfers.running`: the transfers a handle's free wakes.
+    static let inFlightTransfers = 50
+    /// `HTTPTransport.pool`: the idle blocking transfer slots.
+    static let transportPool = 51
+    /// `StoredList.entries`: a stored list's entries.
+    static let storedList = 52
+    /// `MemoryStorage.data`: an in-memory storage's bytes.
+    static let blobData = 53
+    /// `StorageClaims.roles`: the storages claimed in this process.
+    static let storageClaims = 54
+    /// `StoredDamage.lastReport`: the last damage reported.
+    static let storedDamage = 55
+    /// `QueueLimits.listing`: the journal files listed last.
+    static let journalListing = 56
+    /// `StorageBox.logger`: the logger of a C storage's queues and caches.
+    package static let storageLogger = 58
+    /// `CallbackDispatcher.state`: dispatch mode's queues (a log line written under any lock above lands here).
+    static let dispatcher = 59
+    /// `Random.pool`: the random pool.
+    static let randomPool = 60
+    /// `Random.fallbackState`: the generator used when getrandom fails.
+    static let randomFallback = 61
+    /// `ManualClock.state`: a test clock's time.
+    static let manualClock = 62
+    /// A test's own lock (swift tests only: lines a log sink collected, a
+    /// test's condition): a leaf, last of all.
+    static let test = 63
 }
 
 extension LockLevel {
@@ -79,6 +140,38 @@ extension LockLevel {
         case signal: "WakeSignal/GenerationWaiter"
         case transferEngine: "TransferEngine.drive"
         case transferInbox: "TransferEngine.inbox"
+        case identityWriters: "IdentityWriters.lock"
+        case configState: "ConfigEngine.state"
+        case configCacheSaved: "ConfigCache.saved"
+        default: leafName(level)
+        }
+    }
+
+    private static func leafName(_ level: Int) -> String {
+        switch level {
+        case eventsWorker: "EventUploader.worker"
+        case eventCounters: "EventCounters.counts"
+        case eventSender: "EventSender.current"
+        case orphanScan: "OrphanRecovery.lastScan"
+        case configClaims: "ConfigCacheClaims.keys"
+        case identityCache: "Identity.cached"
+        case memorySecureStore: "MemorySecureStore.values"
+        case threadOwners: "ThreadOwners.entries"
+        case transferStart: "TransferEngine.startFailed"
+        case cancellation: "CancellationToken.running"
+        case inFlightTransfers: "InFlightTransfers.running"
+        case transportPool: "HTTPTransport.pool"
+        case storedList: "StoredList.entries"
+        case blobData: "MemoryStorage.data"
+        case storageClaims: "StorageClaims.roles"
+        case storedDamage: "StoredDamage.lastReport"
+        case journalListing: "QueueLimits.listing"
+        case storageLogger: "StorageBox.logger"
+        case dispatcher: "CallbackDispatcher.state"
+        case randomPool: "Random.pool"
+        case randomFallback: "Random.fallbackState"
+        case manualClock: "ManualClock.state"
+        case test: "a test's lock"
         default: "level \(level)"
         }
     }

@@ -7,7 +7,7 @@ import Glibc
 /// the tracking hot path costs no system call. The pool is discarded in a
 /// forked child, which must never repeat its parent's ids.
 enum Random {
-    private static let pool = Lock(RandomPool(size: 4096))
+    private static let pool = Lock(RandomPool(size: 4096), level: LockLevel.randomPool)
 
     /// Fills `buffer` with random bytes.
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -41,7 +41,7 @@ enum Random {
     }
 
     /// splitmix64 over the clocks, the pid and a counter.
-    private static let fallbackState = Lock<UInt64>(0)
+    private static let fallbackState = Lock<UInt64>(0, level: LockLevel.randomFallback)
     private static func fallbackRandom(_ buffer: UnsafeMutableRawBufferPointer) {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)

@@ -16,7 +16,7 @@ import Synchronization
 package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
     /// What the transfer in progress waits in, woken by cancel().
-    private let running = Lock<TransferWaker?>(nil)
+    private let running = Lock<TransferWaker?>(nil, level: LockLevel.cancellation)
     package init() {}
 
     package func cancel() {
@@ -41,7 +41,7 @@ package final class CancellationToken: Sendable {
 /// (or the engine's poll()) notices at once.
 final class InFlightTransfers: Sendable {
     private let counter = Atomic<UInt64>(0)
-    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:])
+    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockLevel.inFlightTransfers)
 
     var generation: UInt64 { counter.load(ordering: .acquiring) }
 

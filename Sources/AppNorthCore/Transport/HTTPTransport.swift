@@ -20,7 +20,7 @@ package final class HTTPTransport: Sendable {
     /// Responses larger than this fail with `.tooLarge` instead of growing
     /// memory without bound.
     package let maxResponseBytes: Int
-    private let pool = Lock<[TransferSlot]>([])
+    private let pool = Lock<[TransferSlot]>([], level: LockLevel.transportPool)
     let userAgent: String
     /// CA, pins and proxy for every transfer.
     package let trust: HTTPTrust

@@ -79,7 +79,7 @@ final class TransferEngine: @unchecked Sendable {
     private let inbox = Lock<Inbox>(Inbox(), level: LockLevel.transferInbox)
     private let core: TransferEngineCore
     private let waker: TransferWaker
-    private let startFailed = Lock<Bool>(false)
+    private let startFailed = Lock<Bool>(false, level: LockLevel.transferStart)
     private let stopping = Atomic<Bool>(false)
     /// Set once, by `startThread` inside the engine's `ForkLocal` make.
     nonisolated(unsafe) private var thread: LibraryThread?

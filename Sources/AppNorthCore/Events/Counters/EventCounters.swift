@@ -40,7 +40,7 @@ final class EventCounters: Sendable {
         func dropped(_ reason: DropReason) -> Int { dropped[reason.rawValue] }
     }
 
-    private let counts = Lock(Counts())
+    private let counts = Lock(Counts(), level: LockLevel.eventCounters)
 
     func drop(_ count: Int, _ reason: DropReason) {
         guard count > 0 else { return }

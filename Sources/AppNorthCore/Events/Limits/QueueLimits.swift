@@ -33,7 +33,7 @@ final class QueueLimits: Sendable {
     let leaseFloor = Atomic<Int64>(Int64.max)
     /// The last listing of the journal files (`journalNames`): its own
     /// leaf lock, nothing taken inside.
-    let listing = Lock<JournalListing?>(nil)
+    let listing = Lock<JournalListing?>(nil, level: LockLevel.journalListing)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table

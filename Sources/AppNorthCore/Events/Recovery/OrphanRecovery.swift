@@ -15,7 +15,7 @@ final class OrphanRecovery: Sendable {
     init(importer: EventImporter, largestJournal: Int) {
         self.importer = importer
         self.largestJournal = largestJournal
-        lastScan = Lock(Self.monotonicNanoseconds())
+        lastScan = Lock(Self.monotonicNanoseconds(), level: LockLevel.orphanScan)
     }
 
     /// Imports the journals that dead processes left (nobody holds their

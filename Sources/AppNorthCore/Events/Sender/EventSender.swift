@@ -22,7 +22,7 @@ final class EventSender: Sendable {
         self.identity = identity
         let who = identity.both
         current = Lock(Current(sessionID: sessionID, tail: EventPayload.identityTail(
-            anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)))
+            anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)), level: LockLevel.eventSender)
     }
 
     var sessionID: String { current.withLock { $0.sessionID } }

@@ -38,7 +38,7 @@ final class EventUploader: Sendable {
     let logger: Logger
     /// Moves when a cycle ends (`flush` waits on it).
     let flushDone = GenerationWaiter()
-    let worker: Lock<BackgroundThread?> = Lock(nil)
+    let worker: Lock<BackgroundThread?> = Lock(nil, level: LockLevel.eventsWorker)
     /// The queued count at which `track` wakes the uploader (the thread
     /// sets it: the threshold, 20 more than a failed cycle left, or Int.max
     /// while it has no use for a wake-up).

@@ -292,6 +292,7 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@Tests/hosts/ffi_luajit.sh $(DIST)
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/luajit_idle_frames.sh $(DIST)
 	@scripts/with-devserver.sh Tests/hosts/ruby_exit.sh $(DIST)
+	@scripts/with-devserver.sh Tests/hosts/mono_exit.sh $(DIST)
 	@Tests/hosts/ffi_bindgen.sh $(DIST)
 	@scripts/with-devserver.sh sh -c 'ASAN_OPTIONS=detect_leaks=1 $(BUILD)/tests/cpp_layer_test "$$APPNORTH_TEST_SERVER"' \
 	    > $(BUILD)/cpp-layer.log 2>&1 || { cat $(BUILD)/cpp-layer.log; exit 1; }

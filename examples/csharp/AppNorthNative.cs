@@ -1,6 +1,6 @@
 // libappnorth's P/Invoke declarations, as a Unity native plugin uses them
 // (Assets/Plugins/AppNorthNative.cs beside libappnorth.so). Only the
-// functions the walkthrough calls; Tests/hosts/check_example_decls.py checks
+// functions the walkthrough and Tests/hosts/mono_exit.cs call; Tests/hosts/check_example_decls.py checks
 // every line against dist/share/appnorth/appnorth.api.json, so none can drift.
 //
 // The rules it keeps (docs/hosts.md, "C#"):
@@ -45,6 +45,8 @@ public static class AppNorthNative {
     public delegate void LogFn(int level, IntPtr message, IntPtr userData);
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void ConfigListenerFn(IntPtr configJson, IntPtr changedKeysJson, int tier, IntPtr userData);
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate void CompletionFn(ulong op, int status, IntPtr err, IntPtr resultJson, IntPtr userData);
 
     [DllImport(Lib)] public static extern IntPtr appnorth_version();
     [DllImport(Lib)] public static extern IntPtr appnorth_status_str(int code);
@@ -61,6 +63,7 @@ public static class AppNorthNative {
     [DllImport(Lib)] public static extern int appnorth_client_new(IntPtr options, out IntPtr out_client, out Error err);
     [DllImport(Lib)] public static extern void appnorth_client_free(IntPtr client);
     [DllImport(Lib)] public static extern int appnorth_client_list_boards(IntPtr client, out IntPtr out_json, out Error err);
+    [DllImport(Lib)] public static extern int appnorth_client_list_boards_async(IntPtr client, CompletionFn on_done, IntPtr user_data, out ulong out_op, out Error err);
     [DllImport(Lib)] public static extern int appnorth_client_list_ideas(IntPtr client, byte[] query_json, out IntPtr out_json, out Error err);
 
     [DllImport(Lib)] public static extern int appnorth_storage_new_sqlite(byte[] data_dir, byte[] name, out IntPtr out_storage, out Error err);

@@ -552,6 +552,16 @@ static void test_oldest_dropped_past_the_byte_limit(void) {
     remove_tree(dir);
 }
 
+/* Rows a trim deletes while an upload attempt holds them are counted as
+ * dropped when that attempt ends (docs/events.md, BatchLease): polls for up
+ * to 10 s until queued + dropped.queue_limit == total, i.e. until the
+ * offline attempt in flight has failed and settled. */
+static int settled(appnorth_events *e, long total) {
+    int64_t deadline = mono_ms() + 10000;
+    while (queued(e) + stat_int(e, "dropped", "queue_limit") != total && mono_ms() < deadline) sleep_ms(20);
+    return queued(e) + stat_int(e, "dropped", "queue_limit") == total;
+}
+
 static void test_default_limits_are_10000_events_and_5_mb(void) {
     if (skip_slow) {
         printf("skipped test_default_limits_are_10000_events_and_5_mb (APPNORTH_TEST_SKIP_SLOW)\n");
@@ -570,6 +580,8 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
             break;
         }
     }
+    CHECK(settled(e, 10002), "every event queued or dropped once the attempt settled: %ld + %ld", queued(e),
+          stat_int(e, "dropped", "queue_limit"));
     CHECK(queued(e) == 10000, "at most 10000 events: %ld", queued(e));
     CHECK(stat_int(e, "dropped", "queue_limit") == 2, "2 dropped: %ld", stat_int(e, "dropped", "queue_limit"));
     appnorth_error err;
@@ -580,6 +592,8 @@ static void test_default_limits_are_10000_events_and_5_mb(void) {
     char *props = padded_props('b', 60000);
     for (int i = 0; i < 100; i++) track_ok(e, "big", props);
     free(props);
+    CHECK(settled(e, 102), "every big event queued or dropped once the attempt settled: %ld + %ld", queued(e),
+          stat_int(e, "dropped", "queue_limit"));
     long bytes = stat_int(e, "queued_bytes", NULL);
     CHECK(bytes <= 5242880 && bytes > 5242880 - 70000, "queued bytes just under 5 MB: %ld", bytes);
     CHECK(queued(e) >= 80 && queued(e) < 100, "oldest big events dropped: %ld kept", queued(e));

@@ -1,23 +1,26 @@
 /// A few library threads that run jobs in the order they came: threads
-/// start on demand, up to `maxThreads`, while the waiting jobs outnumber
-/// the idle threads (so one job's long network call never holds up
-/// another's); jobs beyond the cap wait their turn. With an
+/// start on demand, up to `maxThreads`, while the jobs that may run
+/// outnumber the idle threads (so one job's long network call never holds
+/// up another's); jobs beyond the cap wait their turn. A job may name a
+/// share (the non-blocking calls name their client): at most
+/// `perShare` jobs of one share run at once (`WorkShares`), so one client
+/// whose server never answers cannot take every thread. With an
 /// `idleMilliseconds`, a thread ends after that long without work;
 /// without, it lives as long as the process.
 ///
 /// Two pools use it: the non-blocking C calls' workers (`OperationWorkers`:
-/// 2 threads, ended by `stop()` with the last `SharedThreads` holder) and the Swift product's async calls
-/// (`BlockingWorkers`: 32 threads, ending after 10 s idle). A thread
-/// parked in `whileWaiting` (waiting for a host's async storage, which may
-/// itself need a worker) does not count against the cap.
+/// 8 threads, 2 per client, ended by `stop()` with the last `SharedThreads`
+/// holder) and the Swift product's async calls (`BlockingWorkers`: 32
+/// threads, no shares, ending after 10 s idle). A thread parked in
+/// `whileWaiting` (waiting for a host's async storage, which may itself
+/// need a worker) does not count against the cap.
 package final class WorkerPool: @unchecked Sendable {
     // @unchecked: every mutable field is touched only with `condition` locked.
     package let maxThreads: Int
     let idleMilliseconds: Int?
     let threadName: String
     private let condition = Lock<Void>((), level: LockLevel.workerPool)
-    private var jobs: [@Sendable () -> Void] = []
-    private var next = 0  // index of the oldest job in `jobs`
+    private var jobs: WorkShares<ObjectIdentifier, @Sendable () -> Void>
     private var threads = 0
     private var idle = 0
     private var parked = 0
@@ -26,23 +29,25 @@ package final class WorkerPool: @unchecked Sendable {
     /// The threads started and not yet ended or detached (joined by `stop`).
     private var spawned: [LibraryThread] = []
 
-    package init(maxThreads: Int, idleMilliseconds: Int?, threadName: String) {
+    package init(maxThreads: Int, perShare: Int = 1, idleMilliseconds: Int?, threadName: String) {
         self.maxThreads = max(1, maxThreads)
+        jobs = WorkShares(perShare: perShare)
         self.idleMilliseconds = idleMilliseconds.map { max(0, $0) }
         self.threadName = threadName
     }
 
-    /// Runs `job` on a worker, soon. False, and `job` is dropped, only when
+    /// Runs `job` on a worker, soon (once fewer than `perShare` jobs of
+    /// `share` run; nil: no limit). False, and `job` is dropped, only when
     /// no worker runs and none could be started.
     @discardableResult
-    package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func submit(share: ObjectIdentifier? = nil, _ job: @escaping @Sendable () -> Void) -> Bool {
         condition.locked {
             guard !stopping else { return false }
-            jobs.append(job)
+            jobs.add(job, share: share)
             condition.broadcast()
             if startThreadIfNeeded() || threads > 0 { return true }
             // No thread at all to run it: take it back.
-            jobs.removeLast()
+            jobs.removeNewest(share: share)
             return false
         }
     }
@@ -82,11 +87,11 @@ package final class WorkerPool: @unchecked Sendable {
     /// Threads started and not yet ended, parked ones included (for tests).
     package var threadCount: Int { condition.locked { threads } }
 
-    /// With the lock held: starts a thread when the waiting jobs outnumber
-    /// the idle threads and the cap allows. False when none was needed or
-    /// none could start.
+    /// With the lock held: starts a thread when the jobs that may run now
+    /// outnumber the idle threads and the cap allows. False when none was
+    /// needed or none could start.
     private func startThreadIfNeeded() -> Bool {
-        guard jobs.count - next > idle && threads - parked < maxThreads else { return false }
+        guard jobs.runnableCount > idle && threads - parked < maxThreads else { return false }
         do {
             spawned.append(try LibraryThread.spawn(threadName, joinable: true, stop: { [weak self] in
                 self?.requestStop()
@@ -101,33 +106,33 @@ package final class WorkerPool: @unchecked Sendable {
     private func work() {
         condition.locked {
             while true {
-                if next < jobs.count {
-                    // The queue lets go of the job here and this thread
-                    // after running it, with no lock held: what it captured
-                    // (a handle's last reference, closing its database)
-                    // must not go under the pool's lock.
-                    var job: (@Sendable () -> Void)? = jobs[next]
-                    jobs[next] = {}
-                    next += 1
-                    if next == jobs.count {
-                        jobs.removeAll(keepingCapacity: true)
-                        next = 0
-                    }
+                var job: (@Sendable () -> Void)?
+                var share: ObjectIdentifier?
+                if let taken = jobs.take() { (share, job) = (taken.share, taken.job) }
+                if job != nil {
+                    // The job runs, and this thread lets go of it, with no
+                    // lock held: what it captured (a handle's last
+                    // reference, closing its database) must not go under
+                    // the pool's lock.
                     condition.unlocked {
                         job?()
                         job = nil
                     }
+                    jobs.finished(share)
+                    if jobs.runnableCount > 0 { condition.broadcast() }
                     continue
                 }
+                // Jobs still waiting are of shares at their limit: the
+                // threads running those take them as they finish.
                 if stopping {
                     threads -= 1
                     return  // `stop` joins it
                 }
                 idle += 1
                 let deadline = idleMilliseconds.map { Deadline.fromNow(milliseconds: $0) }
-                condition.wait(until: { next < jobs.count || stopping }, deadline: deadline)
+                condition.wait(until: { jobs.runnableCount > 0 || stopping }, deadline: deadline)
                 idle -= 1
-                if deadline != nil && next >= jobs.count && !stopping {
+                if deadline != nil && jobs.runnableCount == 0 && !stopping {
                     threads -= 1
                     // Idle: it ends on its own (detached).
                     if let me = spawned.firstIndex(where: \.isCurrent) { spawned.remove(at: me).join() }

@@ -826,8 +826,9 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    transfer thread, which serves every such operation of every client
  *    (keep on_done short; it may call any appnorth_ function, start more
  *    operations, cancel others, or free the handle). Queue submits and
- *    flushes and config refreshes complete on one of at most 2 worker
- *    threads; events flushes on the transfer thread. No library lock is
+ *    flushes and config refreshes complete on one of at most 8 worker
+ *    threads (on the transfer thread when cancelled, or timed out, before
+ *    a worker took them); events flushes on the transfer thread. No library lock is
  *    held while it runs.
  *  - Cost. No thread per operation: client reads and writes all run on the
  *    transfer thread through libcurl's multi interface. A start to a host
@@ -837,11 +838,18 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    runs there); a first request to a host (name lookup, connect, TLS
  *    set-up) starts on the transfer thread. At most 8
  *    connections per host (further requests wait their turn, their timeout
- *    running); the calls of several steps share the 2 workers (an events
- *    flush holds none: the transfer thread watches its deadline). At most 4096
+ *    running); the calls of several steps (queue, config) share the 8
+ *    workers, at most 2 for one client at a time, so a client whose server
+ *    never answers does not hold up another's (an events flush holds none:
+ *    the transfer thread watches its deadline). One that waits for a
+ *    worker ends at once at a cancel or a free, and with APPNORTH_E_TIMEOUT
+ *    (nothing sent) once its client's request timeout (the API one for the
+ *    queue, the resource download one for config) has passed since its
+ *    start. At most 4096
  *    operations may be in flight per handle: one more is
- *    APPNORTH_E_WRONG_STATE. In all, non-blocking calls add at most 3
- *    library threads to the process, however many are in flight; they
+ *    APPNORTH_E_WRONG_STATE. In all, non-blocking calls add at most 9
+ *    library threads to the process (the transfer thread and the
+ *    workers), however many are in flight; they
  *    end, joined by the freeing thread, when the last handle that started
  *    a non-blocking call is freed (a later call starts them again).
  *  - Cancel. appnorth_op_cancel() ends one operation (on_done gets

@@ -76,10 +76,13 @@ struct OperationPlan {
 
     /// A call of several steps: its blocking form on a worker, inside the
     /// operation's scope (so its cancel ends that call and no other).
-    static func work(owners: [AnyObject], client: AppNorthClient,
+    /// Until a worker takes it, a cancel, a client cancel or
+    /// `timeoutMilliseconds` (the client's request timeout for it) ends it
+    /// at once, on the transfer thread, without the worker.
+    static func work(owners: [AnyObject], client: AppNorthClient, timeoutMilliseconds: Int,
                      _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
         OperationPlan(owners: owners, client: client) { operation, finish in
-            try operation.runOnWorker(work) { result in
+            try operation.runOnWorker(for: client, timeoutMilliseconds: timeoutMilliseconds, work) { result in
                 switch result {
                 case .success(let outcome): finish(outcome)
                 case .failure(let error): finish(OperationOutcome(json: nil, error: error))

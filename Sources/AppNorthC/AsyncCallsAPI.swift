@@ -115,7 +115,8 @@ private func queueSubmit(_ queue: OpaquePointer?, _ client: OpaquePointer?, _ ke
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
         let write = try write()
         let key = try write.checkedForSubmit(idempotencyKey: optionalString(key, "idempotency_key"))
-        return .work(owners: [queue, client], client: client) {
+        return .work(owners: [queue, client], client: client,
+                     timeoutMilliseconds: client.configuration.timeouts.apiRequestMilliseconds) {
             do {
                 let submitted = try queue.submit(write, using: client, idempotencyKey: key)
                 return OperationOutcome(json: submitted ? #"{"submitted":true}"# : #"{"submitted":false}"#)
@@ -154,7 +155,8 @@ public func appnorth_queue_flush_async(_ queue: OpaquePointer?, _ client: Opaque
     startOperation(onDone, userData, outOp, err) {
         let queue = try asyncQueue(queue)
         let client = try Handle.get(client, as: AppNorthClient.self, "client")
-        return .work(owners: [queue, client], client: client) {
+        return .work(owners: [queue, client], client: client,
+                     timeoutMilliseconds: client.configuration.timeouts.apiRequestMilliseconds) {
             var sent = 0
             var failedEntryID: String?
             var failure: (any Error)?
@@ -180,7 +182,8 @@ public func appnorth_config_refresh_async(_ config: OpaquePointer?, _ onDone: Co
                                           _ userData: UnsafeMutableRawPointer?, _ outOp: OpOut?, _ err: ErrorOut?) -> Int32 {
     startOperation(onDone, userData, outOp, err) {
         let config = try Handle.get(config, as: AppNorthRemoteConfig.self, "config")
-        return .work(owners: [config], client: config.client) {
+        return .work(owners: [config], client: config.client,
+                     timeoutMilliseconds: config.client.configuration.timeouts.resourceDownloadMilliseconds) {
             do {
                 try config.refresh()
                 return OperationOutcome(json: "{}")

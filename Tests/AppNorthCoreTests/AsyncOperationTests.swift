@@ -121,10 +121,11 @@ final class AsyncOperationTests: XCTestCase {
 
     func testAWorkerJobCancelledBeforeItRunsDoesNotRun() throws {
         let table = OperationTable()
-        let operation = try table.begin(owners: [NSObjectLike()])
+        let client = try TestServer.client()
+        let operation = try table.begin(owners: [client])
         operation.cancel()
         let results = Results()
-        try operation.runOnWorker({ "ran" }) { result in
+        try operation.runOnWorker(for: client, timeoutMilliseconds: 0, { "ran" }) { result in
             results.put(0, result.mapError { $0 as? AppNorthError ?? .internal("\($0)") })
         }
         guard case .failure(.cancelled) = results.wait(for: 1)[0] else { return XCTFail("the job ran") }

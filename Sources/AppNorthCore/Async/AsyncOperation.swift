@@ -13,6 +13,11 @@ package final class AsyncOperation: Sendable {
     package let id: UInt64
     /// Given to the transfers and waits the operation makes.
     package let cancellation = CancellationToken()
+    /// Cancelled with `cancellation`: what the transfer engine watches
+    /// while the operation waits for a worker (`runOnWorker`). Its own
+    /// token, as a token wakes one waiter at a time: the engine's detach
+    /// must not take the worker's transfer's wake-up away.
+    let queued = CancellationToken()
     let owners: [ObjectIdentifier]
     /// Its phase; read and moved only with the table's lock held.
     nonisolated(unsafe) var phase = OperationPhase.started
@@ -156,5 +161,8 @@ package final class OperationTable: Sendable {
 }
 
 extension AsyncOperation {
-    package func cancel() { cancellation.cancel() }
+    package func cancel() {
+        cancellation.cancel()
+        queued.cancel()
+    }
 }

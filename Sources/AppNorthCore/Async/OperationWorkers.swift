@@ -1,15 +1,23 @@
-/// The few library threads that run the non-blocking calls made of
-/// several steps (a queue submit or flush, a config refresh, an events
-/// flush's wait): a `WorkerPool` of at most `maxThreads` in the process,
-/// started on demand, ended with the last `SharedThreads` holder. Each job runs
-/// its blocking counterpart inside its operation's `OperationScope`, so
-/// that cancelling the operation ends its transfers and waits, and no
-/// other's. Jobs beyond `maxThreads` wait their turn, in order.
+/// The library threads that run the non-blocking calls made of several
+/// steps (a queue submit or flush, a config refresh): a `WorkerPool` of at
+/// most `maxThreads` in the process, at most `perClient` of them for one
+/// client's jobs at a time, started on demand, ended with the last
+/// `SharedThreads` holder. Each job runs its blocking counterpart inside
+/// its operation's `OperationScope`, so that cancelling the operation ends
+/// its transfers and waits, and no other's.
+///
+/// A worker is never the only way forward (`runOnWorker`): while a job
+/// waits for one, the transfer engine's thread watches its operation's
+/// cancel, its client's cancel and its deadline, and completes it at once
+/// if one comes first. So a client whose server never answers holds at
+/// most `perClient` workers, other clients' jobs run beside it, and a
+/// cancel, a timeout or a free ends any operation within milliseconds.
 enum OperationWorkers {
-    static let maxThreads = 2
+    static let maxThreads = 8
+    static let perClient = 2
 
     private static let current = ForkLocal<WorkerPool, Never> {
-        WorkerPool(maxThreads: maxThreads, idleMilliseconds: nil, threadName: "appnorth-ops")
+        WorkerPool(maxThreads: maxThreads, perShare: perClient, idleMilliseconds: nil, threadName: "appnorth-ops")
     }
 
     /// The process's pool (a new one in a fork() child, and after the last
@@ -20,24 +28,53 @@ enum OperationWorkers {
     /// stops it.
     static func retire() -> WorkerPool? { current.take(if: { _ in true }) }
 
-    /// Runs `job` on a worker, soon. Throws when no worker can be started.
-    static func submit(_ job: @escaping @Sendable () -> Void) throws(AppNorthError) {
-        if !shared.submit(job) { throw .internal("cannot start a worker thread") }
+    /// Runs `job` on a worker, soon, within `client`'s share. Throws when
+    /// no worker can be started.
+    static func submit(for client: AnyObject, _ job: @escaping @Sendable () -> Void) throws(AppNorthError) {
+        if !shared.submit(share: ObjectIdentifier(client), job) { throw .internal("cannot start a worker thread") }
     }
 }
 
 extension AsyncOperation {
     /// Runs `work` on a worker inside this operation's scope, then hands
-    /// its outcome to `completion` (on that worker).
-    package func runOnWorker<T: Sendable>(_ work: @escaping @Sendable () throws -> T,
+    /// its outcome to `completion` (on that worker). Until a worker takes
+    /// it, the transfer engine's thread watches it: a cancel of this
+    /// operation or of `client` (`cancelInFlight()`) ends it with
+    /// `.cancelled`, and `timeoutMilliseconds` after now (the client's
+    /// request timeout; 0: none) with `.timeout`, on that thread, without
+    /// running `work`. Nothing was sent then.
+    package func runOnWorker<T: Sendable>(for client: AppNorthClient, timeoutMilliseconds: Int,
+                                         _ work: @escaping @Sendable () throws -> T,
                                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) throws(AppNorthError) {
-        try OperationWorkers.submit { [self] in
-            if isCancelled {
-                completion(.failure(AppNorthError.cancelled("operation cancelled before it started")))
-                return
+        let turn = WorkTurnCell()
+        let limit = timeoutMilliseconds > 0 ? timeoutMilliseconds : Int(Int32.max)
+        let wait = EngineWait(timeoutMilliseconds: limit, operation: queued, transport: client.transport) { how in
+            guard how != .reached, turn.apply(.ended) else { return }  // a worker took it
+            completion(.failure(Self.notStarted(how, limit)))
+        }
+        let engine = try TransferEngine.shared()
+        try engine.watch(wait)
+        do {
+            try OperationWorkers.submit(for: client) { [self] in
+                guard turn.apply(.workerTakes) else { return }  // ended while it waited
+                engine.reach(wait)  // the engine stops watching it
+                let result = OperationScope.with(cancellation) { Result { try work() } }
+                completion(result)
             }
-            let result = OperationScope.with(cancellation) { Result { try work() } }
-            completion(result)
+        } catch {
+            _ = turn.apply(.ended)  // its wait ends .reached: no completion
+            engine.reach(wait)
+            throw error
+        }
+    }
+
+    /// How an operation that no worker took ended.
+    private static func notStarted(_ how: EngineWait.End, _ limit: Int) -> AppNorthError {
+        switch how {
+        case .timedOut:
+            .timeout("no worker was free within \(limit) ms (the client's request timeout); nothing was sent")
+        case .cancelledByClient: .cancelled("cancelled by appnorth_client_cancel before it started; nothing was sent")
+        case .cancelledByOperation, .reached: .cancelled("operation cancelled before it started; nothing was sent")
         }
     }
 }

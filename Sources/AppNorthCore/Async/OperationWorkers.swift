@@ -58,6 +58,10 @@ extension AsyncOperation {
             try OperationWorkers.submit(for: client) { [self] in
                 guard turn.apply(.workerTakes) else { return }  // ended while it waited
                 engine.reach(wait)  // the engine stops watching it
+                if isCancelled {  // before the engine's thread saw it
+                    completion(.failure(Self.notStarted(.cancelledByOperation, limit)))
+                    return
+                }
                 let result = OperationScope.with(cancellation) { Result { try work() } }
                 completion(result)
             }

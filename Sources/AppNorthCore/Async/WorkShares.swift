@@ -53,7 +53,9 @@ package struct WorkShares<Share: Hashable, Job> {
             if let best, best.order <= order { continue }
             best = (share, order)
         }
-        guard let share = best?.share, var line = lines[share] else { return nil }
+        // Not `best?.share`: optional chaining flattens, and the jobs
+        // without a share (nil) would never be handed out.
+        guard let share = best.map({ $0.share }), var line = lines[share] else { return nil }
         let job = line.jobs[line.head].job
         line.head += 1
         if line.head == line.jobs.count {

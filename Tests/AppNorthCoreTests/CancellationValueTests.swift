@@ -59,4 +59,15 @@ final class CancellationValueTests: XCTestCase {
         operation.cancel()
         XCTAssertEqual(after.reason, .operation)
     }
+
+    func testAnEngineWaitEndsAsItsCancellationSays() {
+        let operation = CancellationToken(), client = InFlightTransfers()
+        let wait = EngineWait(timeoutMilliseconds: 60_000,
+                              cancellation: Cancellation(operation: operation, client: client)) { _ in }
+        XCTAssertNil(wait.cancelled)
+        client.cancelAll()
+        XCTAssertEqual(wait.cancelled, .cancelled(.client))
+        operation.cancel()
+        XCTAssertEqual(wait.cancelled, .cancelled(.operation))
+    }
 }

@@ -138,7 +138,8 @@ final class TransferEngineTests: XCTestCase {
         let other = try TestServer.client()  // its cancelInFlight() is not called
         func wait(_ index: Int, _ timeoutMs: Int, _ operation: CancellationToken = CancellationToken(),
                   on owner: AppNorthClient? = nil) -> EngineWait {
-            EngineWait(timeoutMilliseconds: timeoutMs, operation: operation, transport: (owner ?? client).transport) { how in
+            EngineWait(timeoutMilliseconds: timeoutMs,
+                       cancellation: Cancellation(operation: operation, transport: (owner ?? client).transport)) { how in
                 ends.withLock {
                     $0[index] = ($0[index] == nil ? (how, UInt(pthread_self())) : (how, 0))
                     ends.broadcast()
@@ -159,8 +160,8 @@ final class TransferEngineTests: XCTestCase {
         let seen = ends.withLock { $0 }
         XCTAssertEqual(seen[0]?.0, .reached)
         XCTAssertEqual(seen[1]?.0, .timedOut)
-        XCTAssertEqual(seen[2]?.0, .cancelledByOperation)
-        XCTAssertEqual(seen[3]?.0, .cancelledByClient)
+        XCTAssertEqual(seen[2]?.0, .cancelled(.operation))
+        XCTAssertEqual(seen[3]?.0, .cancelled(.client))
         let threads = Set(seen.values.map(\.1))
         XCTAssertEqual(threads.count, 1, "each ended once, all on one thread: \(seen)")
         XCTAssertFalse(threads.contains(UInt(pthread_self())) || threads.contains(0))

@@ -48,7 +48,8 @@ extension AsyncOperation {
                                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) throws(AppNorthError) {
         let turn = WorkTurnCell()
         let limit = timeoutMilliseconds > 0 ? timeoutMilliseconds : Int(Int32.max)
-        let wait = EngineWait(timeoutMilliseconds: limit, operation: queued, transport: client.transport) { how in
+        let waiting = Cancellation(operation: queued, transport: client.transport)
+        let wait = EngineWait(timeoutMilliseconds: limit, cancellation: waiting) { how in
             guard how != .reached, turn.apply(.ended) else { return }  // a worker took it
             completion(.failure(Self.notStarted(how, limit)))
         }
@@ -59,7 +60,7 @@ extension AsyncOperation {
                 guard turn.apply(.workerTakes) else { return }  // ended while it waited
                 engine.reach(wait)  // the engine stops watching it
                 if isCancelled {  // before the engine's thread saw it
-                    completion(.failure(Self.notStarted(.cancelledByOperation, limit)))
+                    completion(.failure(Self.notStarted(.cancelled(.operation), limit)))
                     return
                 }
                 let result = OperationScope.with(cancellation) { Result { try work() } }
@@ -77,8 +78,8 @@ extension AsyncOperation {
         switch how {
         case .timedOut:
             .timeout("no worker was free within \(limit) ms (the client's request timeout); nothing was sent")
-        case .cancelledByClient: .cancelled("cancelled by appnorth_client_cancel before it started; nothing was sent")
-        case .cancelledByOperation, .reached: .cancelled("operation cancelled before it started; nothing was sent")
+        case .cancelled(.client): .cancelled("cancelled by appnorth_client_cancel before it started; nothing was sent")
+        case .cancelled(.operation), .reached: .cancelled("operation cancelled before it started; nothing was sent")
         }
     }
 }

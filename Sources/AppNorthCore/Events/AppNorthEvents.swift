@@ -93,9 +93,9 @@ package final class AppNorthEvents: Sendable {
     @discardableResult
     package func flush(timeoutMilliseconds: Int) throws(AppNorthError) -> Int {
         let ticket = try requestFlush()
-        let cancel = WaitCancellation(client.transport)
+        let cancel = Cancellation(operation: OperationScope.current, transport: client.transport)
         guard waitForFlush(ticket.target, timeoutMilliseconds, cancel) else {
-            if let error = cancel.error { throw error }
+            if let reason = cancel.reason { throw Self.cancelledError(reason) }
             throw Self.timeoutError(timeoutMilliseconds)
         }
         return try flushOutcome(ticket)
@@ -108,8 +108,8 @@ package final class AppNorthEvents: Sendable {
                             completion: @escaping @Sendable (AppNorthError?) -> Void) throws(AppNorthError) {
         let engine = try TransferEngine.shared()
         let ticket = try requestFlush()
-        let wait = EngineWait(timeoutMilliseconds: timeoutMilliseconds, operation: operation,
-                              transport: client.transport) { [weak self] how in
+        let cancellation = Cancellation(operation: operation, transport: client.transport)
+        let wait = EngineWait(timeoutMilliseconds: timeoutMilliseconds, cancellation: cancellation) { [weak self] how in
             // Weak: the upload thread's list of waiters must not keep a
             // handle alive; a handle freed meanwhile ended the wait first.
             switch how {
@@ -117,8 +117,7 @@ package final class AppNorthEvents: Sendable {
                 guard let self else { return completion(.wrongState("the event queue is closed")) }
                 do throws(AppNorthError) { _ = try self.flushOutcome(ticket); completion(nil) } catch { completion(error) }
             case .timedOut: completion(Self.timeoutError(timeoutMilliseconds))
-            case .cancelledByOperation: completion(WaitCancellation.operationCancelled)
-            case .cancelledByClient: completion(WaitCancellation.clientCancelled)
+            case .cancelled(let reason): completion(Self.cancelledError(reason))
             }
         }
         try engine.watch(wait)
@@ -138,10 +137,18 @@ package final class AppNorthEvents: Sendable {
         .timeout("flush did not finish within \(timeoutMilliseconds) ms; events stay queued")
     }
 
+    private static func cancelledError(_ reason: Cancellation.Reason) -> AppNorthError {
+        switch reason {
+        case .operation: .cancelled("flush cancelled (its operation was cancelled); events stay queued")
+        case .client: .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
+        }
+    }
+
     /// Waits for the flush cycle `target` in short slices of real time, so
-    /// that a cancel (`WaitCancellation`) ends the wait at once. False on
-    /// timeout or cancel.
-    func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, _ cancel: WaitCancellation) -> Bool {
+    /// that a cancel (`cancel`: this thread's operation, the client's
+    /// `cancelInFlight()` since the flush began) ends the wait at once.
+    /// False on timeout or cancel.
+    func waitForFlush(_ target: UInt64, _ timeoutMilliseconds: Int, _ cancel: Cancellation) -> Bool {
         var remaining = max(0, timeoutMilliseconds)
         while true {
             let slice = min(20, remaining)

@@ -10,9 +10,9 @@ import Synchronization
 /// Cancelling wakes the transfer in progress at once (its curl multi
 /// handle); a transfer started after `cancel()` ends at once. A token may
 /// serve several transfers in turn (one at a time). Cancelling is final.
-/// The other two ways work ends are a client's `cancelInFlight()` (a
-/// generation, `InFlightTransfers`) and, for waits, `WaitCancellation`,
-/// which reads both.
+/// Work asks whether it was cancelled through one value, `Cancellation`:
+/// its operation's token and its client's `cancelInFlight()` (a
+/// generation, `InFlightTransfers`).
 package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
     /// What the transfer in progress waits in, woken by cancel().
@@ -54,15 +54,8 @@ final class InFlightTransfers: Sendable {
         }
     }
 
-    func register(_ slot: TransferSlot) {
-        register(ObjectIdentifier(slot), waker: TransferWaker(multi: slot.multi))
-    }
-
-    func unregister(_ slot: TransferSlot) {
-        unregister(ObjectIdentifier(slot))
-    }
-
-    /// A transfer of the shared engine (TransferEngine's), by its own key.
+    /// A transfer (its slot, or its job in the shared engine) or an engine
+    /// wait, by its own key (through `Cancellation.attach`).
     func register(_ key: ObjectIdentifier, waker: TransferWaker) {
         running.withLock { $0[key] = waker }
     }

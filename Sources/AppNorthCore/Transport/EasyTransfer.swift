@@ -121,7 +121,7 @@ final class EasyTransfer: @unchecked Sendable {
             cshim_setopt_write_function(h, CURLOPT_HEADERFUNCTION, transferWriteHeader)
             cshim_setopt_pointer(h, CURLOPT_HEADERDATA, contextPointer)
         }
-        if context.cancel != nil || context.operation != nil {
+        if context.stop != nil || context.cancellation.operation != nil {
             cshim_setopt_long(h, CURLOPT_NOPROGRESS, 0)
             cshim_setopt_xferinfo_function(h, transferProgress)
             cshim_setopt_pointer(h, CURLOPT_XFERINFODATA, contextPointer)
@@ -144,16 +144,15 @@ final class EasyTransfer: @unchecked Sendable {
     /// ended it.
     func finish(_ code: CURLcode) throws(AppNorthError) -> HTTPResponse {
         if code != CURLE_OK {
-            if context.operation?.isCancelled == true {
-                throw .cancelled("operation cancelled")
-            }
-            if context.cancelledByClient {
-                throw .cancelled("request cancelled by appnorth_client_cancel")
+            switch context.cancellation.reason {
+            case .operation: throw .cancelled("operation cancelled")
+            case .client: throw .cancelled("request cancelled by appnorth_client_cancel")
+            case nil: break
             }
             if context.overflowed {
                 throw .tooLarge("response larger than \(maxResponseBytes) bytes")
             }
-            if context.cancel?.isCancelled == true || context.stoppedByReceiver {
+            if context.stop?.isCancelled == true || context.stoppedByReceiver {
                 throw .network("stream closed")
             }
             if context.idledOut {

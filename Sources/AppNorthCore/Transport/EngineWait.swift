@@ -1,36 +1,30 @@
 /// A wait that holds no thread (the non-blocking events flush waiting for
-/// its upload cycle): the transfer engine's thread watches its deadline and
-/// its cancellation, and whoever sees the awaited thing happen calls
-/// `TransferEngine.reach`. It ends exactly once, on the engine thread, with
-/// no lock held: `onEnd` gets how.
+/// its upload cycle, a job waiting for an op worker): the transfer
+/// engine's thread watches its deadline and its `Cancellation`, and whoever
+/// sees the awaited thing happen calls `TransferEngine.reach`. It ends
+/// exactly once, on the engine thread, with no lock held: `onEnd` gets how.
 ///
-/// A cancel of its operation (`CancellationToken`) or of its client
-/// (`cancelInFlight()`, through the transport's `InFlightTransfers`) wakes
+/// A cancel of its operation or of its client (`cancelInFlight()`) wakes
 /// the engine, which ends the wait within a sweep (a few milliseconds).
 package final class EngineWait: Sendable {
-    package enum End: Sendable, Equatable { case reached, timedOut, cancelledByOperation, cancelledByClient }
+    package enum End: Sendable, Equatable {
+        case reached, timedOut
+        case cancelled(Cancellation.Reason)
+    }
 
     let deadline: Deadline
-    let operation: CancellationToken
-    let inFlight: InFlightTransfers
-    private let generation: UInt64
+    let cancellation: Cancellation
     let onEnd: @Sendable (End) -> Void
 
-    /// `timeoutMilliseconds` counts from now; `transport` is the client's
-    /// (its `cancelInFlight()` ends the wait).
-    package init(timeoutMilliseconds: Int, operation: CancellationToken, transport: HTTPTransport,
+    /// `timeoutMilliseconds` counts from now; a client cancel counts from
+    /// when `cancellation` was made.
+    package init(timeoutMilliseconds: Int, cancellation: Cancellation,
                  onEnd: @escaping @Sendable (End) -> Void) {
         deadline = Deadline(milliseconds: max(0, timeoutMilliseconds), after: monotonicNow())
-        self.operation = operation
-        inFlight = transport.inFlight
-        generation = transport.inFlight.generation
+        self.cancellation = cancellation
         self.onEnd = onEnd
     }
 
     /// How it was cancelled, if it was.
-    var cancellation: End? {
-        if operation.isCancelled { return .cancelledByOperation }
-        if inFlight.generation != generation { return .cancelledByClient }
-        return nil
-    }
+    var cancelled: End? { cancellation.reason.map(End.cancelled) }
 }

@@ -54,11 +54,10 @@ package final class HTTPTransport: Sendable {
     package func perform(_ request: HTTPRequest, cancel: CancellationToken? = nil,
                         logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
-        context.cancel = cancel
-        context.operation = OperationScope.current
+        context.stop = cancel
         context.whileWaiting = whileWaiting
         context.requestBodyBytes = request.body?.count ?? 0
-        return try exchange(request, context, logger: logger,
+        return try exchange(request, context, operation: OperationScope.current, logger: logger,
                             totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
     }
 
@@ -71,8 +70,8 @@ package final class HTTPTransport: Sendable {
     package func stream(_ request: HTTPRequest, idleTimeoutMs: Int, cancel: CancellationToken, logger: Logger? = nil,
                        onChunk: @escaping ([UInt8]) -> Bool) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
-        context.cancel = cancel
-        return try exchange(request, context, logger: logger, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
+        context.stop = cancel
+        return try exchange(request, context, operation: nil, logger: logger, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
     }
 
     /// Starts `request` on the process's transfer thread (TransferEngine)
@@ -83,9 +82,7 @@ package final class HTTPTransport: Sendable {
     package func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
                       completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
-        context.operation = operation
-        context.inFlight = inFlight
-        context.generation = inFlight.generation
+        context.cancellation = Cancellation(operation: operation, client: inFlight)
         let transfer = try EasyTransfer(request, context: context, transport: self,
                                         totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
         let trace = RequestTrace(request, logger ?? self.logger)
@@ -103,18 +100,14 @@ package final class HTTPTransport: Sendable {
         inFlight.cancelAll()
     }
 
-    /// Moves on every `cancelInFlight()`: a wait that began under an older
-    /// value was cancelled.
-    package var cancelGeneration: UInt64 { inFlight.generation }
-
     // MARK: -
 
     /// What `perform` and `stream` share: a slot from the pool, a fresh
     /// easy handle for `request`, the transfer on this thread, its trace.
-    private func exchange(_ request: HTTPRequest, _ context: TransferContext, logger: Logger?,
-                          totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> HTTPResponse {
-        context.inFlight = inFlight
-        context.generation = inFlight.generation
+    /// A client cancel counts from here on.
+    private func exchange(_ request: HTTPRequest, _ context: TransferContext, operation: CancellationToken?,
+                          logger: Logger?, totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) -> HTTPResponse {
+        context.cancellation = Cancellation(operation: operation, client: inFlight)
         return try RequestTrace(request, logger ?? self.logger).record { () throws(AppNorthError) -> HTTPResponse in
             let slot = try borrow()
             defer { giveBack(slot) }

@@ -7,15 +7,14 @@ final class TransferContext {
     var status = 0
     let limit: Int
     let onData: (([UInt8]) -> Bool)?
-    var cancel: CancellationToken?
-    /// The operation this transfer serves (a non-blocking call's, or the
-    /// calling thread's `OperationScope`): cancelling it ends the transfer
-    /// with `.cancelled`.
-    var operation: CancellationToken?
-    /// The transport's in-flight set and its generation when this transfer
-    /// began: a later generation means the client cancelled it.
-    var inFlight: InFlightTransfers?
-    var generation: UInt64 = 0
+    /// The requester's own stop (a config stream's, an upload attempt's
+    /// that a consent revocation ends): it ends the transfer as a closed
+    /// stream (`.network`), not as a cancel.
+    var stop: CancellationToken?
+    /// Its operation's token (a non-blocking call's, or the calling
+    /// thread's `OperationScope`) and its client's cancel since the
+    /// transfer began: either ends it with `.cancelled`.
+    var cancellation = Cancellation()
     var overflowed = false
     var connectionsOpened = 0
     var protocolName = ""
@@ -32,10 +31,8 @@ final class TransferContext {
         self.onData = onData
     }
 
-    var cancelledByClient: Bool { inFlight.map { $0.generation != generation } ?? false }
-
-    /// The host's stream cancellation or a client cancel ended it.
-    var isCancelled: Bool { cancel?.isCancelled == true || operation?.isCancelled == true || cancelledByClient }
+    /// Its stop, its operation or its client ended it.
+    var isCancelled: Bool { stop?.isCancelled == true || cancellation.isCancelled }
 
     var isStreamingSuccess: Bool { onData != nil && (200...299).contains(status) }
 

@@ -33,12 +33,12 @@ import Synchronization
 /// before it sleeps again. A first transfer to an origin (name lookup,
 /// connect, TLS set-up) starts on the engine thread.
 ///
-/// A transfer ends when curl finishes it, when its operation's cancellation
-/// is cancelled, or when its client's `cancelInFlight()` runs; its `done`
-/// closure then runs on the engine thread, always, with curl's code and no
-/// lock held (it may start more transfers). The thread starts with the
-/// first transfer and ends when the last handle holding `SharedThreads`
-/// is freed; a later hold starts a new engine. A fork() child gets an engine of its own on first use.
+/// A transfer ends when curl finishes it or when its `Cancellation` says
+/// it was cancelled (its operation's token, its client's
+/// `cancelInFlight()`); its `done` closure then runs on the engine thread,
+/// always, with curl's code and no lock held (it may start more
+/// transfers). The thread starts with the first transfer and ends when
+/// the last handle holding `SharedThreads` is freed; a later hold starts a new engine. A fork() child gets an engine of its own on first use.
 final class TransferEngine: @unchecked Sendable {
     // @unchecked: `core` is touched only with `drive` held; `waker` is
     // callable from any thread.
@@ -115,9 +115,7 @@ final class TransferEngine: @unchecked Sendable {
         job.deadline = total > 0 ? Deadline(milliseconds: total, after: monotonicNow()) : nil
         // From now on a cancel of its operation or client wakes the engine,
         // whether the job runs or waits for a place.
-        let context = job.transfer.context
-        context.operation?.attach(waker)
-        context.inFlight?.register(ObjectIdentifier(job.transfer), waker: waker)
+        job.transfer.context.cancellation.attach(waker, key: ObjectIdentifier(job.transfer))
         // The engine thread picks up a new socket, an earlier curl timer or
         // a job that ended unstarted.
         hand(.arrive(job))
@@ -149,8 +147,7 @@ final class TransferEngine: @unchecked Sendable {
     func watch(_ wait: EngineWait) throws(AppNorthError) {
         if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
         if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
-        wait.operation.attach(waker)
-        wait.inFlight.register(ObjectIdentifier(wait), waker: waker)
+        wait.cancellation.attach(waker, key: ObjectIdentifier(wait))
         hand(.watch(wait))
     }
 
@@ -202,15 +199,12 @@ final class TransferEngine: @unchecked Sendable {
     /// The job's last step, with no lock held: no wake-up reaches it any
     /// more; then its `done`.
     private func end(_ job: Job, _ code: CURLcode) {
-        let context = job.transfer.context
-        context.operation?.detach()
-        context.inFlight?.unregister(ObjectIdentifier(job.transfer))
+        job.transfer.context.cancellation.detach(ObjectIdentifier(job.transfer))
         job.done(code)
     }
 
     private func end(_ wait: EngineWait, _ how: EngineWait.End) {
-        wait.operation.detach()
-        wait.inFlight.unregister(ObjectIdentifier(wait))
+        wait.cancellation.detach(ObjectIdentifier(wait))
         wait.onEnd(how)
     }
 }

@@ -179,7 +179,7 @@ final class TransferEngineCore: @unchecked Sendable {
 
     /// Watches `wait` from now on. Returns whether the engine thread must wake.
     func watch(_ wait: EngineWait) -> Bool {
-        if let how = wait.cancellation {
+        if let how = wait.cancelled {
             ended.waits.append((wait, how))
             _ = schedule.handle(.endedOutsideTurn)
         } else {
@@ -202,7 +202,7 @@ final class TransferEngineCore: @unchecked Sendable {
     private func sweepWaits(now: UInt64) {
         guard !waits.isEmpty else { return }
         for (key, wait) in waits {
-            let how = wait.cancellation ?? (wait.deadline.hasPassed(at: now) ? .timedOut : nil)
+            let how = wait.cancelled ?? (wait.deadline.hasPassed(at: now) ? .timedOut : nil)
             guard let how else { continue }
             waits[key] = nil
             ended.waits.append((wait, how))

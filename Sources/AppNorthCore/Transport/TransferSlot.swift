@@ -9,7 +9,7 @@ final class TransferSlot: @unchecked Sendable {
 
     /// Runs a transfer on the slot's multi handle, whose connection cache
     /// outlives the easy handle. A cancellable transfer is woken at once by
-    /// `CancellationToken.cancel()` (curl's easy loop only checks the
+    /// a cancel of its `Cancellation` or its stop token (curl's easy loop only checks the
     /// progress callback about once a second while a stream is idle), and
     /// its idle time is measured exactly (curl's low-speed check averages
     /// over several seconds, so a burst at connect would hide a silent
@@ -18,21 +18,19 @@ final class TransferSlot: @unchecked Sendable {
         let h = transfer.handle
         let context = transfer.context
         let idleTimeoutMs = transfer.idleTimeoutMs
-        let cancel = context.cancel
-        // Registered first, so a client cancel from now on wakes this
-        // transfer, and one since it began is seen by the check below.
-        context.inFlight?.register(self)
-        defer { context.inFlight?.unregister(self) }
+        let stop = context.stop
+        let waker = TransferWaker(multi: multi)
+        // Attached first, so a cancel from now on wakes this transfer, and
+        // one since it began is seen by the check below.
+        context.cancellation.attach(waker, key: ObjectIdentifier(self))
+        defer { context.cancellation.detach(ObjectIdentifier(self)) }
         // Cancelled before it started: send nothing (the first multi_perform
         // below may already write the request).
         if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
-        let waker = TransferWaker(multi: multi)
-        cancel?.attach(waker)
-        context.operation?.attach(waker)
+        stop?.attach(waker)
         defer {
-            context.operation?.detach()
-            cancel?.detach()
+            stop?.detach()
             curl_multi_remove_handle(multi, h)
         }
         return pump(h, context, idleTimeoutMs: idleTimeoutMs)

@@ -102,6 +102,9 @@ package enum LockLevel {
     static let storedDamage = 55
     /// `QueueLimits.listing`: the journal files listed last.
     static let journalListing = 56
+    /// `CurlFeatures.easyInit`: one curl_easy_init at a time, none across
+    /// fork() (also its `ForkLocal` slot's level: never nested).
+    static let curlEasyInit = 57
     /// `StorageBox.logger`: the logger of a C storage's queues and caches.
     package static let storageLogger = 58
     /// `CallbackDispatcher.state`: dispatch mode's queues (a log line written under any lock above lands here).

@@ -11,6 +11,25 @@ package enum CurlFeatures {
     /// crash.
     package static let initialised: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
+    /// curl_easy_init with no fork() in the middle of it. Since 7.84 it
+    /// takes libcurl's global init lock, a spin lock: a fork while another
+    /// thread holds it leaves the child spinning for ever in its own first
+    /// curl_easy_init (test_fork_async: 2 children in about 6,000 hung
+    /// there, each with one thread, in curl_easy_init). Every easy handle
+    /// of the library is made here, under a `Lock`, which ForkGuard holds
+    /// across fork(); so no thread of the parent is inside libcurl's lock
+    /// when the child is made.
+    package static func makeEasy() -> UnsafeMutableRawPointer? {
+        _ = initialised
+        return easyInit.value.turn.withLock { _ in curl_easy_init() }
+    }
+
+    private final class EasyInit: Sendable {
+        let turn = Lock<Void>((), level: LockLevel.curlEasyInit)
+    }
+
+    private static let easyInit = ForkLocal<EasyInit, Never>(level: LockLevel.curlEasyInit) { EasyInit() }
+
     /// The loaded libcurl's version, "7.74.0" for instance.
     package static var version: String {
         _ = initialised
@@ -22,8 +41,7 @@ package enum CurlFeatures {
     /// TLS backend that reads blobs). Without it an in-memory CA bundle is
     /// refused when it is set, with a message that says to pass a file.
     package static let takesCABlob: Bool = {
-        _ = initialised
-        guard let h = curl_easy_init() else { return false }
+        guard let h = makeEasy() else { return false }
         defer { curl_easy_cleanup(h) }
         let empty: [UInt8] = [0]
         return empty.withUnsafeBytes { cshim_setopt_blob_copy(h, CURLOPT_CAINFO_BLOB, $0.baseAddress, 0) } == CURLE_OK
@@ -33,8 +51,7 @@ package enum CurlFeatures {
     /// (curl_easy_header: 7.83 and later, unless built without it). Without
     /// it every transfer reads its fields in the header callback.
     package static let keepsFields: Bool = {
-        _ = initialised
-        guard let h = curl_easy_init() else { return false }
+        guard let h = makeEasy() else { return false }
         defer { curl_easy_cleanup(h) }
         var header: UnsafeMutablePointer<curl_header>? = nil
         return cshim_easy_header(h, "ETag", 0, UInt32(CURLH_HEADER), -1, &header) != CURLHE_NOT_BUILT_IN

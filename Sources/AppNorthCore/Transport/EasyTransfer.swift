@@ -26,7 +26,7 @@ final class EasyTransfer: @unchecked Sendable {
 
     init(_ request: HTTPRequest, context: TransferContext, transport: HTTPTransport,
          totalTimeoutMs: Int, idleTimeoutMs: Int) throws(AppNorthError) {
-        guard let h = curl_easy_init() else { throw .internal("curl_easy_init failed") }
+        guard let h = CurlFeatures.makeEasy() else { throw .internal("curl_easy_init failed") }
         handle = h
         self.context = context
         self.idleTimeoutMs = idleTimeoutMs

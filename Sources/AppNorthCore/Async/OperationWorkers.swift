@@ -59,8 +59,11 @@ extension AsyncOperation {
             try OperationWorkers.submit(for: client) { [self] in
                 guard turn.apply(.workerTakes) else { return }  // ended while it waited
                 engine.reach(wait)  // the engine stops watching it
-                if isCancelled {  // before the engine's thread saw it
-                    completion(.failure(Self.notStarted(.cancelled(.operation), limit)))
+                // Cancelled before the engine's thread saw it: this
+                // operation, or its client (a transfer started now would
+                // capture a newer generation and miss that cancel).
+                if let reason = isCancelled ? .operation : waiting.reason {
+                    completion(.failure(Self.notStarted(.cancelled(reason), limit)))
                     return
                 }
                 let result = OperationScope.with(cancellation) { Result { try work() } }

@@ -1435,7 +1435,9 @@ APPNORTH_API int32_t appnorth_read_ideas(appnorth_cache *cache, appnorth_client 
  * delivered batch resets the count.
  *
  * At most 10,000 events and 5 MB are kept; past either, the oldest are
- * dropped and counted. Each event carries a UUIDv7 id (the server
+ * dropped and counted. The 5 MB are the files' (database, WAL, journals:
+ * within 5 MiB and 5 %), so the events themselves get about 4.5 MiB of
+ * SQLite pages (docs/events.md, "Disk usage"). Each event carries a UUIDv7 id (the server
  * deduplicates on it), a timestamp, the anonymous id, the user id if set,
  * and the session id. Properties are sent exactly as the host wrote them.
  *
@@ -1522,8 +1524,11 @@ APPNORTH_API int32_t appnorth_events_options_set_flush_policy(appnorth_events_op
                                                               appnorth_error *err);
 
 /** Queue limits: max_events (default 10000; 1 to 10000000), max_bytes
- *  (default 5242880; 1024 to 1073741824), max_event_bytes, the largest
- *  single event accepted by track (default 65536; 256 to 16777216). */
+ *  (default 5242880; 1024 to 1073741824): the bytes of the queue's files,
+ *  of which the events get nine tenths, each counted at the database pages
+ *  it takes (about 12.3 KB for a 10 KB event; stats' "queued_bytes"), the
+ *  rest being the WAL's and a draining journal's; max_event_bytes, the
+ *  largest single event accepted by track (default 65536; 256 to 16777216). */
 APPNORTH_API int32_t appnorth_events_options_set_limits(appnorth_events_options *options,
                                                         int32_t max_events, int64_t max_bytes,
                                                         int32_t max_event_bytes, appnorth_error *err);
@@ -1705,7 +1710,8 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
  * "damaged"},"breaker":{"open","consecutive_failures","threshold"},
  * "last_error":{...}|null,"last_flush_ms"|null,"last_attempt_ms"|null,
  * "network_type","batch_size","consent"}. "queued"/"queued_bytes" count the
- * whole data directory (every handle's and process's journals too, which
+ * whole data directory (queued_bytes: what the queued events take in the
+ * files, each at its database pages, the figure the byte limit trims by) (every handle's and process's journals too, which
  * the limits apply to); "journals" is the number of journal files there and
  * "disk_bytes" the bytes of the database, its WAL and the journals. Drop
  * counts cover this handle's lifetime (the drops of every handle add up to

@@ -68,7 +68,9 @@ package final class AppNorthEvents: Sendable {
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: logger))
-        drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, options.maxQueuedBytes), logger: logger)
+        // The rows get the byte limit less the files' other needs (FileBudget).
+        drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, FileBudget.rowBytes(options.maxQueuedBytes)),
+                           logger: logger)
         uploader = EventUploader(options: options, client: client, store: store, db: db, consent: consentOwner,
                                  counters: counters, lifecycle: lifecycle, drain: drain, clock: clock, logger: logger)
         tracker = EventTracker(store: store, options: options, consent: consentOwner, sender: sender, lifecycle: lifecycle,
@@ -168,7 +170,7 @@ package final class AppNorthEvents: Sendable {
         uploader.stop()
         // Journaled events move to SQLite now, not at the next open.
         _ = try? drain.run(replacingFiles: false)
-        if store.count == 0 { db.compact() }
+        if store.count == 0 { drain.compact() }
     }
 
     // MARK: Sessions and network

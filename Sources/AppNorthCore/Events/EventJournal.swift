@@ -14,7 +14,7 @@ final class JournalSegment: Sendable {
     let fd: Int32
     /// The consent epoch in its name (EventJournal.epoch).
     let epoch: Int64
-    /// Records and payload bytes written whole. Written only under the
+    /// Records and their bytes (`RowCost`) written whole. Written only under the
     /// stripe's lock (so a load and a store, no read-modify-write), read
     /// by drains.
     let records = Atomic<Int>(0)
@@ -85,7 +85,7 @@ final class JournalStripe: Sendable {
     }
 
     let state = Lock(State(), padded: true, level: LockLevel.stripe)
-    /// Records and payload bytes appended to the current segment and not
+    /// Records and their bytes (`RowCost`) appended to the current segment and not
     /// yet added to the journal's shared totals (`EventJournal.publish`).
     /// Changed only under the lock; read by anyone who needs the exact sum.
     let unpublishedRecords = Atomic<Int>(0)
@@ -131,7 +131,7 @@ final class EventJournal: Sendable {
 
     let directory: DataDirectory
     let stripes: [JournalStripe]
-    /// Records and payload bytes of segments not imported yet, as the
+    /// Records and their bytes (`RowCost`) of segments not imported yet, as the
     /// stripes published them.
     let totals = JournalTotals()
 
@@ -183,7 +183,7 @@ final class EventJournal: Sendable {
             let reason = written < 0 ? String(cString: strerror(error)) : "short write (\(written) of \(expected) bytes)"
             throw .storage("cannot append to the event journal \(segment.path): \(reason)")
         }
-        Self.count(record: count, in: s.segment.unsafelyUnwrapped, stripe)
+        Self.count(record: RowCost.bytes(payload: count), in: s.segment.unsafelyUnwrapped, stripe)
     }
 
     /// One record (header and `payload`) with one `writev`: what it
@@ -229,7 +229,7 @@ final class EventJournal: Sendable {
         stripe.unpublishedBytes.store(0, ordering: .relaxed)
     }
 
-    /// Records and payload bytes in segments not imported yet: the totals
+    /// Records and their bytes (`RowCost`) in segments not imported yet: the totals
     /// plus what every stripe has not published.
     var pending: (records: Int, bytes: Int) {
         var records = totals.records.load(ordering: .relaxed), bytes = totals.bytes.load(ordering: .relaxed)

@@ -83,7 +83,10 @@ final class EventStore: Sendable {
     /// went. The rows go with the count: an import checks the count in its
     /// own transaction, so no segment opened before can land afterwards.
     func revoke(nowMs: Int64) throws(AppNorthError) -> Int {
-        defer { table.removals.add(1, ordering: .releasing) }
+        defer {
+            table.removals.add(1, ordering: .releasing)
+            db.compact(stepPages: FileBudget.tightWALPages)  // the deleted events' pages leave the file
+        }
         return try importer.purge { () throws(AppNorthError) -> (epoch: Int64, rows: Int) in
             try db.transaction { conn throws(AppNorthError) -> (epoch: Int64, rows: Int) in
                 try ConsentRecord.putChoice(conn, .revoked, nowMs: nowMs)

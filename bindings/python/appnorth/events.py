@@ -334,8 +334,10 @@ class Events(Handle):
 
     def stats(self) -> Dict[str, Any]:
         """Queue statistics: queued (the whole data directory, journals
-        included), queued_bytes, journals (files), disk_bytes (database, WAL
-        and journals on disk), dropped counts, breaker, last error, ..."""
+        included), queued_bytes (what those events take in the files, at
+        their database pages: the byte limit trims by it), journals (files),
+        disk_bytes (database, WAL and journals on disk), dropped counts,
+        breaker, last error, ..."""
         with self._use() as events, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_events_stats, events)
         result: Dict[str, Any] = parse_json(text)

@@ -27,6 +27,12 @@ struct QueueDrain: Sendable {
         if queued.count > limits.count || queued.bytes > limits.bytes { _ = try? run() }
     }
 
+    /// Gives the empty queue's space back (`SQLiteStore.compact`), in
+    /// steps small enough for the files' budget while the file is large.
+    func compact() {
+        store.db.compact(stepPages: FileBudget.walPages(rows: store.db.databaseBytes, rowLimit: limits.bytes))
+    }
+
     /// How many journaled events the upload cycle imports at a time: a
     /// part costs less than a request's wait (about 1 ms here, against
     /// 5 ms or more for a request), and holds at least two batches, so the

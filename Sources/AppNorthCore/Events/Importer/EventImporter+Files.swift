@@ -67,14 +67,14 @@ extension EventImporter {
                 while let found = try file.reader.next(from: position), let event = found.event,
                       found.end <= start {
                     parts[index].records += 1
-                    parts[index].bytes += event.payload.count
+                    parts[index].bytes += RowCost.bytes(payload: event.payload.count)
                     position = found.end
                 }
             }
             guard EventJournal.epoch(ofName: file.name) == revocations else {
                 while let event = cursor.head {
                     parts[index].records += 1
-                    parts[index].bytes += event.payload.count
+                    parts[index].bytes += RowCost.bytes(payload: event.payload.count)
                     try cursor.advance(file.reader, from: cursor.headEnd)
                 }
                 refused += parts[index].records
@@ -99,14 +99,15 @@ extension EventImporter {
                 oldest = index
             }
             guard let index = oldest, let event = cursors[index].head else { break }
+            let cost = RowCost.bytes(payload: event.payload.count)
             if try insert.run(event.id, event.payload, Int64(event.payload.count)) > 0 {
                 count += 1
-                bytes += event.payload.count
+                bytes += cost
             }
             parts[index].records += 1
-            parts[index].bytes += event.payload.count
+            parts[index].bytes += cost
             taken += 1
-            takenBytes += event.payload.count
+            takenBytes += cost
             try cursors[index].advance(files[index].reader, from: cursors[index].headEnd)
             if takenBytes >= maxBytes { break }
         }

@@ -92,6 +92,7 @@ final class EventImporter: Sendable {
             // Past a limit, the oldest events to drop may be journaled:
             // everything goes in, so that the trim drops exactly those.
             var most = most
+            if let bounds { try limits.fitWAL(rowLimit: bounds.bytes) }
             if let bounds, most != nil, try limits.isOver(bounds, own: ownFiles(state)) { most = nil }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.
@@ -118,9 +119,9 @@ final class EventImporter: Sendable {
         }
     }
 
-    /// The payload bytes one import transaction takes at most (beyond one
+    /// The bytes (`RowCost`) one import transaction takes at most (beyond one
     /// record): what the WAL grows by per part.
-    static let importPartBytes = 256 << 10
+    static let importPartBytes = 128 << 10
 
     /// Imports up to `limit` events (and about `importPartBytes`) of the
     /// retired segments in one transaction and settles what went in; a

@@ -14,7 +14,7 @@ struct JournalFile {
 
 /// What one import took from one file.
 struct ImportedPart {
-    /// Records taken (queued, or purged for consent), and their payload bytes.
+    /// Records taken (queued, or purged for consent), and their bytes in the files (`RowCost`).
     var records = 0
     var bytes = 0
     /// Nothing is left: the file is marked imported and deleted.

@@ -58,7 +58,7 @@ final class QueueLimits: Sendable {
             var file = ForeignJournal(name: name)
             var position = start
             while let next = try? reader.next(from: position), let event = next.event {
-                file.records.append((event.milliseconds, event.id, event.payload.count, next.end))
+                file.records.append((event.milliseconds, event.id, RowCost.bytes(payload: event.payload.count), next.end))
                 position = next.end
             }
             if !file.records.isEmpty { found.append(file) }
@@ -95,6 +95,17 @@ final class QueueLimits: Sendable {
             let count = table.count.load(ordering: .relaxed) + pending.records + others.reduce(0) { $0 + $1.records.count }
             let bytes = table.bytes.load(ordering: .relaxed) + pending.bytes + others.reduce(0) { $0 + $1.bytes }
             return count > limits.count || bytes > limits.bytes
+        }
+    }
+
+    /// Sets the WAL's checkpoint interval for what the files hold before a
+    /// drain (`FileBudget.walPages`): the table, or the database file when
+    /// larger (its free pages stay until the queue empties), and this
+    /// handle's journal twice, as it is on disk twice until imported whole.
+    func fitWAL(rowLimit: Int) throws(AppNorthError) {
+        try table.db.withConnection { conn throws(AppNorthError) in
+            let filled = max(table.bytes.load(ordering: .relaxed), table.db.databaseBytes) + 2 * journal.pending.bytes
+            try table.db.setWALPages(FileBudget.walPages(rows: filled, rowLimit: rowLimit), conn)
         }
     }
 
@@ -197,7 +208,7 @@ struct TrimCursor {
         while index == rows.count && !exhausted {
             let page = try conn.query("SELECT seq, id, length(payload), substr(id, 1, 13) AS t FROM events "
                                       + "WHERE (substr(id, 1, 13), seq) > (?, ?) ORDER BY t, seq LIMIT 512",
-                                      [.text(after.0), .int(after.1)]) { ($0.int64(0), $0.text(1), $0.int(2), $0.text(3)) }
+                                      [.text(after.0), .int(after.1)]) { ($0.int64(0), $0.text(1), RowCost.bytes(payload: $0.int(2)), $0.text(3)) }
             exhausted = page.count < 512
             if let last = page.last { after = (last.3, last.0) }
             rows = page.map { ($0.0, $0.1, JournalRecord.Event(id: $0.1, payload: []).milliseconds, $0.2) }
@@ -222,7 +233,7 @@ struct TrimCursor {
     func delete(_ conn: SQLiteStore.Connection, _ table: EventTable) throws(AppNorthError) {
         var count = 0, bytes = 0
         for seq in taken {
-            let sizes = try conn.take(from: "events", where: "seq = ?", [.int(seq)], returning: "length(payload)") { $0.int(0) }
+            let sizes = try conn.take(from: "events", where: "seq = ?", [.int(seq)], returning: "length(payload)") { RowCost.bytes(payload: $0.int(0)) }
             count += sizes.count
             bytes += sizes.reduce(0, +)
         }

@@ -17,7 +17,7 @@ struct StoredEvent: Sendable, Equatable {
 final class EventTable: Sendable {
     let db: SQLiteStore
     let logger: Logger
-    /// The table's rows and payload bytes. Atomics, read on every `track`.
+    /// The table's rows and their bytes in the files (`RowCost`). Atomics, read on every `track`.
     let count = Atomic<Int>(0)
     let bytes = Atomic<Int>(0)
     /// `PRAGMA data_version` when the table was last counted.
@@ -58,11 +58,11 @@ final class EventTable: Sendable {
     /// from the stored `bytes` column, which a damaged row could set to
     /// anything. Called with the connection held.
     func recount(_ conn: SQLiteStore.Connection) throws(AppNorthError) {
-        let row = try conn.query("SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM events") {
-            ($0.int(0), $0.int(1))
-        }.first
-        count.store(row?.0 ?? 0, ordering: .relaxed)
-        bytes.store(row?.1 ?? 0, ordering: .relaxed)
+        // Each row at its cost in the files (RowCost); rows of one size
+        // come back as one group.
+        let groups = try conn.query("SELECT length(payload), COUNT(*) FROM events GROUP BY 1") { ($0.int(0), $0.int(1)) }
+        count.store(groups.reduce(0) { $0 + $1.1 }, ordering: .relaxed)
+        bytes.store(groups.reduce(0) { $0 + RowCost.bytes(payload: $1.0) * $1.1 }, ordering: .relaxed)
     }
 
     /// The totals as SQLite holds them: counted again when another
@@ -86,7 +86,7 @@ final class EventTable: Sendable {
     @discardableResult
     func delete(_ conn: SQLiteStore.Connection, where condition: String,
                 _ arguments: [SQLiteStore.Value] = []) throws(AppNorthError) -> Int {
-        let sizes = try conn.take(from: "events", where: condition, arguments, returning: "length(payload)") { $0.int(0) }
+        let sizes = try conn.take(from: "events", where: condition, arguments, returning: "length(payload)") { RowCost.bytes(payload: $0.int(0)) }
         add(-sizes.count, -sizes.reduce(0, +))
         return sizes.count
     }
@@ -134,7 +134,7 @@ final class EventTable: Sendable {
         let sizes = try db.transaction { conn throws(AppNorthError) -> [Int] in
             var sizes: [Int] = []
             for id in ids {
-                sizes += try conn.take(from: "events", where: "id = ?", [.text(id)], returning: "length(payload)") { $0.int(0) }
+                sizes += try conn.take(from: "events", where: "id = ?", [.text(id)], returning: "length(payload)") { RowCost.bytes(payload: $0.int(0)) }
             }
             return sizes
         }

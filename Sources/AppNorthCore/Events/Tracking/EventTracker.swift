@@ -29,7 +29,9 @@ final class EventTracker: Sendable {
         journalRef = Unmanaged.passUnretained(store.journal)
         self.store = store
         maxEventBytes = options.maxEventBytes
-        thresholds = TrackThresholds(options, stripes: EventJournal.stripeCount)
+        var rows = options
+        rows.maxQueuedBytes = FileBudget.rowBytes(options.maxQueuedBytes)
+        thresholds = TrackThresholds(rows, stripes: EventJournal.stripeCount)
         self.consent = consent
         self.sender = sender
         self.lifecycle = lifecycle
@@ -91,7 +93,10 @@ final class EventTracker: Sendable {
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
-        if thresholds.pastLimits(queued) {
+        // The journal counts twice here: until its file is imported whole,
+        // a drain holds its events in the table too (FileBudget).
+        let journaled = store.journal.totals.bytes.load(ordering: .relaxed)
+        if thresholds.pastLimits((queued.count, queued.bytes.addingSaturating(journaled))) {
             try drain.run()
         }
         // After a failed upload the timer brings the next attempt: waking

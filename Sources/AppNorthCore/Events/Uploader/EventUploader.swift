@@ -117,7 +117,7 @@ final class EventUploader: Sendable {
             wakeAt.store(Int.max, ordering: .relaxed)
             let result = cycle(thread)
             // Space comes back once everything went (SQLiteStore.compact).
-            if result == .succeeded && store.count == 0 { db.compact() }
+            if result == .succeeded && store.count == 0 { drain.compact() }
             let (failures, retryAfter) = state.withLock { ($0.breaker.consecutiveFailures, $0.notBeforeMono) }
             let queued = store.count
             let wake = trigger.cycleEnded(result, at: ticks(), flushTarget: target, queued: queued, failures: failures,

@@ -1,0 +1,101 @@
+import XCTest
+import Glibc
+import Synchronization
+@testable import AppNorthCore
+
+/// The event store's files (#32): the database, its WAL and every journal
+/// file stay within 5 MiB, plus 5 % for the file system's rounding, at
+/// every moment under the default limits, while the queue fills offline
+/// and while it drains, read from the file system; and the space comes
+/// back after delivery.
+final class DiskBudgetTests: EventsTestCase {
+    /// 5 MiB (the library's "5 MB": `maxQueuedBytes`) and 5 %.
+    static let budget = (5 << 20) + (5 << 20) / 20
+
+    /// The bytes of the database, its WAL and every journal in `folder`,
+    /// read from the file system: (total, database, WAL, journals).
+    static func files(in folder: String) -> Files {
+        func size(_ path: String) -> Int {
+            var info = stat()
+            return stat(path, &info) == 0 ? Int(info.st_size) : 0
+        }
+        var journals = 0
+        if let dir = opendir(folder) {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) { journals += size(folder + "/" + name) }
+            }
+            closedir(dir)
+        }
+        return Files(db: size(folder + "/appnorth.sqlite3"), wal: size(folder + "/appnorth.sqlite3-wal"), journals: journals)
+    }
+
+    struct Files: CustomStringConvertible {
+        var db = 0, wal = 0, journals = 0
+        var total: Int { db + wal + journals }
+        var description: String { "\(total) (database \(db), WAL \(wal), journals \(journals))" }
+    }
+    func files() -> Files { Self.files(in: folder) }
+
+    /// The largest `files()` seen, sampled every millisecond on a thread
+    /// (its parts as they were at that moment).
+    final class Peak: Sendable {
+        let total = Atomic<Int>(0), db = Atomic<Int>(0), wal = Atomic<Int>(0), journals = Atomic<Int>(0)
+        var value: Files { Files(db: db.load(ordering: .acquiring), wal: wal.load(ordering: .acquiring),
+                                 journals: journals.load(ordering: .acquiring)) }
+        func note(_ seen: Files) {
+            guard seen.total > total.load(ordering: .relaxed) else { return }
+            total.store(seen.total, ordering: .relaxed)
+            db.store(seen.db, ordering: .releasing)
+            wal.store(seen.wal, ordering: .releasing)
+            journals.store(seen.journals, ordering: .releasing)
+        }
+    }
+
+    func watchFiles() throws -> Peak {
+        let peak = Peak(), folder = self.folder
+        try spawn("disk-sampler") { thread in
+            repeat { peak.note(Self.files(in: folder)) } while thread.sleep(milliseconds: 1)
+        }
+        return peak
+    }
+
+    /// Default limits, offline (the dev server answers 503): `count` events
+    /// of `padding` characters fill the queue past its limits; then online,
+    /// everything kept is delivered. Returns the peak and the kept count.
+    func fillAndDrain(_ count: Int, padding: Int, label: String) throws -> Int {
+        try failEventPosts(count: 1_000_000)
+        let events = try open(AppNorthEventsOptions())
+        let peak = try watchFiles()
+        let filler = String(repeating: "x", count: padding)
+        for i in 0..<count { try events.track("big\(i)", propertiesJSON: #"{"pad":"\#(filler)"}"#) }
+        XCTAssertTrue(try eventually {
+            let stats = try JSON.parse(events.statsJSON())
+            return (stats["queued"]?.intValue ?? 0) + (stats["dropped"]?["queue_limit"]?.intValue ?? 0) == Int64(count)
+        })
+        let stats = try JSON.parse(events.statsJSON())
+        let kept = Int(stats["queued"]?.intValue ?? -1)
+        let full = files()
+        print("disk budget \(label): \(kept) of \(count) kept, queued_bytes \(stats["queued_bytes"]?.intValue ?? -1), "
+              + "disk_bytes \(stats["disk_bytes"]?.intValue ?? -1); files \(full); peak while filling \(peak.value)")
+        XCTAssertEqual(Int(stats["disk_bytes"]?.intValue ?? -1), full.total, "stats report the files' bytes")
+        XCTAssertLessThanOrEqual(Int(stats["queued_bytes"]?.intValue ?? .max), 5 << 20)
+        try TestServer.delete("/admin/faults")
+        _ = try? events.flush(timeoutMilliseconds: 60_000)
+        XCTAssertTrue(try eventually { events.queuedCount == 0 })
+        events.close(timeoutMilliseconds: 0)
+        let after = files().total
+        print("disk budget \(label): peak \(peak.value) bytes in all; \(after) after delivery and close")
+        XCTAssertLessThanOrEqual(peak.value.total, Self.budget, "5 MiB and 5 % at every moment: \(peak.value)")
+        XCTAssertLessThan(after, 256 << 10, "the space came back")
+        return kept
+    }
+
+    func testTenKilobyteEventsKeepTheFilesWithinFiveMegabytes() throws {
+        XCTAssertGreaterThan(try fillAndDrain(600, padding: 10_000, label: "10 KB"), 300)
+    }
+
+    func testSixtyKilobyteEventsKeepTheFilesWithinFiveMegabytes() throws {
+        XCTAssertGreaterThan(try fillAndDrain(100, padding: 60_000, label: "60 KB"), 50)
+    }
+}

@@ -27,10 +27,16 @@ struct QueueDrain: Sendable {
         if queued.count > limits.count || queued.bytes > limits.bytes { _ = try? run() }
     }
 
+    /// Moves the journal into the table without a trim (`track`, when
+    /// its file and its copy would pass the byte limit: FileBudget).
+    func importJournal() throws(AppNorthError) {
+        try store.importer.importJournal(rowLimit: limits.bytes)
+    }
+
     /// Gives the empty queue's space back (`SQLiteStore.compact`), in
     /// steps small enough for the files' budget while the file is large.
     func compact() {
-        store.db.compact(stepPages: FileBudget.walPages(rows: store.db.databaseBytes, rowLimit: limits.bytes))
+        store.db.compact(stepPages: FileBudget.walPages(files: store.db.databaseBytes, rowLimit: limits.bytes))
     }
 
     /// How many journaled events the upload cycle imports at a time: a

@@ -80,6 +80,13 @@ final class EventImporter: Sendable {
         try drain(at: max(1, limit), trimmingTo: limits, replacingFiles: true)
     }
 
+    /// Imports the journal without a trim (`track`, when the journal and
+    /// its copy in the table would pass the byte limit but the queue does
+    /// not: FileBudget), the WAL fitted to the files (`rowLimit`).
+    func importJournal(rowLimit: Int) throws(AppNorthError) {
+        _ = try drain(at: nil, trimmingTo: nil, replacingFiles: true, walRowLimit: rowLimit)
+    }
+
     /// Whether rotated-out files still hold events to import.
     var hasRetiredRest: Bool { state.withLock { !$0.retired.isEmpty } }
 
@@ -87,12 +94,12 @@ final class EventImporter: Sendable {
     var retiredSegments: [JournalSegment] { state.withLock { $0.retired } }
 
     private func drain(at most: Int?, trimmingTo bounds: (count: Int, bytes: Int)?,
-                       replacingFiles: Bool) throws(AppNorthError) -> Int {
+                       replacingFiles: Bool, walRowLimit: Int? = nil) throws(AppNorthError) -> Int {
         try state.withLock { state throws(AppNorthError) -> Int in
             // Past a limit, the oldest events to drop may be journaled:
             // everything goes in, so that the trim drops exactly those.
             var most = most
-            if let bounds { try limits.fitWAL(rowLimit: bounds.bytes) }
+            if let rowLimit = walRowLimit ?? bounds?.bytes { try limits.fitWAL(rowLimit: rowLimit) }
             if let bounds, most != nil, try limits.isOver(bounds, own: ownFiles(state)) { most = nil }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.

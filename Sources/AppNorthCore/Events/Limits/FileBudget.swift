@@ -4,15 +4,14 @@
 /// `DiskBudgetTests`). The rows get the limit less a tenth (`rowBytes`),
 /// counted at their cost in pages (`RowCost`); the tenth and the 5 % hold
 /// what is not a row:
-/// - the WAL: checkpointed every 256 pages while the rows (or the
-///   database file, and a journal twice) take less than three quarters of
-///   their share (as before: a 10,000-event flush of small events costs 51
-///   `fdatasync`), every 64 pages and cut back to 256 KiB past it
-///   (`walPages`, `QueueLimits.fitWAL`), so its peak is about 100 pages;
+/// - the WAL: checkpointed every 256 pages while its peak fits beside what
+///   the other files may hold until the next drain, every 64 pages and cut
+///   back to 256 KiB otherwise (`walPages`, `QueueLimits.fitWAL`), so its
+///   peak is about 100 pages then;
 /// - a journal file while it drains holds what the table already has:
-///   `track` counts its journal twice against the limits, so it drains
-///   before the two copies could pass them; parts are at most
-///   `EventImporter.importPartBytes`;
+///   `track` counts its journal twice (and the database file when larger
+///   than the table) against the byte limit, and imports it before the two
+///   copies could pass it; parts are at most `EventImporter.importPartBytes`;
 /// - the database's own pages (28 KiB), its pointer-map and interior
 ///   pages (about 1 %), and `track`'s 1 % of slack.
 /// Below 1 MiB or so those fixed sizes are more than a tenth: a smaller
@@ -22,11 +21,17 @@ enum FileBudget {
     static func rowBytes(_ limit: Int) -> Int { max(0, limit) - max(0, limit) / 10 }
 
     /// The WAL's checkpoint interval in pages (and its size after a
-    /// checkpoint: that many pages) for rows of `bytes` in a share of
-    /// `rowLimit`.
-    static func walPages(rows bytes: Int, rowLimit: Int) -> Int {
-        bytes > rowLimit / 4 * 3 ? tightWALPages : roomyWALPages
+    /// checkpoint: that many pages) while the other files may hold `files`
+    /// bytes, for rows of a `rowLimit` share: 256 while a roomy WAL's peak
+    /// still fits in the budget (`rowLimit` and a sixth: the limit and 5 %).
+    static func walPages(files: Int, rowLimit: Int) -> Int {
+        files > rowLimit / 6 * 7 - roomyWALPeak ? tightWALPages : roomyWALPages
     }
     static let roomyWALPages = 256
     static let tightWALPages = 64
+    /// 256 pages and an import part's (about 40), with the WAL's frame
+    /// headers: 1.2-1.3 MB. (Taken at 352 pages, a flush of 10,000 small
+    /// events, 3.4 MB of database, checkpointed every 64 pages all through:
+    /// 254 `fdatasync` instead of 89.)
+    static let roomyWALPeak = 320 * 4096
 }

@@ -34,6 +34,9 @@ final class QueueLimits: Sendable {
     /// The last listing of the journal files (`journalNames`): its own
     /// leaf lock, nothing taken inside.
     let listing = Lock<JournalListing?>(nil, level: LockLevel.journalListing)
+    /// The database file's bytes at the last drain (`fitWAL`), for
+    /// `track`'s look at the files: its free pages count until reused.
+    let databaseFile = Atomic<Int>(0)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table
@@ -98,14 +101,27 @@ final class QueueLimits: Sendable {
         }
     }
 
-    /// Sets the WAL's checkpoint interval for what the files hold before a
-    /// drain (`FileBudget.walPages`): the table, or the database file when
-    /// larger (its free pages stay until the queue empties), and this
-    /// handle's journal twice, as it is on disk twice until imported whole.
+    /// Sets the WAL's checkpoint interval for what the files may hold
+    /// until the next drain (`FileBudget.walPages`): the table, or the
+    /// database file when larger (its free pages stay until the queue
+    /// empties), and the larger of the journal files as they are on disk
+    /// (a file part-imported stays whole until its last part) with this
+    /// handle's unimported events again (the table they go to), and the
+    /// journal `track` lets grow before it imports it (the database and it
+    /// twice within the limit and its 1 %). A WAL left large by a roomy
+    /// interval is cut back only after a checkpoint, so this looks ahead.
     func fitWAL(rowLimit: Int) throws(AppNorthError) {
+        var journals = 0
+        for name in journalNames() { journals += journal.directory.fileSize(name) }
         try table.db.withConnection { conn throws(AppNorthError) in
-            let filled = max(table.bytes.load(ordering: .relaxed), table.db.databaseBytes) + 2 * journal.pending.bytes
-            try table.db.setWALPages(FileBudget.walPages(rows: filled, rowLimit: rowLimit), conn)
+            let database = table.db.databaseBytes
+            databaseFile.store(database, ordering: .relaxed)
+            let base = max(table.bytes.load(ordering: .relaxed), database)
+            let grows = max(0, (rowLimit + rowLimit / 100 - base) / 2)
+            // The own journal twice at least: the listing may be older than its newest file.
+            let pending = journal.pending.bytes
+            let filled = base + max(max(journals, pending) + pending, grows)
+            try table.db.setWALPages(FileBudget.walPages(files: filled, rowLimit: rowLimit), conn)
         }
     }
 

@@ -93,16 +93,28 @@ final class EventTracker: Sendable {
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
-        // The journal counts twice here: until its file is imported whole,
-        // a drain holds its events in the table too (FileBudget).
-        let journaled = store.journal.totals.bytes.load(ordering: .relaxed)
-        if thresholds.pastLimits((queued.count, queued.bytes.addingSaturating(journaled))) {
+        if thresholds.pastLimits(queued) {
             try drain.run()
+        } else if thresholds.pastLimits((queued.count, filesAfterDrain(queued.bytes))) {
+            // Nothing is over, so nothing is trimmed: the journal only goes
+            // in before its two copies could pass the byte limit.
+            try drain.importJournal()
         }
         // After a failed upload the timer brings the next attempt: waking
         // the uploader on every event would only cost the tracking thread.
         if queued.count >= uploader.wakeAt.load(ordering: .relaxed) { uploader.wake() }
         return true
+    }
+
+    /// What the files would hold while the journal drains (FileBudget):
+    /// the table, or the database file at the last drain when larger (its
+    /// free pages), and the journal twice (its file stays whole until
+    /// imported, while its events are in the table too).
+    @inline(__always)
+    private func filesAfterDrain(_ queued: Int) -> Int {
+        let journaled = store.journal.totals.bytes.load(ordering: .relaxed)
+        return max(queued, store.limits.databaseFile.load(ordering: .relaxed).addingSaturating(journaled))
+            .addingSaturating(journaled)
     }
 
     /// Writes the event into the stripe's buffer (a fresh UUIDv7 from its

@@ -29,26 +29,30 @@ enum JournalRecord {
     /// per step: it only has to catch torn and damaged records, not an
     /// adversary, and it costs a few dozen cycles per event.
     static func checksum(length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64 {
-        let k1: UInt64 = 0x9E37_79B9_7F4A_7C15, k2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
-        @inline(__always) func mix(_ h: UInt64, _ word: UInt64) -> UInt64 {
-            let x = h ^ (word &* k1)
-            return (x << 31 | x >> 33) &* k2
-        }
         var h: UInt64 = 0x27D4_EB2F_1656_67C5 ^ (UInt64(length) &* k1)
         if let base = payload.baseAddress {
             let count = payload.count
-            let words = count >> 3
+            @inline(__always) func word(_ at: Int) -> UInt64 {
+                UInt64(littleEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            }
             var offset = 0
-            for _ in 0..<words {
-                h = mix(h, UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            // Four words a turn: the same steps, a quarter of the loop's own.
+            while count &- offset >= 32 {
+                h = mix(mix(mix(mix(h, word(offset)), word(offset &+ 8)), word(offset &+ 16)), word(offset &+ 24))
+                offset &+= 32
+            }
+            while count &- offset >= 8 {
+                h = mix(h, word(offset))
                 offset &+= 8
             }
+            // The last 1 to 7 bytes as the low bytes of a word (the rest
+            // zero): the top of the payload's last eight when it has eight.
+            let rest = count &- offset
             var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < count {
-                tail |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
-                shift &+= 8
-                offset &+= 1
+            if rest > 0 && count >= 8 {
+                tail = word(count &- 8) >> UInt64(64 &- 8 &* rest)
+            } else {
+                for k in 0..<rest { tail |= UInt64(base.load(fromByteOffset: offset &+ k, as: UInt8.self)) << UInt64(8 &* k) }
             }
             h = mix(h, tail)
         }
@@ -56,6 +60,15 @@ enum JournalRecord {
         h = h &* 0xFF51_AFD7_ED55_8CCD
         h ^= h >> 29
         return h
+    }
+
+    private static var k1: UInt64 { 0x9E37_79B9_7F4A_7C15 }
+    private static var k2: UInt64 { 0xC2B2_AE3D_27D4_EB4F }
+
+    @inline(__always)
+    private static func mix(_ h: UInt64, _ word: UInt64) -> UInt64 {
+        let x = h ^ (word &* k1)
+        return (x << 31 | x >> 33) &* k2
     }
 
     /// One event read back: its id (taken from the payload, which starts

@@ -1,7 +1,7 @@
 import XCTest
 @testable import AppNorthCore
 
-/// `JSONValidator.isPlainFlatObject` may only say yes where the scanner
+/// `JSONFlatObject.matches` may only say yes where the scanner
 /// accepts an object: checked on generated near-miss texts, and on the
 /// shapes it is there for.
 final class JSONFlatObjectTests: XCTestCase {
@@ -13,18 +13,21 @@ final class JSONFlatObjectTests: XCTestCase {
     }
 
     func fast(_ text: [UInt8]) -> Bool {
-        text.withUnsafeBufferPointer { JSONValidator.isPlainFlatObject($0) }
+        text.withUnsafeBufferPointer { JSONFlatObject.matches($0) }
     }
 
     func testTheShapesItIsForAreRecognised() {
         for text in [#"{}"#, #"{"a":1}"#, #"{"screen":"home","price":9.99,"items":3,"premium":true,"ref":"campaign-42"}"#,
-                     #"{"a": -0.5, "b": null, "c": false, "": ""}"#, #"{"n":123456789012345678}"#] {
+                     #"{"a": -0.5, "b": null, "c": false, "": ""}"#, #"{"n":123456789012345678}"#,
+                     #"{"a":false,"b":null}"#, #"{"a":0}"#, #"{"a":"}"}"#] {
             XCTAssertTrue(fast(Array(text.utf8)), text)
             XCTAssertEqual(scannerVerdict(Array(text.utf8), integersAsReals: true), .object, text)
         }
         for text in [#"{"a":1e5}"#, #"{"a":01}"#, #"{"a":1.}"#, #"{"a":-}"#, #"{"a":"\n"}"#, #"{"a":"é"}"#, #"{"a":[1]}"#,
                      #"{"a":{}}"#, #"{"a":1,}"#, #"{"a":1} "#, #"{ "a":1}"#, #"{"a" :1}"#, #"{"a":1234567890123456789}"#,
-                     #"{"a":tru}"#, #"{"a":truex}"#, #"{"a":1"#, #"{"a""#, #"{"#, #"[]"#, #""#, #"{"a":"x\"y"}"#] {
+                     #"{"a":tru}"#, #"{"a":truex}"#, #"{"a":1"#, #"{"a""#, #"{"#, #"[]"#, #""#, #"{"a":"x\"y"}"#,
+                     #"{"a":f}"#, #"{"a":fals}"#, #"{"a":falsx}"#, #"{"a":nul}"#, #"{"a":t}"#, #"{"a":"}"#, #"{"}"#,
+                     #"{"a}"#, #"{"a":}"#, #"{,}"#, #"{"a":1,"#, #"{"a":true"#, #"}"#, #"{}}"#] {
             XCTAssertFalse(fast(Array(text.utf8)), text)
         }
     }

@@ -86,7 +86,7 @@ package enum JSONValidator {
     package static func validate(_ bytes: UnsafeBufferPointer<UInt8>,
                                 integersAsReals: Bool, maxNesting: Int = .max) throws(Failure) -> TopLevel {
         // The common shape first: a yes there is one the scanner would give.
-        if maxNesting >= 1 && isPlainFlatObject(bytes) { return .object }
+        if maxNesting >= 1 && JSONFlatObject.matches(bytes) { return .object }
         var scanner = Scanner(bytes: bytes, integersAsReals: integersAsReals)
         scanner.maxNesting = maxNesting
         return try scanner.document()

@@ -150,8 +150,21 @@ enum EventPayload {
         out[0] = UInt8(ascii: "\"")
         var o = 1
         if let base = bytes.baseAddress {
+            // Most names need no escape at all: skip the plain start eight
+            // bytes at a time (a byte JSONValidator does not call plain
+            // only ends the skip; the loop below judges it).
+            var start = 0
+            while bytes.count &- start >= 8 {
+                let special = JSONValidator.specialBytes(UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(
+                    fromByteOffset: start, as: UInt64.self)))
+                if special != 0 {
+                    start &+= special.trailingZeroBitCount >> 3
+                    break
+                }
+                start &+= 8
+            }
             var run = 0
-            for i in 0..<bytes.count {
+            for i in start..<bytes.count {
                 let byte = base[i]
                 guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else { continue }
                 (out + o).update(from: base + run, count: i - run)

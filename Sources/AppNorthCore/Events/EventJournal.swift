@@ -170,20 +170,24 @@ final class EventJournal: Sendable {
         if s.segment == nil {
             s.segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
         }
-        // The segment is used through `s` (borrowed, not retained: a retain
-        // and release are two atomic writes per event).
+        // The segment is lent, not retained: `s` holds it under the lock,
+        // and a retain and release are two atomic writes per event.
+        let segment = Unmanaged.passUnretained(s.segment.unsafelyUnwrapped)
         let p = s.buffer.bytes
         let count = p.count
-        let (written, expected, error) = Self.writeRecord(s.segment.unsafelyUnwrapped.fd, p)
-        guard written == expected else {
-            // A short write leaves a torn record that the decoder skips;
-            // later records go to a fresh file once this one is rotated out.
-            let segment = s.segment.unsafelyUnwrapped
-            segment.failed.store(true, ordering: .relaxed)
-            let reason = written < 0 ? String(cString: strerror(error)) : "short write (\(written) of \(expected) bytes)"
-            throw .storage("cannot append to the event journal \(segment.path): \(reason)")
-        }
-        Self.count(record: RowCost.bytes(payload: count), in: s.segment.unsafelyUnwrapped, stripe)
+        try segment._withUnsafeGuaranteedRef { segment in
+            Result { () throws(AppNorthError) in
+                let (written, expected, error) = Self.writeRecord(segment.fd, p)
+                guard written == expected else {
+                    // A short write leaves a torn record that the decoder skips;
+                    // later records go to a fresh file once this one is rotated out.
+                    segment.failed.store(true, ordering: .relaxed)
+                    let reason = written < 0 ? String(cString: strerror(error)) : "short write (\(written) of \(expected) bytes)"
+                    throw .storage("cannot append to the event journal \(segment.path): \(reason)")
+                }
+                Self.count(record: RowCost.bytes(payload: count), in: segment, stripe)
+            }
+        }.get()
     }
 
     /// One record (header and `payload`) with one `writev`: what it

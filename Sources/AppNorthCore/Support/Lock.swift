@@ -123,11 +123,14 @@ package struct LockCell {
     var mutex = pthread_mutex_t()
     var cond = pthread_cond_t()
     let level: Int
+    /// `level` when the lock order is checked, else 0 (not checked): an
+    /// acquisition then reads no global (`LockOrder.checked` is lazy).
+    let checkedLevel: Int
     let atFork: AtFork
 
     static func make(padded: Bool, level: Int, atFork: AtFork) -> UnsafeMutablePointer<LockCell> {
         let cell = padded ? Lock<Void>.allocatePadded(LockCell.self) : .allocate(capacity: 1)
-        cell.initialize(to: LockCell(level: level, atFork: atFork))
+        cell.initialize(to: LockCell(level: level, checkedLevel: LockOrder.checked ? level : 0, atFork: atFork))
         pthread_mutex_init(&cell.pointee.mutex, nil)
         cell.initCondition()
         return cell
@@ -162,13 +165,13 @@ extension UnsafeMutablePointer where Pointee == LockCell {
     }
 
     func lock() {
-        LockOrder.willAcquire(pointee.level)
+        LockOrder.willAcquire(pointee.checkedLevel)
         pthread_mutex_lock(&pointee.mutex)
     }
 
     func unlock() {
         pthread_mutex_unlock(&pointee.mutex)
-        LockOrder.released(pointee.level)
+        LockOrder.released(pointee.checkedLevel)
     }
 
     func tryLock() -> Bool { pthread_mutex_trylock(&pointee.mutex) == 0 }
@@ -176,7 +179,7 @@ extension UnsafeMutablePointer where Pointee == LockCell {
     /// `tryLock` with the lock-order bookkeeping (`unlock` clears it).
     func tryLockOrdered() -> Bool {
         guard tryLock() else { return false }
-        LockOrder.acquiredByTry(pointee.level)
+        LockOrder.acquiredByTry(pointee.checkedLevel)
         return true
     }
 

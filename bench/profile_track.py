@@ -1,8 +1,9 @@
 """Profile track() from C against the bare SQLite insert, for the report.
 
 Runs ``bench_track profile library N`` and ``bench_track profile bare N``
-with the unstripped release library (.build/release/libappnorth.so, the
-same build that dist/ strips). The tool is chosen as the issue says:
+with the unstripped release library (.build/floor/release/libappnorth.so,
+the build that make dist strips; .build/release/libappnorth.so if there is
+no floor build). The tool is chosen as the issue says:
 ``perf stat -e instructions true`` tells whether hardware counters work;
 if they do, ``perf stat`` counts instructions per event and ``perf record``
 gives the hot symbols; if not, ``valgrind --tool=callgrind`` counts
@@ -53,9 +54,13 @@ def demangler():
 
 
 def library_env(tmp: str) -> Dict[str, str]:
-    unstripped = os.path.join(ROOT, ".build", "release", "libappnorth.so")
+    # make dist builds against the platform floor in .build/floor (before,
+    # this looked only in .build/release, missed it, and profiled the
+    # stripped library: no function names).
+    candidates = [os.path.join(ROOT, ".build", folder, "release", "libappnorth.so") for folder in ("floor", "")]
+    unstripped = next((path for path in candidates if os.path.exists(path)), "")
     env = dict(os.environ)
-    if os.path.exists(unstripped):
+    if unstripped:
         os.symlink(unstripped, os.path.join(tmp, "libappnorth.so.0"))
         env["LD_LIBRARY_PATH"] = tmp + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     return env

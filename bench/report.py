@@ -210,7 +210,7 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
               f"{asy['in_flight_ok']} of {asy['in_flight_expected']} completed; {asy['in_flight_per_s']:.0f} reads/s "
               f"against {asy['threads8_per_s']:.0f}/s from 8 host threads making blocking calls "
               f"({asy['in_flight_per_s'] / asy['threads8_per_s']:.2f}×); library threads +{extra} "
-              f"(at most 3: transfer thread and 2 workers); transfer thread busy "
+              f"(reads run on the transfer thread alone; the op workers serve queue and config calls); transfer thread busy "
               f"{100 * asy['transfer_thread_busy']:.0f}% of the time"
               + (f"; the client process's CPU per read {asy['in_flight_cpu_us_per_read']:.0f} µs against "
                  f"{asy['threads8_cpu_us_per_read']:.0f} µs (the library's own cost, whatever the server's speed)"

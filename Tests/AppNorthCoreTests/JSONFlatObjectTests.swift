@@ -7,7 +7,7 @@ import XCTest
 final class JSONFlatObjectTests: XCTestCase {
     func scannerVerdict(_ text: [UInt8], integersAsReals: Bool) -> JSONValidator.TopLevel? {
         text.withUnsafeBufferPointer { buffer in
-            var scanner = JSONValidator.Scanner(bytes: buffer, integersAsReals: integersAsReals)
+            var scanner = JSONScanner(bytes: buffer, integersAsReals: integersAsReals)
             return try? scanner.document()
         }
     }

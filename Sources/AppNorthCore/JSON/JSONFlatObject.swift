@@ -5,7 +5,7 @@
 /// integer digits (which neither a double nor an Int64 overflows), at most
 /// one space after a comma or colon, and nothing nested.
 ///
-/// It only ever says yes to text `JSONValidator.Scanner` accepts as an
+/// It only ever says yes to text `JSONScanner` accepts as an
 /// object (a subset of its grammar); on anything else it says no, and the
 /// scanner judges the text, so verdicts and messages are the scanner's.
 ///

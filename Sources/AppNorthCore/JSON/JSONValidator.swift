@@ -87,7 +87,7 @@ package enum JSONValidator {
                                 integersAsReals: Bool, maxNesting: Int = .max) throws(Failure) -> TopLevel {
         // The common shape first: a yes there is one the scanner would give.
         if maxNesting >= 1 && JSONFlatObject.matches(bytes) { return .object }
-        var scanner = Scanner(bytes: bytes, integersAsReals: integersAsReals)
+        var scanner = JSONScanner(bytes: bytes, integersAsReals: integersAsReals)
         scanner.maxNesting = maxNesting
         return try scanner.document()
     }

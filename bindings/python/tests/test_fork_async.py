@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -43,6 +46,20 @@ def _serve(server_url: str, requests: int) -> int:
     with appnorth.Client(server_url, APP_WORKER, api_timeout_ms=5000) as client:
         served = asyncio.run(handle(client))
     return 0 if served == 2 * requests else 20
+
+
+def _print_stacks(pid: int) -> None:
+    """A hung worker's native stacks on stderr (shown with the failure),
+    when gdb is there: the last hang seen here was the child's main thread
+    in CPython's own after-fork code (PyOS_AfterFork_Child ->
+    _PyThreadState_DeleteExcept waiting for the runtime's thread-state
+    lock), found this way."""
+    if shutil.which("gdb") is None:
+        print(f"worker {pid} hung (no gdb for its stacks)", file=sys.stderr)
+        return
+    out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 30"],
+                         capture_output=True, text=True, timeout=60)
+    print(f"worker {pid} hung; its stacks:\n{out.stdout}", file=sys.stderr)
 
 
 class BusyParent:
@@ -110,6 +127,7 @@ def test_os_fork_workers_of_a_parent_with_aio_calls_in_flight(server_url: str, b
                     codes.append(status)
                 break
             if time.monotonic() > deadline:
+                _print_stacks(pid)
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 outcomes["hung"] += 1

@@ -5,7 +5,7 @@ import CSQLite
 /// statement fails to prepare. The rows' values are read and the rows deleted
 /// in one write transaction, the caller's if one is open or else one of its
 /// own, so no other connection changes them in between.
-extension SQLiteStore.Connection {
+extension SQLiteConnection {
     /// Deletes the rows of `table` that `clause` selects and returns
     /// `column` of each, mapped; `values` bind the clause's parameters.
     package func take<T>(from table: String, where clause: String, _ values: [SQLiteStore.Value] = [],

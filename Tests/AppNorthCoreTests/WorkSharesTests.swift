@@ -75,4 +75,28 @@ final class WorkSharesTests: XCTestCase {
         XCTAssertFalse(other.apply(.ended))
         XCTAssertEqual(other.turn, .running)
     }
+
+    /// What the pool's worker loop relies on: `take` hands out a job
+    /// exactly when `runnableCount` says one may run (a job counted but
+    /// never handed out made a worker spin under the pool's lock: the nil
+    /// share, 7f32855). Random adds, takes and finishes, shares nil and 1-3.
+    func testTakeAgreesWithRunnableCountWhateverHappens() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var shares = WorkShares<Int, Int>(perShare: 2)
+            var running: [Int?] = []
+            for step in 0..<60 {
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: shares.add(step, share: [nil, 1, 2, 3].randomElement(using: &generator)!)
+                case 1 where !running.isEmpty:
+                    shares.finished(running.remove(at: Int.random(in: 0..<running.count, using: &generator)))
+                default:
+                    let runnable = shares.runnableCount
+                    let taken = shares.take()
+                    XCTAssertEqual(taken != nil, runnable > 0, "step \(step): runnable \(runnable)")
+                    if let taken { running.append(taken.share) }
+                }
+            }
+        }
+    }
 }

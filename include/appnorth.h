@@ -77,7 +77,9 @@
  *    fork(), so the child never inherits one locked; fork() may therefore
  *    wait for library calls in progress (microseconds; at most 10 s, after
  *    which it goes ahead). Call fork() from any thread, but not from inside
- *    a library callback.
+ *    a library callback. A runtime that library threads enter through
+ *    callbacks holds them across its own fork: appnorth_callbacks_hold()
+ *    (the Python binding does, in os.register_at_fork).
  *  - Unloading. The library is never unmapped once loaded: it is linked
  *    with -z nodelete and pins itself when the first handle is made, so a
  *    host's dlclose() (Ruby's and LuaJIT's teardown do it on their own)
@@ -297,6 +299,57 @@ APPNORTH_API void appnorth_string_free(char *str);
  * releases it around this call (Ruby's `blocking: true`; ctypes does).
  */
 APPNORTH_API int32_t appnorth_shutdown(int32_t timeout_ms, appnorth_error *err);
+
+/* ------------------------------------------------------------------------
+ * fork()
+ * --------------------------------------------------------------------- */
+
+/**
+ * Hold every host callback across a fork(), for a runtime's before-fork
+ * hook (Python's os.register_at_fork(before=...), which the Python binding
+ * installs). Process-wide; pairs with appnorth_callbacks_resume().
+ *
+ * Why: a runtime entered from a foreign thread may be inside its own entry
+ * code at the moment another thread forks, holding a lock the child then
+ * waits for. CPython before 3.11.10 and 3.12.1 (gh-112275) does exactly
+ * that: a ctypes callback on a library thread makes its Python thread
+ * state under the runtime's thread-state lock, without the GIL, and a
+ * child forked meanwhile hangs in PyOS_AfterFork_Child. Measured here with
+ * CPython 3.11.7 and completions on the transfer thread: 22 children of
+ * 9,000 forks hung without the hold, none with it (docs/architecture.md,
+ * "fork()").
+ *
+ * After it returns, until appnorth_callbacks_resume():
+ *  - no host callback starts on another thread: a library thread about to
+ *    call one (a completion, a listener, a logger, a storage callback)
+ *    waits at that point, holding no lock of the library; nothing is
+ *    dropped, and it runs after the resume. Callbacks on the calling thread
+ *    (appnorth_dispatch(), say) still run;
+ *  - no host callback runs on another thread (APPNORTH_OK), or one still
+ *    did at the deadline (APPNORTH_E_TIMEOUT; the hold is in place all the
+ *    same, and must be resumed).
+ * The library's own fork handlers (pthread_atfork) quiesce its locks as
+ * before; this call is only for the runtime's sake. A C host needs neither.
+ *
+ * timeout_ms: 0 to INT32_MAX, how long to wait for callbacks already
+ * running on other threads to return (they may need the runtime's lock:
+ * release it around this call, as ctypes does).
+ * Returns APPNORTH_OK, APPNORTH_E_TIMEOUT or APPNORTH_E_INVALID_ARGUMENT
+ * (negative timeout; nothing is held). After appnorth_shutdown() no
+ * callback runs: APPNORTH_OK at once.
+ * Thread-safe, any thread, also inside a library callback (its own
+ * callback is not waited for). Holds nest: each needs its resume.
+ */
+APPNORTH_API int32_t appnorth_callbacks_hold(int32_t timeout_ms, appnorth_error *err);
+
+/**
+ * End one appnorth_callbacks_hold(), for the runtime's after-fork hooks:
+ * call it in the parent and in the child. Held callbacks go on. A call
+ * without a hold in place does nothing. In the child, the library thread
+ * that waited does not exist: the child's handles start their own.
+ * Thread-safe, any thread; never blocks.
+ */
+APPNORTH_API void appnorth_callbacks_resume(void);
 
 /* ------------------------------------------------------------------------
  * Logging

@@ -190,6 +190,9 @@ struct ThreadCalls {
     var scopes = 0
     /// Nesting of host callbacks the library is running on this thread.
     var inCallback = 0
+    /// Holds of the callback gate this thread made (appnorth_callbacks_hold)
+    /// and has not resumed: its own callbacks pass a held gate.
+    var holding = 0
     /// Handles entered by `Handle.get`, left when their body returns.
     private var count = 0
     private var capacity = 0

@@ -3,56 +3,6 @@ import CAppNorthAPI
 import Glibc
 import Synchronization
 
-/// The process-wide gate every host callback passes (ThreadCalls.callback)
-/// and appnorth_shutdown() closes: a count of host callbacks running, and
-/// a closed bit. Once closed, no host callback starts again, every call
-/// that goes through `guarded` is refused, and `_free` leaks the handle.
-enum LibraryGate {
-    private static let closedBit: UInt = 1 << (UInt.bitWidth - 1)
-    private static let state = Atomic<UInt>(0)
-
-    static var isClosed: Bool { state.load(ordering: .acquiring) & closedBit != 0 }
-
-    /// Counts one host callback; false once the gate is closed.
-    static func enter() -> Bool {
-        var seen = state.load(ordering: .relaxed)
-        while true {
-            guard seen & closedBit == 0 else { return false }
-            let (done, now) = state.weakCompareExchange(expected: seen, desired: seen + 1,
-                                                       successOrdering: .acquiring, failureOrdering: .relaxed)
-            if done { return true }
-            seen = now
-        }
-    }
-
-    static func leave() { state.wrappingSubtract(1, ordering: .releasing) }
-
-    /// Closes the gate (again: harmless). Returns whether it was open.
-    static func close() -> Bool { state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing).oldValue & closedBit == 0 }
-
-    /// Waits until no host callback runs, or the deadline.
-    static func waitIdle(until deadline: Deadline) -> Bool {
-        let clock = SystemClock()
-        var round = 0
-        while state.load(ordering: .acquiring) & ~closedBit != 0 {
-            guard !deadline.hasPassed(at: clock.monotonicNanoseconds()) else { return false }
-            if round < 50 {
-                sched_yield()
-            } else {
-                var delay = timespec(tv_sec: 0, tv_nsec: 1_000_000)
-                nanosleep(&delay, nil)
-            }
-            round += 1
-        }
-        return true
-    }
-
-    /// The error of a call made after appnorth_shutdown().
-    static var refusal: AppNorthError {
-        .wrongState("the library was shut down (appnorth_shutdown); no call runs any more, handles may be leaked")
-    }
-}
-
 @c @implementation
 public func appnorth_shutdown(_ timeoutMs: Int32, _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
     if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 {

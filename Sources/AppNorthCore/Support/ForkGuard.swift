@@ -60,6 +60,18 @@ package enum ForkGuard {
         pthread_mutex_unlock(state.registry)
     }
 
+    /// Runs `hook` in every forked child, on its only thread, once the
+    /// locks are usable again and before the child's code goes on: for
+    /// process-wide state that is neither a lock nor a `ForkLocal` (the C
+    /// layer's callback gate counts callbacks that ran on threads the child
+    /// does not have). A hook must not wait for anything.
+    package static func inChild(_ hook: @escaping @Sendable () -> Void) {
+        let state = forkState
+        pthread_mutex_lock(state.registry)
+        state.childHooks.append(hook)
+        pthread_mutex_unlock(state.registry)
+    }
+
     /// Undoes `closeInChild` (the descriptor is about to be closed).
     static func keepInChild(_ fd: Int32) {
         let state = forkState
@@ -111,12 +123,13 @@ private enum Quiesced {
 }
 
 private final class ForkState: @unchecked Sendable {
-    // @unchecked: `locks`, `childCloses`, `held` and `registryHeld` are only touched with
+    // @unchecked: `locks`, `childCloses`, `childHooks`, `held` and `registryHeld` are only touched with
     // `registry` locked, or by the fork handlers of the one forking thread.
     let registry: UnsafeMutablePointer<pthread_mutex_t>
     let generation = Atomic<UInt64>(0)
     var locks = Set<UnsafeMutablePointer<LockCell>>()
     var childCloses = Set<Int32>()
+    var childHooks: [@Sendable () -> Void] = []
     var held: [Quiesced] = []
     var registryHeld = false
     let sqliteMutexes: [Quiesced]
@@ -181,7 +194,10 @@ private final class ForkState: @unchecked Sendable {
         held = []
         // No thread of the parent waits on a condition here, or holds a
         // lock that was not quiesced.
-        if child { for cell in locks { cell.reinitializeInChild() } }
+        if child {
+            for cell in locks { cell.reinitializeInChild() }
+            for hook in childHooks { hook() }
+        }
         if registryHeld {
             registryHeld = false
             pthread_mutex_unlock(registry)

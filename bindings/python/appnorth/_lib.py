@@ -364,6 +364,9 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_string_free", [c_void_p], None, None),
     # Process exit
     Declaration("appnorth_shutdown", [c_int32, ErrorPtr], c_int32, _S),
+    # fork()
+    Declaration("appnorth_callbacks_hold", [c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_callbacks_resume", [], None, None),
     # Client options
     Declaration("appnorth_client_options_new", [], ClientOptionsPtr, non_null),
     Declaration("appnorth_client_options_free", [ClientOptionsPtr], None, None),
@@ -1022,7 +1025,9 @@ def _register_exit_hook() -> None:
     first handle is made. logging is imported first: importing it registers
     its own shutdown hook, and atexit runs hooks last-in first-out, so
     handles close while logging still works and their last log lines are
-    delivered."""
+    delivered. The fork hooks (:func:`_before_fork`) are registered then
+    too, after logging's: before-hooks run last-registered first, so the
+    hold waits for callbacks before logging takes its lock for the fork."""
     global _exit_hook_registered
     import logging  # noqa: F401
 
@@ -1031,6 +1036,32 @@ def _register_exit_hook() -> None:
             return
         _exit_hook_registered = True
     atexit.register(_at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_before_fork, after_in_parent=_resume_callbacks,
+                            after_in_child=_resume_callbacks)
+
+
+#: How long a fork waits for library callbacks running on other threads.
+FORK_HOLD_MS = 1000
+
+
+def _before_fork() -> None:
+    """os.fork() is about to run: no library thread may be entering Python
+    at that moment. CPython before 3.11.10 / 3.12.1 (gh-112275) makes a
+    foreign thread's thread state under its runtime lock without the GIL,
+    and a child forked meanwhile hangs in PyOS_AfterFork_Child (22 of 9,000
+    forks here, with completions on the transfer thread). The hold stops
+    new callbacks and waits, with the GIL released by ctypes, for running
+    ones to return (at most FORK_HOLD_MS: a callback that blocks longer
+    does not stop the fork)."""
+    try:
+        C.appnorth_callbacks_hold(FORK_HOLD_MS, appnorth_error())
+    except Exception:  # a timeout: the fork goes ahead, held callbacks wait for the resume
+        pass
+
+
+def _resume_callbacks() -> None:
+    C.appnorth_callbacks_resume()
 
 
 def _at_exit() -> None:

@@ -149,3 +149,83 @@ def test_multiprocessing_fork_pool_of_a_parent_with_aio_calls_in_flight(server_u
     assert codes == [0] * 12
     assert busy_parent.errors == []
 
+
+
+def _fork_exits(pid: int) -> bool:
+    """The child `pid` exited (with 0) within HANG_SECONDS; else its stacks
+    are printed and it is killed."""
+    deadline = time.monotonic() + HANG_SECONDS
+    while time.monotonic() < deadline:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got == pid:
+            return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        time.sleep(0.002)
+    _print_stacks(pid)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return False
+
+
+def test_forks_while_completions_enter_python_on_the_transfer_thread(server_url: str, admin: Admin) -> None:
+    """The binding's before-fork hook holds the library's callbacks
+    (appnorth_callbacks_hold): no library thread is inside ctypes's entry
+    into Python when os.fork runs. CPython 3.11.7 makes that thread's state
+    under its runtime lock without the GIL, so a child forked then hung in
+    PyOS_AfterFork_Child (gh-112275): 22 of 9,000 forks here, with reads
+    answered at once and completions at 3,000-4,500 a second. Children
+    that exit at once: the hang was before any of their code ran."""
+    admin.add_board(APP_PARENT, "parent")
+    with appnorth.Client(server_url, APP_PARENT, api_timeout_ms=30000) as client:
+        stop = threading.Event()
+        answered = [0]
+
+        def reader() -> None:
+            async def loop() -> None:
+                async def one() -> None:
+                    while not stop.is_set():
+                        await aio.list_boards(client)
+                        answered[0] += 1
+                await asyncio.gather(*(one() for _ in range(128)))
+            asyncio.run(loop())
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            while answered[0] < 500:
+                time.sleep(0.005)
+            hung = 0
+            for _ in range(int(os.environ.get("APPNORTH_TEST_HOLD_FORKS", "1000"))):
+                pid = fork_child(lambda: 0)
+                hung += not _fork_exits(pid)
+        finally:
+            stop.set()
+            thread.join(60)
+    assert hung == 0
+    assert answered[0] > 500
+
+
+def test_a_callback_that_blocks_does_not_stop_a_fork(server_url: str, admin: Admin) -> None:
+    """The hold waits for callbacks already running for at most
+    FORK_HOLD_MS: a completion that blocks (here until the fork is done)
+    delays the fork, never stops it."""
+    from appnorth import _lib, _ops
+
+    admin.add_board(APP_PARENT, "parent")
+    admin.add_board(APP_WORKER, "worker")
+    entered, leave, done = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking(op: int, result: object, error: object) -> None:
+        entered.set()
+        leave.wait(30)
+        done.set()
+
+    with appnorth.Client(server_url, APP_PARENT, api_timeout_ms=30000) as client:
+        with client._use() as handle:
+            _ops.start(_lib.C.appnorth_client_list_boards_async, handle, done=blocking)
+        assert entered.wait(10)
+        pid = fork_child(lambda: _serve(server_url, 1))
+        forked_while_blocked = not done.is_set()
+        leave.set()
+        assert _fork_exits(pid)
+        assert done.wait(10)
+    assert forked_while_blocked

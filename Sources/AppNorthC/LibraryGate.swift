@@ -1,0 +1,123 @@
+import AppNorthCore
+import Glibc
+import Synchronization
+
+/// The process-wide gate every host callback passes (ThreadCalls.callback).
+/// One word holds its three facts:
+/// - closed (appnorth_shutdown): no host callback starts again, every call
+///   that goes through `guarded` is refused, and `_free` leaks the handle;
+/// - held (appnorth_callbacks_hold, a runtime's before-fork hook): a host
+///   callback about to start waits at the gate until the hold is resumed,
+///   unless its thread is the holding one; nothing is dropped;
+/// - the number of host callbacks running now.
+/// In a forked child the count is the forking thread's own callbacks (the
+/// others ran on threads the child does not have), and the holds its own.
+enum LibraryGate {
+    private static let closedBit: UInt = 1 << (UInt.bitWidth - 1)
+    private static let holdUnit: UInt = 1 << 32
+    private static let holdMask: UInt = ((1 << (UInt.bitWidth - 1)) - 1) & ~(holdUnit - 1)
+    private static let runningMask: UInt = holdUnit - 1
+    private static let state = Atomic<UInt>(0)
+    /// Installs the child's reset with the first callback or hold.
+    private static let childReset: Void = ForkGuard.inChild { LibraryGate.resetInChild() }
+
+    static var isClosed: Bool { state.load(ordering: .acquiring) & closedBit != 0 }
+
+    /// Counts one host callback; false once the gate is closed. While the
+    /// gate is held (by another thread), waits for the resume first.
+    static func enter() -> Bool {
+        _ = childReset
+        var seen = state.load(ordering: .relaxed)
+        while true {
+            guard seen & closedBit == 0 else { return false }
+            if seen & holdMask != 0, (ThreadCalls.current?.pointee.holding ?? 0) == 0 {
+                seen = waitWhileHeld()
+                continue
+            }
+            let (done, now) = state.weakCompareExchange(expected: seen, desired: seen + 1,
+                                                       successOrdering: .acquiring, failureOrdering: .relaxed)
+            if done { return true }
+            seen = now
+        }
+    }
+
+    static func leave() { state.wrappingSubtract(1, ordering: .releasing) }
+
+    /// Closes the gate (again: harmless). Returns whether it was open.
+    static func close() -> Bool { state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing).oldValue & closedBit == 0 }
+
+    /// Holds the gate for this thread: from now on no host callback starts
+    /// on another thread until `resume`. Then waits until none runs on
+    /// another thread (this thread's own, when it holds from inside a
+    /// callback, are not waited for), or the deadline.
+    static func hold(until deadline: Deadline) -> Bool {
+        _ = childReset
+        let calls = ThreadCalls.current
+        calls?.pointee.holding += 1
+        state.wrappingAdd(holdUnit, ordering: .acquiringAndReleasing)
+        let own = UInt(calls?.pointee.inCallback ?? 0)
+        return wait(until: deadline) { $0 & runningMask <= own }
+    }
+
+    /// Ends one hold of this thread (or, from a thread that holds none,
+    /// one hold of any thread); none left: nothing.
+    static func resume() {
+        if let calls = ThreadCalls.current, calls.pointee.holding > 0 { calls.pointee.holding -= 1 }
+        var seen = state.load(ordering: .relaxed)
+        while seen & holdMask != 0 {
+            let (done, now) = state.weakCompareExchange(expected: seen, desired: seen - holdUnit,
+                                                       successOrdering: .acquiringAndReleasing,
+                                                       failureOrdering: .relaxed)
+            if done { return }
+            seen = now
+        }
+    }
+
+    /// Waits until no host callback runs, or the deadline.
+    static func waitIdle(until deadline: Deadline) -> Bool {
+        wait(until: deadline) { $0 & runningMask == 0 }
+    }
+
+    /// The error of a call made after appnorth_shutdown().
+    static var refusal: AppNorthError {
+        .wrongState("the library was shut down (appnorth_shutdown); no call runs any more, handles may be leaked")
+    }
+
+    /// Until the gate is neither held nor open and held: the word seen then.
+    private static func waitWhileHeld() -> UInt {
+        var seen = state.load(ordering: .acquiring)
+        _ = wait(until: nil) { word in
+            seen = word
+            return word & holdMask == 0 || word & closedBit != 0
+        }
+        return seen
+    }
+
+    /// Polls the word until `done` says so (yields first, then sleeps a
+    /// millisecond at a time: a hold lasts a fork, a shutdown's wait its
+    /// callbacks), or the deadline; nil waits without one.
+    private static func wait(until deadline: Deadline?, _ done: (UInt) -> Bool) -> Bool {
+        let clock = SystemClock()
+        var round = 0
+        while !done(state.load(ordering: .acquiring)) {
+            if let deadline, deadline.hasPassed(at: clock.monotonicNanoseconds()) { return false }
+            if round < 50 {
+                sched_yield()
+            } else {
+                var delay = timespec(tv_sec: 0, tv_nsec: round < 200 ? 100_000 : 1_000_000)
+                nanosleep(&delay, nil)
+            }
+            round += 1
+        }
+        return true
+    }
+
+    /// In a forked child, on its only thread: its own callbacks and holds.
+    private static func resetInChild() {
+        let calls = ThreadCalls.current?.pointee
+        let running = UInt(max(0, calls?.inCallback ?? 0))
+        let holds = UInt(max(0, calls?.holding ?? 0))
+        let closed = state.load(ordering: .relaxed) & closedBit
+        state.store(closed | holds * holdUnit | running, ordering: .releasing)
+    }
+}

@@ -184,6 +184,13 @@ static int32_t shutdown_in_child(int64_t v, appnorth_error *err) {
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1002;
     return WEXITSTATUS(status);
 }
+/* A hold is resumed at once (a negative timeout held nothing: the resume
+ * is then a no-op). */
+static int32_t hold_and_resume(int64_t v, appnorth_error *err) {
+    int32_t rc = appnorth_callbacks_hold((int32_t)v, err);
+    appnorth_callbacks_resume();
+    return rc;
+}
 static int32_t events_flush(int64_t v, appnorth_error *err) { return appnorth_events_flush(events, (int32_t)v, err); }
 static void ignore_completion(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
     (void)op;
@@ -294,6 +301,7 @@ static const range_row rows[] = {
     {"appnorth_events_options_set_retry_jitter", "percent", T_INT32, events_jitter, 0, 100, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_shutdown", "timeout_ms", T_INT32, shutdown_in_child, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
+    {"appnorth_callbacks_hold", "timeout_ms", T_INT32, hold_and_resume, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
     {"appnorth_events_flush_async", "timeout_ms", T_INT32, events_flush_async, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_op_cancel", "op", T_INT64, op_cancel, I64, OK, APPNORTH_E_NOT_FOUND, INV, INV, 0, 0},

@@ -227,6 +227,13 @@ def _shutdown_in_child(f: Fixtures, v: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def _hold_and_resume(f: Fixtures, v: int) -> int:
+    """A hold is resumed at once (a refused one held nothing)."""
+    rc = int(f.raw.appnorth_callbacks_hold(v, f.e))
+    f.raw.appnorth_callbacks_resume()
+    return rc
+
+
 def _get_int(f: Fixtures, v: int) -> int:
     out = c_int64(0)
     rc = int(f.raw.appnorth_config_get_int(f.config, b"absent", v, ctypes.byref(out), f.e))
@@ -310,6 +317,7 @@ TABLE: Dict[Tuple[str, str], Row] = {
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_require_consent(f.events_options, v, f.e)),
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),
     ("appnorth_shutdown", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _shutdown_in_child),
+    ("appnorth_callbacks_hold", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _hold_and_resume),
     ("appnorth_events_flush", "timeout_ms"): Row(
         "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_flush(f.events, v, f.e), in_range_alt=TIMEOUT),
     ("appnorth_events_flush_sent", "timeout_ms"): Row(

@@ -310,8 +310,8 @@ APPNORTH_API int32_t appnorth_shutdown(int32_t timeout_ms, appnorth_error *err);
  * installs). Process-wide; pairs with appnorth_callbacks_resume().
  *
  * Why: a runtime entered from a foreign thread may be inside its own entry
- * code at the moment another thread forks, holding a lock the child then
- * waits for. CPython before 3.11.10 and 3.12.1 (gh-112275) does exactly
+ * code at the moment another thread forks, holding a lock that the child
+ * then needs. CPython before 3.11.10 and 3.12.1 (gh-112275) does exactly
  * that: a ctypes callback on a library thread makes its Python thread
  * state under the runtime's thread-state lock, without the GIL, and a
  * child forked meanwhile hangs in PyOS_AfterFork_Child. Measured here with
@@ -336,9 +336,11 @@ APPNORTH_API int32_t appnorth_shutdown(int32_t timeout_ms, appnorth_error *err);
  * release it around this call, as ctypes does).
  * Returns APPNORTH_OK, APPNORTH_E_TIMEOUT or APPNORTH_E_INVALID_ARGUMENT
  * (negative timeout; nothing is held). After appnorth_shutdown() no
- * callback runs: APPNORTH_OK at once.
- * Thread-safe, any thread, also inside a library callback (its own
- * callback is not waited for). Holds nest: each needs its resume.
+ * callback starts, so it returns APPNORTH_OK once any on their way out
+ * have returned.
+ * Thread-safe, any thread, also inside a library callback (which it does
+ * not count). Holds nest: each needs its resume. Blocks:
+ * waits up to timeout_ms for host callbacks running on other threads.
  */
 APPNORTH_API int32_t appnorth_callbacks_hold(int32_t timeout_ms, appnorth_error *err);
 

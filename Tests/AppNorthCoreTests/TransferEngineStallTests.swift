@@ -11,7 +11,7 @@ final class TransferEngineStallTests: XCTestCase {
 
     func testAnItemLeftWhileTheEngineRunsDoesNotWakeIt() {
         var inbox = Inbox()
-        XCTAssertFalse(inbox.post(.arrive(1)), "the engine runs a turn: it takes the inbox before it sleeps")
+        XCTAssertEqual(inbox.post(.arrive(1)), .kept, "the engine runs a turn: it takes the inbox before it sleeps")
         XCTAssertFalse(inbox.pollBegins(), "an item is waiting: no sleep")
         guard case .arrive(1)? = inbox.takeAll().first else { return XCTFail("the job is handed over") }
         XCTAssertTrue(inbox.takeAll().isEmpty, "taken once")
@@ -21,11 +21,11 @@ final class TransferEngineStallTests: XCTestCase {
     func testAnItemLeftWhileTheEnginePollsWakesItAndOrderIsKept() {
         var inbox = Inbox()
         XCTAssertTrue(inbox.pollBegins())
-        XCTAssertTrue(inbox.post(.watch("w")), "the engine sleeps in poll(): wake it")
-        XCTAssertTrue(inbox.post(.arrive(2)))
-        XCTAssertTrue(inbox.post(.reach("w")))
+        XCTAssertEqual(inbox.post(.watch("w")), .keptWake, "the engine sleeps in poll(): wake it")
+        XCTAssertEqual(inbox.post(.arrive(2)), .keptWake)
+        XCTAssertEqual(inbox.post(.reach("w")), .keptWake)
         inbox.pollEnded()
-        XCTAssertFalse(inbox.post(.arrive(3)), "awake again: no wake-up needed")
+        XCTAssertEqual(inbox.post(.arrive(3)), .kept, "awake again: no wake-up needed")
         let order = inbox.takeAll().map { item -> String in
             switch item {
             case .arrive(let n): "arrive \(n)"

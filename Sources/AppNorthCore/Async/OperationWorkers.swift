@@ -82,6 +82,8 @@ extension AsyncOperation {
         case .timedOut:
             .timeout("no worker was free within \(limit) ms (the client's request timeout); nothing was sent")
         case .cancelled(.client): .cancelled("cancelled by appnorth_client_cancel before it started; nothing was sent")
+        case .cancelled(.stopped):
+            .cancelled("cancelled: the transfer thread stopped before a worker took it (its last handle was freed, or appnorth_shutdown); nothing was sent")
         case .cancelled(.operation), .reached: .cancelled("operation cancelled before it started; nothing was sent")
         }
     }

@@ -143,6 +143,7 @@ package final class AppNorthEvents: Sendable {
         switch reason {
         case .operation: .cancelled("flush cancelled (its operation was cancelled); events stay queued")
         case .client: .cancelled("flush cancelled by appnorth_client_cancel; events stay queued")
+        case .stopped: .cancelled("flush cancelled: the transfer thread stopped (its last handle was freed, or appnorth_shutdown); events stay queued")
         }
     }
 

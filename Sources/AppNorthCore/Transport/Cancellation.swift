@@ -16,6 +16,10 @@ package struct Cancellation: Sendable {
         case operation
         /// Its client's `cancelInFlight()` (`appnorth_client_cancel`).
         case client
+        /// The transfer engine stopped while it held the work (its last
+        /// `SharedThreads` holder was freed, or appnorth_shutdown): set by
+        /// the engine on what it ends, never read from the tokens.
+        case stopped
     }
 
     /// The operation's token; nil: no operation cancels it.

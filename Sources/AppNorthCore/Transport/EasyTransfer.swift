@@ -144,9 +144,10 @@ final class EasyTransfer: @unchecked Sendable {
     /// ended it.
     func finish(_ code: CURLcode) throws(AppNorthError) -> HTTPResponse {
         if code != CURLE_OK {
-            switch context.cancellation.reason {
+            switch context.cancellation.reason ?? (context.stoppedByEngine ? .stopped : nil) {
             case .operation: throw .cancelled("operation cancelled")
             case .client: throw .cancelled("request cancelled by appnorth_client_cancel")
+            case .stopped: throw .cancelled("the transfer thread stopped before the request ended (its last handle was freed, or appnorth_shutdown)")
             case nil: break
             }
             if context.overflowed {

@@ -8,8 +8,13 @@
 /// Whether the caller must wake the engine is the other half: the engine
 /// says when it is about to sleep in poll() (`pollBegins`) and when it is
 /// back (`pollEnded`); an item left while it sleeps wakes it, one left
-/// while it runs does not (it takes the inbox before it sleeps again). A
-/// pure value: no lock, clock or thread inside (EngineInboxTests).
+/// while it runs does not (it takes the inbox before it sleeps again).
+///
+/// When the engine stops it takes the last items and closes the inbox
+/// (`close`) in one step: an item left after that is refused to its caller,
+/// which completes it itself; none is kept where no one will take it. A
+/// pure value: no lock, clock or thread inside (TransferEngineStallTests,
+/// TransferEngineStopTests).
 struct EngineInbox<Job: Sendable, Wait: Sendable>: Sendable {
     enum Item: Sendable {
         case arrive(Job)
@@ -17,14 +22,27 @@ struct EngineInbox<Job: Sendable, Wait: Sendable>: Sendable {
         case reach(Wait)
     }
 
+    /// What became of an item a caller left.
+    enum Posted: Equatable {
+        /// Kept; the engine runs and takes it before it sleeps.
+        case kept
+        /// Kept; the engine sleeps in poll(): the caller wakes it.
+        case keptWake
+        /// The engine has stopped: not kept, the caller completes it.
+        case refused
+    }
+
     private(set) var items: [Item] = []
     /// The engine thread sleeps in poll() (or is about to).
     private(set) var enginePolls = false
+    /// The engine has taken its last items (`close`).
+    private(set) var isClosed = false
 
-    /// A caller leaves `item`; returns whether it must wake the engine.
-    mutating func post(_ item: Item) -> Bool {
+    /// A caller leaves `item`.
+    mutating func post(_ item: Item) -> Posted {
+        guard !isClosed else { return .refused }
         items.append(item)
-        return enginePolls
+        return enginePolls ? .keptWake : .kept
     }
 
     /// The engine (or a caller driving curl for it) takes every item, in
@@ -45,4 +63,12 @@ struct EngineInbox<Job: Sendable, Wait: Sendable>: Sendable {
 
     /// The engine's poll() returned.
     mutating func pollEnded() { enginePolls = false }
+
+    /// The engine stops: takes the last items, in order; every later
+    /// `post` is refused.
+    mutating func close() -> [Item] {
+        isClosed = true
+        enginePolls = false
+        return takeAll()
+    }
 }

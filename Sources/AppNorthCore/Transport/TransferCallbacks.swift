@@ -19,6 +19,9 @@ final class TransferContext {
     var connectionsOpened = 0
     var protocolName = ""
     var stoppedByReceiver = false
+    /// The transfer engine stopped while it held this transfer
+    /// (`Cancellation.Reason.stopped`); set on the engine thread before `done`.
+    var stoppedByEngine = false
     /// When bytes last arrived (monotonic ns), for the stream idle timeout.
     var lastActivityNs: UInt64 = 0
     var idledOut = false

@@ -38,7 +38,15 @@ import Synchronization
 /// `cancelInFlight()`); its `done` closure then runs on the engine thread,
 /// always, with curl's code and no lock held (it may start more
 /// transfers). The thread starts with the first transfer and ends when
-/// the last handle holding `SharedThreads` is freed; a later hold starts a new engine. A fork() child gets an engine of its own on first use.
+/// the last handle holding `SharedThreads` is freed (or at
+/// appnorth_shutdown); a later hold starts a new engine. A fork() child
+/// gets an engine of its own on first use.
+///
+/// Its end loses nothing (`EngineLeftovers`): what it holds then (in curl,
+/// waiting for a place, watched) and what was handed in before it ends,
+/// once each, cancelled (`Cancellation.Reason.stopped`), on its thread
+/// with no lock held; a hand-off after its end is refused (`add` and
+/// `watch` throw), so the caller completes that one itself.
 final class TransferEngine: @unchecked Sendable {
     // @unchecked: `core` is touched only with `drive` held; `waker` is
     // callable from any thread.
@@ -58,8 +66,21 @@ final class TransferEngine: @unchecked Sendable {
     static let maxHostConnections = 8
     static let sweepIntervalNs: UInt64 = 2_000_000
 
-    private static let current = ForkLocal { () throws(AppNorthError) -> TransferEngine in
-        let made = try TransferEngine()
+    private static let current = ForkLocal { () throws(AppNorthError) -> TransferEngine in try start() }
+
+    /// Test seams (none in the library): run at the points where a stop
+    /// can meet a hand-off.
+    struct Hooks: Sendable {
+        /// In `add` and `watch`, after their checks, before the item is handed.
+        var beforeHand: (@Sendable () -> Void)? = nil
+        /// On the engine thread as it stops, before it ends what it holds.
+        var stopping: (@Sendable () -> Void)? = nil
+    }
+
+    /// A new engine with its thread (the process's is `shared()`; tests
+    /// make their own, with `hooks`).
+    static func start(hooks: Hooks = Hooks()) throws(AppNorthError) -> TransferEngine {
+        let made = try TransferEngine(hooks: hooks)
         made.startThread()
         return made
     }
@@ -81,10 +102,12 @@ final class TransferEngine: @unchecked Sendable {
     private let waker: TransferWaker
     private let startFailed = Lock<Bool>(false, level: LockLevel.transferStart)
     private let stopping = Atomic<Bool>(false)
+    private let hooks: Hooks
     /// Set once, by `startThread` inside the engine's `ForkLocal` make.
     nonisolated(unsafe) private var thread: LibraryThread?
 
-    private init() throws(AppNorthError) {
+    private init(hooks: Hooks) throws(AppNorthError) {
+        self.hooks = hooks
         let wake = try WakeDescriptor.make()
         guard let core = TransferEngineCore(wake: wake, perOrigin: Self.maxHostConnections) else {
             wake.close()
@@ -106,55 +129,84 @@ final class TransferEngine: @unchecked Sendable {
     }
 
     /// Hands a transfer to curl (or to the queue of its origin); returns at
-    /// once. Its `done` runs later, on the engine thread.
+    /// once. Its `done` runs later, on the engine thread, exactly once
+    /// (cancelled, marked `stoppedByEngine`, if the engine stops first).
+    /// Throws, and never calls `done`, when the engine has stopped.
     func add(_ job: Job) throws(AppNorthError) {
-        if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
-        if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
+        try checkRunning()
         var job = job
         let total = job.transfer.totalTimeoutMs
         job.deadline = total > 0 ? Deadline(milliseconds: total, after: monotonicNow()) : nil
         // From now on a cancel of its operation or client wakes the engine,
         // whether the job runs or waits for a place.
         job.transfer.context.cancellation.attach(waker, key: ObjectIdentifier(job.transfer))
+        hooks.beforeHand?()
         // The engine thread picks up a new socket, an earlier curl timer or
         // a job that ended unstarted.
-        hand(.arrive(job))
+        guard hand(.arrive(job)) else {
+            job.transfer.context.cancellation.detach(ObjectIdentifier(job.transfer))
+            throw Self.stopped
+        }
+    }
+
+    private static let stopped = AppNorthError.wrongState("the transfer thread has stopped (its last handle was freed, or appnorth_shutdown)")
+
+    private func checkRunning() throws(AppNorthError) {
+        if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
+        if stopping.load(ordering: .acquiring) { throw Self.stopped }
     }
 
     /// Hands `item` to the core on this thread if no one drives curl now
     /// (after what the inbox holds: items keep their order), else leaves it
     /// in the inbox; never waits for the engine's curl work. Wakes the
-    /// engine thread when it must look.
-    private func hand(_ item: Inbox.Item) {
+    /// engine thread when it must look. False: the engine has ended (its
+    /// core and inbox are closed, both under `drive`), the item was not
+    /// taken and the caller completes it.
+    private func hand(_ item: Inbox.Item) -> Bool {
         let core = self.core
-        let direct: Bool? = drive.lockedIfFree {
+        let direct: Bool?? = drive.lockedIfFree { () -> Bool? in
+            guard !core.isClosed else { return nil }
             let earlier = self.inbox.withLock { $0.takeAll() }
             var mustWake = false
             for posted in earlier { mustWake = core.accept(posted) || mustWake }
             return core.accept(item) || mustWake
         }
-        if let direct {
-            if direct { waker.wake() }
-        } else if inbox.withLock({ $0.post(item) }) {
-            waker.wake()
+        switch direct {
+        case .some(nil): return false
+        case .some(let mustWake?):
+            if mustWake { waker.wake() }
+            return true
+        case nil:
+            switch inbox.withLock({ $0.post(item) }) {
+            case .refused: return false
+            case .keptWake: waker.wake()
+            case .kept: break
+            }
+            return true
         }
     }
 
     // MARK: Waits
 
     /// Watches `wait` (its deadline and cancellation) until it ends; returns
-    /// at once. Its `onEnd` runs later, on the engine thread.
+    /// at once. Its `onEnd` runs later, on the engine thread, exactly once
+    /// (`.cancelled(.stopped)` if the engine stops first). Throws, and
+    /// never calls `onEnd`, when the engine has stopped.
     func watch(_ wait: EngineWait) throws(AppNorthError) {
-        if startFailed.withLock({ $0 }) { throw .internal("cannot start the transfer thread") }
-        if stopping.load(ordering: .acquiring) { throw .wrongState("the transfer thread has stopped") }
+        try checkRunning()
         wait.cancellation.attach(waker, key: ObjectIdentifier(wait))
-        hand(.watch(wait))
+        hooks.beforeHand?()
+        guard hand(.watch(wait)) else {
+            wait.cancellation.detach(ObjectIdentifier(wait))
+            throw Self.stopped
+        }
     }
 
     /// What `wait` waited for happened: it ends `.reached` (on the engine
-    /// thread), unless it ended already. Callable from any thread.
+    /// thread), unless it ended already (a stopped engine ended it).
+    /// Callable from any thread.
     func reach(_ wait: EngineWait) {
-        hand(.reach(wait))
+        _ = hand(.reach(wait))
     }
 
     // MARK: The engine thread
@@ -176,15 +228,25 @@ final class TransferEngine: @unchecked Sendable {
                 for item in self.inbox.withLock({ $0.takeAll() }) { _ = core.accept(item) }
                 return core.turn(after: watched, now: monotonicNow())
             }
-            for (job, code) in ended.jobs { end(job, code) }
-            for (wait, how) in ended.waits { end(wait, how) }
+            finish(ended)
         }
-        drive.locked { core.close() }
+        // In one turn of `drive`: the inbox's last items and everything the
+        // core holds are taken, the inbox and the core closed (a hand-off
+        // from now on is refused to its caller); then each ends, once, with
+        // no lock held (EngineLeftovers).
+        finish(drive.locked {
+            hooks.stopping?()
+            return core.stop(leaving: self.inbox.withLock { $0.close() })
+        })
     }
 
-    /// Asks the engine thread to end after its current turn (no job is
-    /// left: every user is gone); it closes curl's multi handle and its
-    /// eventfd as it ends.
+    private func finish(_ ended: TransferEngineCore.Ended) {
+        for (job, code) in ended.jobs { end(job, code) }
+        for (wait, how) in ended.waits { end(wait, how) }
+    }
+
+    /// Asks the engine thread to end after its current turn; what it holds
+    /// then ends cancelled, and it closes curl's multi handle as it ends.
     private func requestStop() {
         stopping.store(true, ordering: .releasing)
         waker.wake()

@@ -47,7 +47,7 @@ final class TransferEngineCore: @unchecked Sendable {
         admission = AdmissionQueue(perOrigin: perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perOrigin)
         cshim_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, perOrigin * 2)
-        // The core lives as long as its engine, which calls close() as its thread ends.
+        // The core lives as long as its engine, whose thread calls stop() as it ends.
         cshim_multi_set_event_callbacks(multi, { _, socket, what, user, _ in
             Unmanaged<TransferEngineCore>.fromOpaque(user!).takeUnretainedValue().curlWatches(socket, what)
             return 0
@@ -57,14 +57,39 @@ final class TransferEngineCore: @unchecked Sendable {
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// The engine's thread ends (every user is gone, so no job or wait is
-    /// left): curl's multi handle, with its cached connections, and the
-    /// engine's eventfd are closed. Once only.
-    func close() {
-        guard !closed else { return }
+    /// The engine's thread ends: everything the core holds, and `inbox`
+    /// (the inbox's last items), is returned to be ended, once each, by the
+    /// rule of `EngineLeftovers` (jobs `CURLE_ABORTED_BY_CALLBACK`, marked
+    /// stopped; waits reached, or cancelled with `.stopped` unless their
+    /// own cancel came first); what ended before stays as it ended. Then
+    /// curl's multi handle, with its cached connections, is closed, and
+    /// every later `accept` is refused (`isClosed`). The eventfd stays open
+    /// until the core goes: a caller whose hand-off is refused may still
+    /// hold its waker. Once only.
+    func stop(leaving inbox: [TransferEngine.Inbox.Item]) -> Ended {
+        guard !closed else { return Ended() }
         closed = true
+        let left = EngineLeftovers(running: Array(running.values), waiting: admission.removeWaiting { _ in true },
+                                   watched: Array(waits.values), inbox: inbox, key: ObjectIdentifier.init)
         for easy in running.keys { curl_multi_remove_handle(multi, easy) }
         curl_multi_cleanup(multi)
+        running = [:]
+        waits = [:]
+        var out = ended
+        ended = Ended()
+        for job in left.jobs {
+            job.transfer.context.stoppedByEngine = true
+            out.jobs.append((job, CURLE_ABORTED_BY_CALLBACK))
+        }
+        for (wait, reached) in left.waits { out.waits.append((wait, reached ? .reached : wait.cancelled ?? .cancelled(.stopped))) }
+        return out
+    }
+
+    /// `stop` ran: the core accepts nothing more.
+    var isClosed: Bool { closed }
+
+    deinit {
+        if !closed { curl_multi_cleanup(multi) }
         wake.close()
     }
 
@@ -90,8 +115,9 @@ final class TransferEngineCore: @unchecked Sendable {
 
     // MARK: From the caller's thread
 
-    /// An item a caller handed in (directly, or through the inbox).
-    /// Returns whether the engine thread must wake to carry on.
+    /// An item a caller handed in (directly, or through the inbox), while
+    /// the core is open (`isClosed`). Returns whether the engine thread
+    /// must wake to carry on.
     func accept(_ item: TransferEngine.Inbox.Item) -> Bool {
         switch item {
         case .arrive(let job): arrive(job)

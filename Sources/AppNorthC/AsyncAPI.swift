@@ -106,6 +106,15 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
         // The client owns every operation that uses it (its free ends them).
         let owners = plan.owners.contains { $0 === plan.client } ? plan.owners : plan.owners + [plan.client]
         let operation = try OperationTable.shared.begin(owners: owners)
+        // A start that entered its handle just before that handle's free
+        // began, and begins only now: the free has cancelled the handle's
+        // operations (or is about to: then it waits for this one), and may
+        // have let go of the shared threads. Begin nothing: its work would
+        // hold them again, for ever, on a freed handle.
+        if owners.contains(where: { Handle.isBeingFreed($0) }) {
+            OperationTable.shared.end(operation)
+            throw AppNorthError.wrongState("the handle is being freed: no call may start once its _free function was called")
+        }
         SharedThreads.hold(for: owners)  // until their free: the threads its work needs live
         let client = plan.client
         let finish: @Sendable (OperationOutcome) -> Void = { outcome in

@@ -127,6 +127,18 @@ enum Handle {
         if after == freeing | releaseOnLeave { box.release() }
     }
 
+    /// Whether the handle of `object` that this thread's calls entered is
+    /// being freed (its _free has begun, after they entered). False when
+    /// no call of this thread entered it.
+    static func isBeingFreed(_ object: AnyObject) -> Bool {
+        guard let calls = ThreadCalls.current else { return false }
+        return calls.pointee.anyEntered { raw in
+            Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef {
+                $0.object === object && $0.state.load(ordering: .acquiring) & freeing != 0
+            }
+        }
+    }
+
     /// Lends `object` to host code as a handle for the duration of `body`
     /// (the buffer a load callback fills); the host never frees it.
     static func lend<T: AnyObject, R>(_ object: T, refused: R, _ body: (OpaquePointer) throws -> R) rethrows -> R {
@@ -239,8 +251,12 @@ struct ThreadCalls {
     }
 
     func contains(_ handle: UnsafeRawPointer) -> Bool {
+        anyEntered { $0 == handle }
+    }
+
+    func anyEntered(_ matches: (UnsafeRawPointer) -> Bool) -> Bool {
         guard let entered else { return false }
-        for i in 0..<count where entered[i] == handle { return true }
+        for i in 0..<count where matches(entered[i]) { return true }
         return false
     }
 

@@ -914,7 +914,10 @@ APPNORTH_API int32_t appnorth_client_list_comments(appnorth_client *client, cons
  *    and the queue, config or events handle) cancels the handle's
  *    operations in flight and waits until each one's on_done has run (with
  *    APPNORTH_E_CANCELLED, or its real outcome if it was already finishing)
- *    before it returns; nothing of them runs afterwards. In dispatch mode
+ *    before it returns; nothing of them runs afterwards. A start racing
+ *    that free on another thread either returns APPNORTH_E_WRONG_STATE
+ *    ("being freed"; on_done is never called) or starts and is one of
+ *    those operations. In dispatch mode
  *    appnorth_client_free() runs the queued completions itself, on the
  *    thread calling it. Called from inside
  *    a library callback (on_done, a logger, a listener), it does not wait:

@@ -38,10 +38,13 @@ let package = Package(
         // @c @implementation functions are checked against it.
         .systemLibrary(name: "CAppNorthAPI"),
         .systemLibrary(name: "CSystem"),
+        // The C layer's per-thread call record: a C thread-local (Swift has
+        // none), one definition in thread_calls.c (Sources/AppNorthC/ThreadCalls.swift).
+        .target(name: "CThreadCalls"),
 
         .target(name: "AppNorthCore", dependencies: ["CJansson", "CSQLite", "CCurl", "CZlib", "CSystem"],
                 swiftSettings: swift6),
-        .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI", "CSystem"],
+        .target(name: "AppNorthC", dependencies: ["AppNorthCore", "CAppNorthAPI", "CSystem", "CThreadCalls"],
                 swiftSettings: swift6),
         .target(name: "AppNorth", dependencies: ["AppNorthCore"],
                 swiftSettings: swift6Strict),

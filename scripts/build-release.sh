@@ -25,13 +25,17 @@ ln -sfn "$toolchain/lib/swift" "$sysroot/usr/lib/swift"
 mkdir -p .build/floor
 shims="$top/.build/floor/floor-shims.o"
 cc -O2 -fPIC -c -o "$shims" scripts/floor-shims.c
+# The C target (Sources/CThreadCalls) is compiled against the same root
+# (-Xcc reaches clang; -sdk only swiftc), with DWARF 4 debug info:
+# valgrind 3.19 (Debian 12), which bench/profile_track.py runs on this
+# unstripped library, cannot read clang's default DWARF 5 and gives up.
 # SwiftPM reads the system libraries' .pc files itself: the root's, with
 # their paths moved under it. Its own scratch folder: modules built against
 # one sysroot's headers must not meet the debug build's.
 PKG_CONFIG_SYSROOT_DIR="$sysroot" \
 PKG_CONFIG_PATH="$sysroot/usr/lib/$multiarch/pkgconfig:$sysroot/usr/share/pkgconfig" \
     swift build -c release --product appnorth --scratch-path .build/floor \
-    -Xswiftc -static-stdlib -Xswiftc -sdk -Xswiftc "$sysroot" \
+    -Xswiftc -static-stdlib -Xswiftc -sdk -Xswiftc "$sysroot" -Xcc --sysroot="$sysroot" -Xcc -gdwarf-4 \
     -Xlinker -soname="$soname" -Xlinker --version-script="$top/scripts/exports.map" \
     -Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker defs -Xlinker "$shims" >&2
 echo "$top/.build/floor/release/libappnorth.so"

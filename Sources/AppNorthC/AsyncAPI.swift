@@ -141,7 +141,7 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
 /// the hold goes when the last of them ends.
 func cancelOperations(of owner: AnyObject) {
     OperationTable.shared.cancelAll(of: owner)
-    if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 {
+    if ThreadCalls.inCallback {
         let kept = KeptOwner(object: owner)  // alive until then: its identity is not reused
         OperationTable.shared.whenIdle(of: owner) { SharedThreads.drop(for: kept.object) }
         return

@@ -52,18 +52,19 @@ enum Handle {
 
     /// Checks a handle argument and counts the call in flight on it (see
     /// `get`); returns the box's address, and whether the call is counted
-    /// (not outside a `guarded` body, nor on a system out of thread keys).
+    /// (not outside a `guarded` body, nor on a system out of memory).
     private static func admit(_ handle: OpaquePointer?, _ name: String) throws(AppNorthError)
         -> (raw: UnsafeRawPointer, counted: Bool) {
         let raw = UnsafeRawPointer(try required(handle, name))
         let admitted = Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef { box -> Bool? in
             guard box.generation == ForkGuard.generation else { return nil }
-            if let calls = ThreadCalls.current, calls.pointee.scopes > 0 {
-                guard enter(box) else { return nil }
-                calls.pointee.push(raw)
-                return true
-            }
-            return false
+            let calls = ThreadCalls.current
+            guard calls.pointee.scopes > 0 else { return false }
+            // No room for the handle on this thread's list (no memory): not counted.
+            guard ThreadCalls.reserve(calls) else { return box.state.load(ordering: .acquiring) & freeing == 0 ? false : nil }
+            guard enter(box) else { return nil }
+            ThreadCalls.push(raw, calls)
+            return true
         }
         guard let counted = admitted else {
             if Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef({ $0.generation == ForkGuard.generation }) {
@@ -131,8 +132,7 @@ enum Handle {
     /// being freed (its _free has begun, after they entered). False when
     /// no call of this thread entered it.
     static func isBeingFreed(_ object: AnyObject) -> Bool {
-        guard let calls = ThreadCalls.current else { return false }
-        return calls.pointee.anyEntered { raw in
+        ThreadCalls.anyEntered { raw in
             Unmanaged<Box>.fromOpaque(raw)._withUnsafeGuaranteedRef {
                 $0.object === object && $0.state.load(ordering: .acquiring) & freeing != 0
             }
@@ -167,8 +167,7 @@ enum Handle {
         // A second free while the first runs, or a handle from before fork().
         guard started else { return }
         teardown(object)
-        let calls = ThreadCalls.current
-        if let calls, calls.pointee.inCallback > 0 || calls.pointee.contains(raw) {
+        if ThreadCalls.inCallback || ThreadCalls.contains(raw) {
             let before = box._withUnsafeGuaranteedRef { $0.state.bitwiseOr(releaseOnLeave, ordering: .acquiringAndReleasing).oldValue }
             if before & callsMask == 0 { box.release() }
             return
@@ -189,107 +188,5 @@ enum Handle {
         }
         var delay = timespec(tv_sec: 0, tv_nsec: min(1_000_000, 20_000 * (round - 49)))
         nanosleep(&delay, nil)
-    }
-}
-
-/// This thread's library calls: the handles they use (innermost last) and
-/// whether host code the library called back is running. A handle freed on
-/// this thread reads it to know whether it may wait for calls in flight.
-/// Raw memory behind a pthread key: no reference counting and no
-/// exclusivity checks on the hot path.
-struct ThreadCalls {
-    /// Nesting of `guarded` bodies (host callbacks may call in again).
-    var scopes = 0
-    /// Nesting of host callbacks the library is running on this thread.
-    var inCallback = 0
-    /// Holds of the callback gate this thread made (appnorth_callbacks_hold)
-    /// and has not resumed: its own callbacks pass a held gate.
-    var holding = 0
-    /// Handles entered by `Handle.get`, left when their body returns.
-    private var count = 0
-    private var capacity = 0
-    private var entered: UnsafeMutablePointer<UnsafeRawPointer>?
-
-    private static let key: pthread_key_t? = {
-        var key = pthread_key_t()
-        let rc = pthread_key_create(&key) { value in
-            guard let calls = value?.assumingMemoryBound(to: ThreadCalls.self) else { return }
-            calls.pointee.entered?.deallocate()
-            calls.deinitialize(count: 1)
-            calls.deallocate()
-        }
-        return rc == 0 ? key : nil
-    }()
-
-    /// This thread's record, made on first use; nil only when the system
-    /// has no thread-specific key left (calls are then not counted).
-    static var current: UnsafeMutablePointer<ThreadCalls>? {
-        guard let key else { return nil }
-        if let value = pthread_getspecific(key) { return value.assumingMemoryBound(to: ThreadCalls.self) }
-        let calls = UnsafeMutablePointer<ThreadCalls>.allocate(capacity: 1)
-        calls.initialize(to: ThreadCalls())
-        guard pthread_setspecific(key, calls) == 0 else {
-            calls.deinitialize(count: 1)
-            calls.deallocate()
-            return nil
-        }
-        return calls
-    }
-
-    mutating func push(_ handle: UnsafeRawPointer) {
-        if count == capacity {
-            let grown = UnsafeMutablePointer<UnsafeRawPointer>.allocate(capacity: max(8, capacity * 2))
-            if let entered {
-                grown.moveInitialize(from: entered, count: count)
-                entered.deallocate()
-            }
-            entered = grown
-            capacity = max(8, capacity * 2)
-        }
-        (entered! + count).initialize(to: handle)
-        count += 1
-    }
-
-    func contains(_ handle: UnsafeRawPointer) -> Bool {
-        anyEntered { $0 == handle }
-    }
-
-    func anyEntered(_ matches: (UnsafeRawPointer) -> Bool) -> Bool {
-        guard let entered else { return false }
-        for i in 0..<count where matches(entered[i]) { return true }
-        return false
-    }
-
-    /// Runs the body of an exported function: handles it gets are counted
-    /// until it returns.
-    static func scope<R>(_ body: () throws -> R) rethrows -> R {
-        guard let calls = current else { return try body() }
-        let mark = calls.pointee.count
-        calls.pointee.scopes += 1
-        defer {
-            while calls.pointee.count > mark {
-                calls.pointee.count -= 1
-                Handle.leave(calls.pointee.entered![calls.pointee.count])
-            }
-            calls.pointee.scopes -= 1
-        }
-        return try body()
-    }
-
-    /// Runs host code the library calls back, through the gate that
-    /// appnorth_shutdown() closes: once it is closed the host code is not
-    /// called and `refused` is returned instead.
-    static func callback<R>(refused: @autoclosure () -> R, _ body: () throws -> R) rethrows -> R {
-        guard LibraryGate.enter() else { return refused() }
-        defer { LibraryGate.leave() }
-        guard let calls = current else { return try body() }
-        calls.pointee.inCallback += 1
-        defer { calls.pointee.inCallback -= 1 }
-        return try body()
-    }
-
-    /// A host callback that returns nothing (skipped once shut down).
-    static func callback(_ body: () throws -> Void) rethrows {
-        try callback(refused: (), body)
     }
 }

@@ -30,7 +30,7 @@ enum LibraryGate {
         var seen = state.load(ordering: .relaxed)
         while true {
             guard seen & closedBit == 0 else { return false }
-            if seen & holdMask != 0, (ThreadCalls.current?.pointee.holding ?? 0) == 0 {
+            if seen & holdMask != 0, ThreadCalls.current.pointee.holding == 0 {
                 seen = waitWhileHeld()
                 continue
             }
@@ -53,16 +53,17 @@ enum LibraryGate {
     static func hold(until deadline: Deadline) -> Bool {
         _ = childReset
         let calls = ThreadCalls.current
-        calls?.pointee.holding += 1
+        calls.pointee.holding += 1
         state.wrappingAdd(holdUnit, ordering: .acquiringAndReleasing)
-        let own = UInt(calls?.pointee.inCallback ?? 0)
+        let own = UInt(max(0, calls.pointee.in_callback))
         return wait(until: deadline) { $0 & runningMask <= own }
     }
 
     /// Ends one hold of this thread (or, from a thread that holds none,
     /// one hold of any thread); none left: nothing.
     static func resume() {
-        if let calls = ThreadCalls.current, calls.pointee.holding > 0 { calls.pointee.holding -= 1 }
+        let calls = ThreadCalls.current
+        if calls.pointee.holding > 0 { calls.pointee.holding -= 1 }
         var seen = state.load(ordering: .relaxed)
         while seen & holdMask != 0 {
             let (done, now) = state.weakCompareExchange(expected: seen, desired: seen - holdUnit,
@@ -114,9 +115,9 @@ enum LibraryGate {
 
     /// In a forked child, on its only thread: its own callbacks and holds.
     private static func resetInChild() {
-        let calls = ThreadCalls.current?.pointee
-        let running = UInt(max(0, calls?.inCallback ?? 0))
-        let holds = UInt(max(0, calls?.holding ?? 0))
+        let calls = ThreadCalls.current.pointee
+        let running = UInt(max(0, calls.in_callback))
+        let holds = UInt(max(0, calls.holding))
         let closed = state.load(ordering: .relaxed) & closedBit
         state.store(closed | holds * holdUnit | running, ordering: .releasing)
     }

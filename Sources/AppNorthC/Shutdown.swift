@@ -5,7 +5,7 @@ import Synchronization
 
 @c @implementation
 public func appnorth_shutdown(_ timeoutMs: Int32, _ err: UnsafeMutablePointer<appnorth_error>?) -> Int32 {
-    if let calls = ThreadCalls.current, calls.pointee.inCallback > 0 {
+    if ThreadCalls.inCallback {
         report(err, code: Int32(APPNORTH_E_WRONG_STATE), httpStatus: 0,
                message: "appnorth_shutdown cannot be called from inside a library callback")
         return Int32(APPNORTH_E_WRONG_STATE)

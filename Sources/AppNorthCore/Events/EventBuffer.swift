@@ -63,6 +63,11 @@ struct EventStamp {
 
     static let idLength = 36
 
+    /// Rendered from the start (as -1 ms): a first event at -1 ms (a host
+    /// clock) would otherwise find "its" millisecond rendered, with no
+    /// digits (`"timestamp":,`, not JSON).
+    init() { render(-1) }
+
     /// Renders `ms` unless it is the millisecond already rendered.
     @inline(__always)
     mutating func update(_ ms: Int64) {

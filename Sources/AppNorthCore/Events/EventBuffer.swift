@@ -93,10 +93,12 @@ struct EventStamp {
         }
     }
 
-    /// Writes the timestamp's digits at `out`; returns how many.
+    /// Writes the timestamp's digits at `out`; returns how many. All 24
+    /// bytes of their room go, as three words (no memcpy call): the caller
+    /// has room for them and writes over the ones past the digits.
     @inline(__always)
     func writeDigits(to out: UnsafeMutablePointer<UInt8>) -> Int {
-        withUnsafeBytes(of: digits) { out.update(from: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: digitCount) }
+        withUnsafeBytes(of: digits) { UnsafeMutableRawPointer(out).copyMemory(from: $0.baseAddress!, byteCount: 24) }
         return digitCount
     }
 

@@ -51,7 +51,8 @@ enum EventPayload {
     }
 
     /// The most bytes `write` needs: every name byte escaped as `\u00XX`,
-    /// the longest timestamp, `{}` for no properties.
+    /// the longest timestamp (and the 4 bytes past it that
+    /// `EventStamp.writeDigits` stores too), `{}` for no properties.
     @inline(__always)
     static func maximumSize(id: Int, name: Int, tail: Int, properties: Int) -> Int {
         id + 6 * name + tail + properties + 64
@@ -144,39 +145,73 @@ enum EventPayload {
     }
 
     /// Writes a JSON string literal of `bytes` (room for 6 per byte and the
-    /// quotes); returns its size. Runs that need no escape are copied whole.
+    /// quotes); returns its size. Eight bytes at a time: each word is stored
+    /// as it is judged (no second pass, no memmove call), and an escaped
+    /// byte is written over what it stored; the last 1-7 bytes go as the
+    /// string's last eight when those need no escape.
     @inline(__always)
     static func writeString(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
         out[0] = UInt8(ascii: "\"")
         var o = 1
         if let base = bytes.baseAddress {
-            // Most names need no escape at all: skip the plain start eight
-            // bytes at a time (a byte JSONValidator does not call plain
-            // only ends the skip; the loop below judges it).
-            var start = 0
-            while bytes.count &- start >= 8 {
-                let special = JSONValidator.specialBytes(UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(
-                    fromByteOffset: start, as: UInt64.self)))
-                if special != 0 {
-                    start &+= special.trailingZeroBitCount >> 3
-                    break
+            let count = bytes.count
+            let from = UnsafeRawPointer(base)
+            var i = 0
+            // Every byte from here to `i` was written as it is (none escaped).
+            var verbatim = 0
+            var lastWordTried = false
+            while i < count {
+                if count &- i >= 8 {
+                    let word = from.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    // Room: at most 6 per byte so far, and 8 or more bytes left.
+                    UnsafeMutableRawPointer(out + o).storeBytes(of: word, as: UInt64.self)
+                    let escaped = escapedBytes(UInt64(littleEndian: word))
+                    if escaped == 0 {
+                        i &+= 8
+                        o &+= 8
+                        continue
+                    }
+                    let plain = escaped.trailingZeroBitCount >> 3
+                    i &+= plain
+                    o &+= plain
+                } else if !lastWordTried && count >= 8 && count &- 8 >= verbatim {
+                    lastWordTried = true
+                    let word = from.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+                    if escapedBytes(UInt64(littleEndian: word)) == 0 {
+                        // Its first bytes are already out, as they are.
+                        UnsafeMutableRawPointer(out + o - (i &- (count &- 8))).storeBytes(of: word, as: UInt64.self)
+                        o &+= count &- i
+                        break
+                    }
                 }
-                start &+= 8
-            }
-            var run = 0
-            for i in start..<bytes.count {
                 let byte = base[i]
-                guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else { continue }
-                (out + o).update(from: base + run, count: i - run)
-                o += i - run
-                run = i + 1
-                o += writeEscape(byte, to: out + o)
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
+                    o &+= writeEscape(byte, to: out + o)
+                    verbatim = i &+ 1
+                } else {
+                    out[o] = byte
+                    o &+= 1
+                }
+                i &+= 1
             }
-            (out + o).update(from: base + run, count: bytes.count - run)
-            o += bytes.count - run
         }
         out[o] = UInt8(ascii: "\"")
         return o + 1
+    }
+
+    /// The bytes of `word` a JSON string escapes (`"`, `\`, below 0x20),
+    /// each as its high bit. Bytes above 0x7F are not (UTF-8 goes as it
+    /// is). As in `JSONValidator.specialBytes`, only the lowest set bit is
+    /// exact (a borrow runs upward): enough to find the first.
+    @inline(__always)
+    static func escapedBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let below = (word &- ones &* 0x20) & ~word
+        let quote = (quotes &- ones) & ~quotes
+        let backslash = (backslashes &- ones) & ~backslashes
+        return (below | quote | backslash) & 0x8080_8080_8080_8080
     }
 
     private static func writeEscape(_ byte: UInt8, to out: UnsafeMutablePointer<UInt8>) -> Int {

@@ -52,6 +52,8 @@ final class DiskBudgetTests: EventsTestCase {
         }
     }
 
+    final class Count: Sendable { let value = Atomic<Int>(0) }
+
     func watchFiles() throws -> Peak {
         let peak = Peak(), folder = self.folder
         try spawn("disk-sampler") { thread in
@@ -97,5 +99,57 @@ final class DiskBudgetTests: EventsTestCase {
 
     func testSixtyKilobyteEventsKeepTheFilesWithinFiveMegabytes() throws {
         XCTAssertGreaterThan(try fillAndDrain(100, padding: 60_000, label: "60 KB"), 50)
+    }
+
+    /// The limit is the directory's, not a handle's: two handles on one
+    /// directory (each with its own connection and journal, as two
+    /// processes have) track 600 events of 10 KB each at once, offline.
+    /// The files stay within 5 MiB and 5 % at every moment; what was not
+    /// dropped (counted, `queue_limit`) arrives.
+    func testTwoHandlesTrackingAtOnceKeepTheFilesWithinFiveMegabytes() throws {
+        try failEventPosts(count: 1_000_000)
+        // Default limits; retries at 10 ms, so that an attempt whose rows a
+        // trim deleted ends (and counts them) within the wait below.
+        var options = AppNorthEventsOptions()
+        options.retry.baseMilliseconds = 10
+        let handles = [try open(options), try open(options)]
+        let peak = try watchFiles()
+        let filler = String(repeating: "x", count: 10_000)
+        let finished = Count()
+        var start = timespec(), end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        for (label, events) in zip(["a", "b"], handles) {
+            try spawn("tracker-\(label)") { _ in
+                for i in 0..<600 { _ = try? events.track("\(label)\(i)", propertiesJSON: #"{"pad":"\#(filler)"}"#) }
+                finished.value.add(1, ordering: .releasing)
+            }
+        }
+        // Up to a minute on a loaded machine (eventually waits 5 s).
+        var done = false
+        for _ in 0..<12 where !done { done = eventually { finished.value.load(ordering: .acquiring) == 2 } }
+        XCTAssertTrue(done, "both handles tracked their 600")
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        let trackingMs = (end.tv_sec - start.tv_sec) * 1000 + (end.tv_nsec - start.tv_nsec) / 1_000_000
+        var dropped = 0
+        XCTAssertTrue(try eventually {
+            let stats = try handles.map { try JSON.parse($0.statsJSON()) }
+            dropped = stats.reduce(0) { $0 + Int($1["dropped"]?["queue_limit"]?.intValue ?? 0) }
+            return Int(stats[0]["queued"]?.intValue ?? 0) + dropped == 1_200
+        }, "queued and dropped add up to the 1,200 tracked")
+        print("disk budget, two handles: tracked in \(trackingMs) ms, \(dropped) of 1200 dropped; peak while filling \(peak.value)")
+        XCTAssertLessThanOrEqual(peak.value.total, Self.budget, "5 MiB and 5 % at every moment: \(peak.value)")
+        try TestServer.delete("/admin/faults")
+        for events in handles { _ = try? events.flush(timeoutMilliseconds: 60_000) }
+        XCTAssertTrue(try eventually { handles.allSatisfy { $0.queuedCount == 0 } })
+        // The first flush may trim again while the other handle's journal
+        // still holds events (FileBudget.sharedRowBytes): counted too.
+        var stored = 0
+        XCTAssertTrue(try eventually {
+            dropped = try handles.reduce(0) { $0 + Int(try JSON.parse($1.statsJSON())["dropped"]?["queue_limit"]?.intValue ?? 0) }
+            stored = Set(try serverEvents().compactMap { $0["name"]?.stringValue }).count
+            return stored == 1_200 - dropped
+        }, "exactly tracked - dropped arrived: \(stored) stored, \(dropped) dropped")
+        for events in handles { events.close(timeoutMilliseconds: 0) }
+        XCTAssertLessThanOrEqual(peak.value.total, Self.budget, "and while it drained: \(peak.value)")
     }
 }

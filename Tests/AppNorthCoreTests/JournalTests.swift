@@ -121,6 +121,25 @@ final class JournalTests: EventsTestCase {
         }
     }
 
+    /// A handle tells its journals from another handle's of the same
+    /// process, and from another process's, by name alone (the limits'
+    /// look at the directory, #32); the name's format is unchanged.
+    func testAHandleKnowsItsOwnJournalsByName() throws {
+        let directory = try DataDirectory(path: folder)
+        let one = try EventJournal(directory: directory, epoch: 3), two = try EventJournal(directory: directory, epoch: 3)
+        let names = journalFiles().map { String($0.dropFirst(folder.count + 1)) }
+        XCTAssertEqual(names.count, 2)
+        XCTAssertEqual(names.filter(one.isOwn).count, 1)
+        XCTAssertEqual(names.filter(two.isOwn).count, 1)
+        XCTAssertNotEqual(names.filter(one.isOwn), names.filter(two.isOwn))
+        for name in names { XCTAssertEqual(EventJournal.epoch(ofName: name), 3, name) }
+        let token = one.handleToken + "0123abcd"
+        XCTAssertTrue(one.isOwn("events-\(getpid())-r0-\(token).journal"))
+        XCTAssertFalse(one.isOwn("events-\(getpid() + 1)-r0-\(token).journal"), "another process")
+        XCTAssertFalse(one.isOwn("events-\(getpid())-r0-0123abcd\(one.handleToken).journal"))
+        XCTAssertFalse(one.isOwn("events-\(getpid())-r0-ab.journal"))
+    }
+
     func testAJournalMarkedImportedIsOnlyRemoved() throws {
         // The process died after its import committed, before it removed
         // the file: importing it again would queue its events twice.

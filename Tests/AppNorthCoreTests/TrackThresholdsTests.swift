@@ -34,4 +34,22 @@ final class TrackThresholdsTests: XCTestCase {
         XCTAssertEqual(t.near(wakeAt: Int.max).count, 10_101, "after a failed upload only the limits count")
         XCTAssertEqual(t.near(wakeAt: 20).bytes, 5_050_001)
     }
+
+    /// While another handle's or process's journal holds events, the byte
+    /// limit is the rows' shared share (eight ninths of the rows' nine
+    /// tenths: FileBudget.sharedRowBytes) with its 1 %; the count limit
+    /// does not change.
+    func testSharedDirectoryBytesAreEightNinthsWithTheirSlack() {
+        let rows = FileBudget.rowBytes(5 << 20)
+        XCTAssertEqual(rows, 4_718_592)
+        XCTAssertEqual(FileBudget.sharedRowBytes(rows), 4_194_304, "eight tenths of 5 MiB")
+        let t = TrackThresholds(options(events: 10_000, bytes: rows), stripes: 8)
+        XCTAssertEqual(t.sharedBytes, 4_194_304 + 41_943)
+        XCTAssertFalse(t.pastLimits((0, 4_236_247), shared: true))
+        XCTAssertTrue(t.pastLimits((0, 4_236_248), shared: true))
+        XCTAssertFalse(t.pastLimits((0, 4_236_248)), "not shared: the rows' nine tenths")
+        XCTAssertTrue(t.pastLimits((10_101, 0), shared: true))
+        XCTAssertEqual(t.near(wakeAt: Int.max, shared: true).bytes, 4_236_248)
+        XCTAssertEqual(FileBudget.sharedRowBytes(-5), 0)
+    }
 }

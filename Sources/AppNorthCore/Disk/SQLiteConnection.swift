@@ -18,6 +18,8 @@ package final class SQLiteConnection: @unchecked Sendable {
     private var statements: [String: OpaquePointer] = [:]
     /// The WAL's checkpoint interval set last (`setWALPages`).
     var walPages = SQLiteStore.walCheckpointPages
+    /// Pages of WAL past which a commit truncates it (`capWAL`).
+    var walCap = SQLiteStore.walCheckpointPages + 64
 
     init(_ db: OpaquePointer) { self.db = db }
 

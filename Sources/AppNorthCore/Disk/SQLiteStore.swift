@@ -91,11 +91,36 @@ package final class SQLiteStore: Sendable {
 
     /// The WAL's checkpoint interval and size after one, in pages, for
     /// this connection (with it held); set only when it changes.
-    package func setWALPages(_ pages: Int, _ conn: Connection) throws(AppNorthError) {
+    /// `shared`: another connection writes beside this one (another handle
+    /// or process), so a commit truncates the WAL once past `pages`
+    /// (`capWAL`), not 64 pages later.
+    package func setWALPages(_ pages: Int, shared: Bool = false, _ conn: Connection) throws(AppNorthError) {
+        conn.walCap = shared ? pages : pages + 64
         guard conn.walPages != pages else { return }
         try conn.exec("PRAGMA wal_autocheckpoint=\(pages)")
         try conn.exec("PRAGMA journal_size_limit=\(pages * Self.pageSize)")
         conn.walPages = pages
+    }
+
+    /// Truncates the WAL after a commit (or a `compact` step) that left it
+    /// past its interval and 64 pages (`walPages`: 320 pages at the roomy
+    /// 256, 128 at the tight 64), or past the interval alone while another
+    /// connection writes (`setWALPages`). One connection's checkpoints keep
+    /// it there. With several (handles or processes on one directory) each
+    /// commit's automatic checkpoint met the other's, the WAL was never
+    /// restarted and grew to 10 MB beside a full queue (#32: two handles
+    /// tracking 10 KB events at once). SQLite never waits for another
+    /// connection's checkpoint (it answers busy at once), so this tries
+    /// again every millisecond, 50 times at most (1-46 tries measured).
+    /// Costs one `lstat` per commit otherwise.
+    private func capWAL(_ conn: Connection) {
+        guard bytes(of: [path + "-wal"]) > conn.walCap * Self.pageSize else { return }
+        for _ in 0..<50 {
+            // (busy, WAL frames, frames checkpointed): -1 frames when another connection's checkpoint ran.
+            let result = try? conn.query("PRAGMA wal_checkpoint(TRUNCATE)") { ($0.int(0), $0.int(1)) }.first
+            guard let result, result.0 != 0, result.1 < 0 else { return }
+            usleep(1000)
+        }
     }
 
     /// A database made before incremental vacuum was set keeps its freed
@@ -119,6 +144,7 @@ package final class SQLiteStore: Sendable {
                 guard try conn.query("PRAGMA freelist_count", [], { $0.int(0) }).first ?? 0 > 0 else { break }
                 try conn.exec("PRAGMA incremental_vacuum(\(max(1, stepPages)))")
                 try conn.exec("PRAGMA wal_checkpoint(PASSIVE)")
+                capWAL(conn)
             }
             try conn.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         }
@@ -158,6 +184,7 @@ package final class SQLiteStore: Sendable {
             do throws(AppNorthError) {
                 let result = try body(conn)
                 try conn.exec("COMMIT")
+                capWAL(conn)
                 return result
             } catch {
                 try? conn.exec("ROLLBACK")

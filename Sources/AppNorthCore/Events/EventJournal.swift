@@ -141,6 +141,14 @@ final class EventJournal: Sendable {
     /// are purged, never imported (EventStore.importJournal).
     let epoch: Atomic<Int64>
 
+    /// The first half of every segment's 16-hex-digit token
+    /// (`createSegment`): with the pid it tells this handle's files from
+    /// another handle's or process's by name alone (`isOwn`), so the
+    /// limits' look at the directory takes no lock. The format is unchanged.
+    let handleToken = Random.hexToken(bytes: 4)
+    /// `events-<pid>-r`: how this process's journal names start.
+    let processPrefix = prefix + String(getpid()) + "-r"
+
     init(directory: DataDirectory, epoch: Int64) throws(AppNorthError) {
         self.directory = directory
         self.epoch = Atomic(epoch)
@@ -148,7 +156,7 @@ final class EventJournal: Sendable {
         stripeRefs = stripes.map { Unmanaged.passUnretained($0) }
         // The first stripe's file is made now: an open fails at once where
         // no journal can be made, and an idle handle has one file.
-        let first = try Self.createSegment(in: directory, epoch: epoch)
+        let first = try Self.createSegment(in: directory, epoch: epoch, handle: handleToken)
         stripes[0].state.withLock { $0.segment = first }
     }
 
@@ -168,7 +176,7 @@ final class EventJournal: Sendable {
     /// when the stripe has none. Called with the stripe's lock held.
     func append(_ s: inout JournalStripe.State, of stripe: JournalStripe) throws(AppNorthError) {
         if s.segment == nil {
-            s.segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring))
+            s.segment = try Self.createSegment(in: directory, epoch: epoch.load(ordering: .acquiring), handle: handleToken)
         }
         // The segment is lent, not retained: `s` holds it under the lock,
         // and a retain and release are two atomic writes per event.
@@ -262,7 +270,7 @@ final class EventJournal: Sendable {
             if fresh {
                 guard stripe.state.withLock({ due($0.segment) }) else { continue }
                 do throws(AppNorthError) {
-                    replacement = try Self.createSegment(in: directory, epoch: epoch)
+                    replacement = try Self.createSegment(in: directory, epoch: epoch, handle: handleToken)
                 } catch {
                     failure = error
                     continue
@@ -315,10 +323,10 @@ final class EventJournal: Sendable {
     /// Creates and locks a journal under a temporary name, then renames it
     /// into place (see `creatingSuffix`). A recovery that removes the
     /// temporary file in between makes the rename fail: then try again.
-    static func createSegment(in directory: DataDirectory, epoch: Int64) throws(AppNorthError) -> JournalSegment {
+    static func createSegment(in directory: DataDirectory, epoch: Int64, handle: String) throws(AppNorthError) -> JournalSegment {
         var lastError = ""
         for _ in 0..<4 {
-            let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + Random.hexToken(bytes: 8) + suffix
+            let name = prefix + String(getpid()) + "-r" + String(epoch) + "-" + handle + Random.hexToken(bytes: 4) + suffix
             let temporary = name + ".new"
             let fd = directory.createNew(temporary, appending: true)
             guard fd >= 0 else {
@@ -333,6 +341,14 @@ final class EventJournal: Sendable {
             close(fd)
         }
         throw .storage("cannot create an event journal in \(directory.path): \(lastError)")
+    }
+
+    /// Whether a journal's name is one this handle made: its pid, and its
+    /// token starting with `handleToken`.
+    func isOwn(_ name: String) -> Bool {
+        let utf8 = name.utf8, end = utf8.count - Self.suffix.utf8.count
+        guard end >= 16, name.hasPrefix(processPrefix) else { return false }
+        return utf8.dropFirst(end - 16).prefix(8).elementsEqual(handleToken.utf8)
     }
 
     /// The consent epoch a journal's name carries

@@ -99,7 +99,7 @@ final class EventImporter: Sendable {
             // Past a limit, the oldest events to drop may be journaled:
             // everything goes in, so that the trim drops exactly those.
             var most = most
-            if let rowLimit = walRowLimit ?? bounds?.bytes { try limits.fitWAL(rowLimit: rowLimit) }
+            if let rowLimit = walRowLimit ?? bounds?.bytes { try limits.fitWAL(rowLimit: rowLimit, own: ownFiles(state)) }
             if let bounds, most != nil, try limits.isOver(bounds, own: ownFiles(state)) { most = nil }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.

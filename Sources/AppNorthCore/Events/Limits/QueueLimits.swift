@@ -37,6 +37,17 @@ final class QueueLimits: Sendable {
     /// The database file's bytes at the last drain (`fitWAL`), for
     /// `track`'s look at the files: its free pages count until reused.
     let databaseFile = Atomic<Int>(0)
+    /// Every journal file's bytes in the directory, whoever wrote it, at
+    /// the last look (`journalFiles`), and this handle's journaled bytes
+    /// then (-1: no look yet).
+    let journalFilesSeen = Atomic<Int>(0)
+    let journalFilesAt = Atomic<Int>(-1)
+    /// Whether another handle or process writes beside this one: set when
+    /// a drain (`fitWAL`) or `track`'s look (`lookAtFiles`) finds events in
+    /// another's journal, cleared by a drain that finds no other journal
+    /// file. While set, the WAL is kept tight and the rows get eight
+    /// tenths (`FileBudget.sharedRowBytes`).
+    let shared = Atomic<Bool>(false)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table
@@ -110,9 +121,20 @@ final class QueueLimits: Sendable {
     /// journal `track` lets grow before it imports it (the database and it
     /// twice within the limit and its 1 %). A WAL left large by a roomy
     /// interval is cut back only after a checkpoint, so this looks ahead.
-    func fitWAL(rowLimit: Int) throws(AppNorthError) {
-        var journals = 0
-        for name in journalNames() { journals += journal.directory.fileSize(name) }
+    /// `own`: this handle's journal files. Another handle's or process's
+    /// journal (a file not `own`) may grow and go in while this one does,
+    /// both copies at once: while `shared`, the WAL is kept tight (#32).
+    func fitWAL(rowLimit: Int, own: Set<String>) throws(AppNorthError) {
+        var journals = 0, others = 0, otherFiles = 0
+        for name in journalNames() {
+            let size = journal.directory.fileSize(name)
+            journals += size
+            if !own.contains(name) { others += size; otherFiles += 1 }
+        }
+        // Shared from the first events in another's journal until no other
+        // journal is left (its owner closed): a flag that followed each
+        // drain's look flipped back whenever the other had just imported.
+        let sharing = others > 0 || (otherFiles > 0 && shared.load(ordering: .relaxed))
         try table.db.withConnection { conn throws(AppNorthError) in
             let database = table.db.databaseBytes
             databaseFile.store(database, ordering: .relaxed)
@@ -120,8 +142,10 @@ final class QueueLimits: Sendable {
             let grows = max(0, (rowLimit + rowLimit / 100 - base) / 2)
             // The own journal twice at least: the listing may be older than its newest file.
             let pending = journal.pending.bytes
-            let filled = base + max(max(journals, pending) + pending, grows)
-            try table.db.setWALPages(FileBudget.walPages(files: filled, rowLimit: rowLimit), conn)
+            let filled = sharing ? rowLimit : base + max(max(journals, pending) + pending, grows)
+            // Written only when it changes: every `track` reads it.
+            if shared.load(ordering: .relaxed) != sharing { shared.store(sharing, ordering: .relaxed) }
+            try table.db.setWALPages(FileBudget.walPages(files: filled, rowLimit: rowLimit), shared: sharing, conn)
         }
     }
 
@@ -131,7 +155,8 @@ final class QueueLimits: Sendable {
     /// every other journal's records (in file order), skipping leased rows.
     /// Called in the drain's turn (`EventImporter`), after this handle's
     /// journal went in; `own`: this handle's journal files.
-    func trim(to limits: (count: Int, bytes: Int), own: Set<String>) throws(AppNorthError) -> Int {
+    func trim(to bounds: (count: Int, bytes: Int), own: Set<String>) throws(AppNorthError) -> Int {
+        let limits = shared.load(ordering: .relaxed) ? (count: bounds.count, bytes: FileBudget.sharedRowBytes(bounds.bytes)) : bounds
         guard try isOver(limits, own: own) else { return 0 }
         let gone = try table.db.transaction { conn throws(AppNorthError) -> Int in
             let census = try takeCensus(conn)

@@ -15,6 +15,10 @@ final class EventTracker: Sendable {
     let store: EventStore
     let maxEventBytes: Int
     let thresholds: TrackThresholds
+    /// Four steps of bytes (128 KiB by default): how much this handle
+    /// journals between two looks at the directory's files
+    /// (`QueueLimits.journalFiles`).
+    let lookInterval: Int
     let consent: EventConsent
     let sender: EventSender
     let lifecycle: EventsLifecycle
@@ -32,6 +36,7 @@ final class EventTracker: Sendable {
         var rows = options
         rows.maxQueuedBytes = FileBudget.rowBytes(options.maxQueuedBytes)
         thresholds = TrackThresholds(rows, stripes: EventJournal.stripeCount)
+        lookInterval = max(1, thresholds.step.bytes.multipliedSaturating(by: 4))
         self.consent = consent
         self.sender = sender
         self.lifecycle = lifecycle
@@ -56,6 +61,7 @@ final class EventTracker: Sendable {
         // rotates every stripe under its lock: a write that passed the
         // check is in the segment it purges, and a later one sees the flag.
         let timestampMs = clock.wallMilliseconds()
+        let shared = store.limits.shared.load(ordering: .relaxed)
         let text = TrackInput.Text(name: name, properties: properties)
         let outcome = try journalRef._withUnsafeGuaranteedRef { journal in
             Result { () throws(AppNorthError) -> TrackOutcome in
@@ -76,7 +82,7 @@ final class EventTracker: Sendable {
                         defer { s.buffer.trim() }
                         guard size <= maxEventBytes else { return .tooLarge(size) }
                         try journal.append(&s, of: stripe)
-                        return .queued(store.queuedAfterAppend(stripe, near: nearThresholds, step: thresholds.step.pair, margin: thresholds.margin.pair))
+                        return .queued(store.queuedAfterAppend(stripe, near: nearThresholds(shared: shared), step: thresholds.step.pair, margin: thresholds.margin.pair))
                     }
                 }
             }
@@ -93,12 +99,10 @@ final class EventTracker: Sendable {
         // Past a limit by more than the slack, the journal is drained into
         // the table and the oldest dropped now (stats and `queuedCount`
         // trim the slack before they answer).
-        if thresholds.pastLimits(queued) {
+        if thresholds.pastLimits(queued, shared: shared) {
             try drain.run()
-        } else if thresholds.pastLimits((queued.count, filesAfterDrain(queued.bytes))) {
-            // Nothing is over, so nothing is trimmed: the journal only goes
-            // in before its two copies could pass the byte limit.
-            try drain.importJournal()
+        } else {
+            try keepFilesWithinLimit(queued, shared: shared)
         }
         // After a failed upload the timer brings the next attempt: waking
         // the uploader on every event would only cost the tracking thread.
@@ -106,15 +110,30 @@ final class EventTracker: Sendable {
         return true
     }
 
-    /// What the files would hold while the journal drains (FileBudget):
-    /// the table, or the database file at the last drain when larger (its
-    /// free pages), and the journal twice (its file stays whole until
-    /// imported, while its events are in the table too).
+    /// The byte limit on the directory's files (FileBudget), below the
+    /// queue's limits: what the files would hold while this handle's
+    /// journal drains is the table, or the database file when larger (its
+    /// free pages), this journal's copy in it, and every journal file of
+    /// the directory (this one's stays whole until imported; another
+    /// handle's or process's counts too: #32, the limit is the
+    /// directory's). Past it, with only this handle's journal, the journal
+    /// goes in (nothing is over, so nothing is trimmed); while another's
+    /// holds events (`QueueLimits.shared`, with its smaller byte limit),
+    /// a drain imports it and trims if the directory is over, once this
+    /// handle has a step of its own to move (less: their owners act on
+    /// their own steps, and a drain per event would read their files).
     @inline(__always)
-    private func filesAfterDrain(_ queued: Int) -> Int {
+    private func keepFilesWithinLimit(_ queued: (count: Int, bytes: Int), shared: Bool) throws(AppNorthError) {
         let journaled = store.journal.totals.bytes.load(ordering: .relaxed)
-        return max(queued, store.limits.databaseFile.load(ordering: .relaxed).addingSaturating(journaled))
-            .addingSaturating(journaled)
+        let journals = store.limits.journalFiles(journaled: journaled, interval: lookInterval)
+        let all = max(journaled, journals)
+        let files = max(queued.bytes, store.limits.databaseFile.load(ordering: .relaxed).addingSaturating(all)).addingSaturating(all)
+        guard thresholds.pastLimits((queued.count, files), shared: shared) else { return }
+        if !shared {
+            try drain.importJournal()
+        } else if journaled >= thresholds.step.bytes {
+            try drain.run()
+        }
     }
 
     /// Writes the event into the stripe's buffer (a fresh UUIDv7 from its
@@ -169,5 +188,7 @@ final class EventTracker: Sendable {
     /// the next attempt), so only the limits count: an offline queue above
     /// the threshold is then not counted exactly on every event, which
     /// would make every tracking thread write the shared totals.
-    var nearThresholds: (count: Int, bytes: Int) { thresholds.near(wakeAt: uploader.wakeAt.load(ordering: .relaxed)) }
+    func nearThresholds(shared: Bool) -> (count: Int, bytes: Int) {
+        thresholds.near(wakeAt: uploader.wakeAt.load(ordering: .relaxed), shared: shared)
+    }
 }

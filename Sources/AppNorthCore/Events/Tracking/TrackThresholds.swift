@@ -16,6 +16,11 @@ struct TrackThresholds: Sendable, Equatable {
     let limits: Figures
     let step: Figures
     let margin: Figures
+    /// The byte limit with its slack while another handle's or process's
+    /// journal holds events (`QueueLimits.shared`): the rows' shared
+    /// share (`FileBudget.sharedRowBytes`), so that the database file
+    /// does not grow past it between trims.
+    let sharedBytes: Int
 
     struct Figures: Sendable, Equatable {
         var count: Int
@@ -30,11 +35,14 @@ struct TrackThresholds: Sendable, Equatable {
                          bytes: bytes.addingSaturating(bytes / 100))
         step = Figures(count: max(1, min(32, events / (4 * stripes))), bytes: max(1, min(32 << 10, bytes / (4 * stripes))))
         margin = Figures(count: step.count.multipliedSaturating(by: stripes), bytes: step.bytes.multipliedSaturating(by: stripes))
+        let shared = FileBudget.sharedRowBytes(bytes)
+        sharedBytes = shared.addingSaturating(shared / 100)
     }
 
-    /// Whether a queued figure is past the limits with their slack.
-    func pastLimits(_ queued: (count: Int, bytes: Int)) -> Bool {
-        queued.count > limits.count || queued.bytes > limits.bytes
+    /// Whether a queued figure is past the limits with their slack
+    /// (`shared`: the byte limit is `sharedBytes`).
+    func pastLimits(_ queued: (count: Int, bytes: Int), shared: Bool = false) -> Bool {
+        queued.count > limits.count || queued.bytes > (shared ? sharedBytes : limits.bytes)
     }
 
     /// The figures at which `track` counts exactly: the uploader's wake-up
@@ -43,7 +51,7 @@ struct TrackThresholds: Sendable, Equatable {
     /// is Int.max), so only the limits count: an offline queue above the
     /// threshold is then not counted exactly on every event, which would
     /// make every tracking thread write the shared totals.
-    func near(wakeAt: Int) -> (count: Int, bytes: Int) {
-        (min(wakeAt, limits.count.addingSaturating(1)), limits.bytes.addingSaturating(1))
+    func near(wakeAt: Int, shared: Bool = false) -> (count: Int, bytes: Int) {
+        (min(wakeAt, limits.count.addingSaturating(1)), (shared ? sharedBytes : limits.bytes).addingSaturating(1))
     }
 }

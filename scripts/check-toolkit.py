@@ -36,7 +36,9 @@ RULES = [
      "a process-wide object outside ForkLocal: a fork() child would inherit the parent's",
      # The random pool checks ForkGuard.generation itself on every draw (a
      # ForkLocal's extra lock would be a second global lock on track()'s path).
-     {"Support/Random.swift"}),
+     # RuntimeWarmUp's flag is about the Swift runtime's metadata, which a
+     # child does inherit: its "done" must be inherited too.
+     {"Support/Random.swift", "Support/RuntimeWarmUp.swift"}),
     (re.compile(r"\blevel:\s*(\d|LockLevel\.gate\b)"),
      "a lock without a place in the order: give it a level of LockLevel (Support/LockOrder.swift); "
      "level 0 (unchecked) is OperationGate's alone",

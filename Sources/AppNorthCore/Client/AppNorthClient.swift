@@ -31,6 +31,10 @@ public final class AppNorthClient: Sendable {
         self.compression = UploadCompression(enabled: configuration.compressUploads)
         self.transport = HTTPTransport(timeouts: configuration.timeouts, logger: configuration.logger,
                                        trust: configuration.trust)
+        RuntimeWarmUp.once {
+            _ = standardHeaders() + [("", "")]
+            RuntimeWarmUp.startPathTables()
+        }
     }
 
     /// Ends every request in flight on this client at this moment with

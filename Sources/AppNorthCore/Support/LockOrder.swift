@@ -23,6 +23,9 @@ package enum LockLevel {
     static let uploaderState = 4
     /// `SQLiteStore.connection`: the database; only leaves inside it.
     static let connection = 12
+    /// `RuntimeWarmUp.done`: a process's first client makes the start
+    /// path's runtime first-uses (ForkLocal slots and tables inside it).
+    static let runtimeWarmUp = 14
     /// `EventConsent.state`: the consent gate and the request a revocation
     /// cancels (taken inside `consentChanges`; nothing inside but a cancel).
     static let consentState = 6
@@ -129,6 +132,7 @@ extension LockLevel {
         case stripe: "JournalStripe.state"
         case uploaderState: "EventUploader.state"
         case connection: "SQLiteStore.connection"
+        case runtimeWarmUp: "RuntimeWarmUp.done"
         case consentState: "EventConsent.state"
         case sharedThreadUsersSlot: "SharedThreads slot"
         case sharedThreadUsers: "SharedThreads"

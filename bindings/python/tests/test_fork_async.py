@@ -76,6 +76,14 @@ class BusyParent:
         self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self.main(),))
         self.thread.start()
         assert self.started.wait(10)
+        # Fork once the reads flow: a fork that meets the parent's very
+        # first starts, while the Swift runtime makes their types, can hang
+        # the child (architecture.md, "fork()": RuntimeWarmUp narrows that
+        # window, nothing can close it).
+        deadline = time.monotonic() + 30
+        while self.answered < IN_FLIGHT and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert self.answered >= IN_FLIGHT
 
     async def reader(self) -> None:
         while not self.stop.is_set():

@@ -334,8 +334,10 @@ APPNORTH_API int32_t appnorth_shutdown(int32_t timeout_ms, appnorth_error *err);
  * timeout_ms: 0 to INT32_MAX, how long to wait for callbacks already
  * running on other threads to return (they may need the runtime's lock:
  * release it around this call, as ctypes does).
- * Returns APPNORTH_OK, APPNORTH_E_TIMEOUT or APPNORTH_E_INVALID_ARGUMENT
- * (negative timeout; nothing is held). After appnorth_shutdown() no
+ * Returns APPNORTH_OK, APPNORTH_E_TIMEOUT, APPNORTH_E_INVALID_ARGUMENT
+ * (negative timeout; nothing is held) or APPNORTH_E_WRONG_STATE when 65,536
+ * holds are in place without a resume (a host that never resumes; nothing
+ * more is held). After appnorth_shutdown() no
  * callback starts, so it returns APPNORTH_OK once any on their way out
  * have returned.
  * Thread-safe, any thread, also inside a library callback (which it does

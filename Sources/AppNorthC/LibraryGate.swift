@@ -50,14 +50,28 @@ enum LibraryGate {
     /// on another thread until `resume`. Then waits until none runs on
     /// another thread (this thread's own, when it holds from inside a
     /// callback, are not waited for), or the deadline.
-    static func hold(until deadline: Deadline) -> Bool {
+    /// nil when `maxHolds` holds are in place already (a host that holds
+    /// without resuming): nothing is held then.
+    static func hold(until deadline: Deadline) -> Bool? {
         _ = childReset
+        var seen = state.load(ordering: .relaxed)
+        while true {
+            guard seen & holdMask < maxHolds * holdUnit else { return nil }
+            let (done, now) = state.weakCompareExchange(expected: seen, desired: seen + holdUnit,
+                                                       successOrdering: .acquiringAndReleasing,
+                                                       failureOrdering: .relaxed)
+            if done { break }
+            seen = now
+        }
         let calls = ThreadCalls.current
         calls.pointee.holding += 1
-        state.wrappingAdd(holdUnit, ordering: .acquiringAndReleasing)
         let own = UInt(max(0, calls.pointee.in_callback))
         return wait(until: deadline) { $0 & runningMask <= own }
     }
+
+    /// Holds in place at once, at most: far above any runtime's nesting,
+    /// far below the word's 31 bits (which would reach the closed bit).
+    static let maxHolds: UInt = 1 << 16
 
     /// Ends one hold of this thread (or, from a thread that holds none,
     /// one hold of any thread); none left: nothing.
@@ -117,7 +131,7 @@ enum LibraryGate {
     private static func resetInChild() {
         let calls = ThreadCalls.current.pointee
         let running = UInt(max(0, calls.in_callback))
-        let holds = UInt(max(0, calls.holding))
+        let holds = UInt(min(max(0, calls.holding), Int(maxHolds)))
         let closed = state.load(ordering: .relaxed) & closedBit
         state.store(closed | holds * holdUnit | running, ordering: .releasing)
     }

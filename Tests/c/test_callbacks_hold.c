@@ -80,6 +80,25 @@ static void test_bad_input(void) {
     appnorth_client_free(c);
 }
 
+/* A host that holds without resuming meets a clear refusal, not an
+ * overflow into the gate's other bits; its resumes undo every hold. */
+static void test_holds_without_a_resume_are_capped(void) {
+    appnorth_error err;
+    int held = 0;
+    while (held < 70000 && appnorth_callbacks_hold(0, NULL) == APPNORTH_OK) held++;
+    CHECK(held == 65536, "holds in place at most: %d", held);
+    CHECK_STATUS(appnorth_callbacks_hold(0, &err), APPNORTH_E_WRONG_STATE, err);
+    CHECK(strstr(err.message, "without a resume") != NULL, "message: %s", err.message);
+    for (int i = 0; i < held; i++) appnorth_callbacks_resume();
+    appnorth_client *c = client_with_timeouts(base, "hold", 10000, 10000);
+    atomic_store(&completed, 0);
+    start_read(c, count_done);
+    CHECK(wait_completed(1, 10000), "a completion ran once every hold was resumed");
+    CHECK_STATUS(appnorth_callbacks_hold(0, &err), APPNORTH_OK, err);
+    appnorth_callbacks_resume();
+    appnorth_client_free(c);
+}
+
 static void test_a_held_completion_runs_after_the_resume(void) {
     appnorth_client *c = client_with_timeouts(base, "hold", 10000, 10000);
     appnorth_error err;
@@ -212,6 +231,7 @@ int main(void) {
     base = test_start("test_callbacks_hold", 180);
     if (base == NULL) return 2;
     RUN(test_bad_input);
+    RUN(test_holds_without_a_resume_are_capped);
     RUN(test_a_held_completion_runs_after_the_resume);
     RUN(test_a_hold_waits_for_a_running_callback);
     RUN(test_a_hold_inside_a_callback_does_not_wait_for_itself);

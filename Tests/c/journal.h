@@ -1,6 +1,7 @@
 /* Reads the event journal files a data directory holds (docs/events.md,
  * "Durability"): events-<pid>-<token>.journal, each a run of records
- *   "ANJ1" | payload length (uint32 LE) | checksum (uint64 LE) | payload.
+ *   "ANJ2" | payload length (uint32 LE) | checksum (uint64 LE) | payload
+ * ("ANJ1" records, from earlier versions, differ only in their checksum).
  * The tests walk records by their lengths only: they look at journals the
  * library wrote whole, or damage copies on purpose. */
 #ifndef APPNORTH_TEST_JOURNAL_H
@@ -50,7 +51,7 @@ static inline int journal_each(const char *dir, void (*each)(const unsigned char
         size_t len = 0;
         unsigned char *bytes = journal_read_file(path, &len);
         size_t at = 0;
-        while (bytes && len - at >= JOURNAL_HEADER && memcmp(bytes + at, "ANJ1", 4) == 0) {
+        while (bytes && len - at >= JOURNAL_HEADER && (memcmp(bytes + at, "ANJ2", 4) == 0 || memcmp(bytes + at, "ANJ1", 4) == 0)) {
             uint32_t n = (uint32_t)bytes[at + 4] | (uint32_t)bytes[at + 5] << 8 | (uint32_t)bytes[at + 6] << 16 |
                          (uint32_t)bytes[at + 7] << 24;
             if (n > len - at - JOURNAL_HEADER) break;

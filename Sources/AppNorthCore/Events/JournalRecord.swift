@@ -2,32 +2,50 @@
 ///
 /// A record is a 16-byte header and the event's upload JSON:
 ///
-///     magic "ANJ1" | payload length (UInt32, LE) | checksum (UInt64, LE) | payload
+///     magic | payload length (UInt32, LE) | checksum (UInt64, LE) | payload
 ///
-/// The checksum covers the length and the payload, so a torn record (the
-/// process died inside its `write`) or any other damage fails it. Records
-/// are written whole by one `writev` on an `O_APPEND` descriptor, so they
-/// never interleave; damage can still sit between good records (a short
-/// write on a full disk), so the decoder resynchronises on the next magic
-/// instead of giving up on the rest of the file.
+/// The magic is the record's version and says which checksum it carries:
+/// "ANJ2" (`checksum2`, what `track` writes) or "ANJ1" (`checksum`, what
+/// earlier versions wrote; still read, so the journals they left import
+/// as before). The checksum covers the length and
+/// the payload, so a torn record (the process died inside its `write`) or
+/// any other damage fails it. Records are written whole by one `writev` on
+/// an `O_APPEND` descriptor, so they never interleave; damage can still sit
+/// between good records (a short write on a full disk), so the decoder
+/// resynchronises on the next magic instead of giving up on the rest of the
+/// file.
 enum JournalRecord {
     static let headerSize = 16
-    /// "ANJ1" read as a little-endian UInt32.
-    static let magic: UInt32 = 0x314A_4E41
+    /// "ANJ1" read as a little-endian UInt32: records checked by `checksum`.
+    static let magic1: UInt32 = 0x314A_4E41
+    /// "ANJ2": records checked by `checksum2`, which `track` writes.
+    static let magic2: UInt32 = 0x324A_4E41
     /// The largest payload a record may claim: the largest event `track`
     /// accepts (`AppNorthEventsOptions.maxEventBytes` tops at 16 MiB).
     static let maxPayload = 16 << 20
 
-    /// The header for `payload`, as two words to write before it.
-    static func header(for payload: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+    /// The header for `payload`, as two words to write before it (`version1`:
+    /// an "ANJ1" record, as earlier versions wrote; for tests and tools).
+    static func header(for payload: UnsafeRawBufferPointer, version1: Bool = false) -> (UInt64, UInt64) {
         let length = UInt32(truncatingIfNeeded: payload.count)
-        return ((UInt64(magic) | UInt64(length) << 32).littleEndian,
-                checksum(length: length, payload).littleEndian)
+        return ((UInt64(version1 ? magic1 : magic2) | UInt64(length) << 32).littleEndian,
+                (version1 ? checksum(length: length, payload) : checksum2(length: length, payload)).littleEndian)
     }
 
-    /// A 64-bit mixing checksum over the length and the payload, eight bytes
-    /// per step: it only has to catch torn and damaged records, not an
-    /// adversary, and it costs a few dozen cycles per event.
+    /// The checksum a record with this magic carries; nil for any other magic.
+    @inline(__always)
+    static func checksum(magic: UInt32, length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64? {
+        switch magic {
+        case magic2: return checksum2(length: length, payload)
+        case magic1: return checksum(length: length, payload)
+        default: return nil
+        }
+    }
+
+    static func isMagic(_ word: UInt32) -> Bool { word == magic2 || word == magic1 }
+
+    /// The "ANJ1" checksum: a 64-bit mixing checksum over the length and the
+    /// payload, eight bytes per step (five instructions a word).
     static func checksum(length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0x27D4_EB2F_1656_67C5 ^ (UInt64(length) &* k1)
         if let base = payload.baseAddress {
@@ -61,6 +79,60 @@ enum JournalRecord {
         h ^= h >> 29
         return h
     }
+
+    /// The "ANJ2" checksum: sixteen bytes per step, folded into the state
+    /// by one 64 x 64 -> 128-bit multiply whose halves are xored (wyhash's
+    /// `mum`), chained: `h = mum(w0 ^ s1, w1 ^ h)`. About half the
+    /// instructions of `checksum` a byte. A last 1 to 15 bytes go as the
+    /// payload's last sixteen (overlapping what went before: the decoder
+    /// does the same). `w0 ^ s1` is never 0 for a payload the library
+    /// writes (UTF-8 text never holds the byte 0xFF that `s1` starts with),
+    /// so no step forgets what went before it.
+    static func checksum2(length: UInt32, _ payload: UnsafeRawBufferPointer) -> UInt64 {
+        var h = s0 ^ UInt64(length)
+        let count = payload.count
+        if let base = payload.baseAddress, count > 0 {
+            @inline(__always) func word(_ at: Int) -> UInt64 {
+                UInt64(littleEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+            }
+            var offset = 0
+            while count &- offset >= 32 {
+                h = mum(word(offset) ^ s1, word(offset &+ 8) ^ h)
+                h = mum(word(offset &+ 16) ^ s1, word(offset &+ 24) ^ h)
+                offset &+= 32
+            }
+            if count &- offset >= 16 {
+                h = mum(word(offset) ^ s1, word(offset &+ 8) ^ h)
+                offset &+= 16
+            }
+            if offset < count {
+                var a: UInt64 = 0, b: UInt64 = 0
+                if count >= 16 {
+                    a = word(count &- 16)
+                    b = word(count &- 8)
+                } else if count >= 8 {
+                    a = word(0)
+                    b = word(count &- 8)
+                } else {
+                    for k in 0..<count { a |= UInt64(base.load(fromByteOffset: k, as: UInt8.self)) << UInt64(8 &* k) }
+                }
+                h = mum(a ^ s2, b ^ h)
+            }
+        }
+        return mum(h ^ s3, UInt64(count) ^ s4)
+    }
+
+    @inline(__always)
+    private static func mum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (high, low) = a.multipliedFullWidth(by: b)
+        return high ^ low
+    }
+
+    private static var s0: UInt64 { 0xA076_1D64_78BD_642F }
+    private static var s1: UInt64 { 0xFF03_7ED1_A0B4_28DB }
+    private static var s2: UInt64 { 0x8EBC_6AF0_9C88_C6E3 }
+    private static var s3: UInt64 { 0x5899_65CC_7537_4CC3 }
+    private static var s4: UInt64 { 0x1D8E_4E27_C47D_124F }
 
     private static var k1: UInt64 { 0x9E37_79B9_7F4A_7C15 }
     private static var k2: UInt64 { 0xC2B2_AE3D_27D4_EB4F }
@@ -179,7 +251,7 @@ enum JournalRecord {
         let left = buffer.count - position
         guard left >= headerSize else { return headerSize }
         let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
-        guard UInt32(truncatingIfNeeded: first) == magic else { return nil }
+        guard isMagic(UInt32(truncatingIfNeeded: first)) else { return nil }
         let length = Int(UInt32(truncatingIfNeeded: first >> 32))
         guard length <= maxPayload, headerSize + length > left else { return nil }
         return headerSize + length
@@ -190,12 +262,13 @@ enum JournalRecord {
     private static func record(at position: Int, in buffer: UnsafeRawBufferPointer) -> (Event, Int)? {
         guard let base = buffer.baseAddress, position >= 0, buffer.count - position >= headerSize else { return nil }
         let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
-        guard UInt32(truncatingIfNeeded: first) == magic else { return nil }
+        let magic = UInt32(truncatingIfNeeded: first)
+        guard isMagic(magic) else { return nil }
         let length = Int(UInt32(truncatingIfNeeded: first >> 32))
         guard length <= maxPayload, length <= buffer.count - position - headerSize else { return nil }
         let stored = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self))
         let payload = UnsafeRawBufferPointer(start: base + position + headerSize, count: length)
-        guard checksum(length: UInt32(length), payload) == stored, let id = eventID(payload) else { return nil }
+        guard checksum(magic: magic, length: UInt32(length), payload) == stored, let id = eventID(payload) else { return nil }
         return (Event(id: id, payload: Array(payload)), position + headerSize + length)
     }
 
@@ -215,11 +288,11 @@ enum JournalRecord {
 
     /// A record's bytes, for tests and tools (the hot path writes the
     /// header and payload with one `writev` instead).
-    static func encode(_ payload: [UInt8]) -> [UInt8] {
+    static func encode(_ payload: [UInt8], version1: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(headerSize + payload.count)
         payload.withUnsafeBytes { p in
-            let (a, b) = header(for: p)
+            let (a, b) = header(for: p, version1: version1)
             withUnsafeBytes(of: a) { out.append(contentsOf: $0) }
             withUnsafeBytes(of: b) { out.append(contentsOf: $0) }
         }

@@ -24,7 +24,13 @@ import Synchronization
 package enum ForkGuard {
     /// 0 in the process that loaded the library; +1 in each forked child
     /// (a grandchild counts from its parent's value).
-    package static var generation: UInt64 { forkState.generation.load(ordering: .acquiring) }
+    package static var generation: UInt64 { generationCell.load(ordering: .acquiring) }
+
+    /// `generation`'s word: a static of its own, initialized at load time
+    /// (a constant), so a read is one load; read through the lazily made
+    /// `forkState` it cost every exported call a `swift_once` (two per
+    /// `track`, about 25 instructions, callgrind).
+    fileprivate static let generationCell = Atomic<UInt64>(0)
 
     /// Called by every `Lock` init; the first call installs the handlers.
     static func register(_ cell: UnsafeMutablePointer<LockCell>) {
@@ -126,7 +132,6 @@ private final class ForkState: @unchecked Sendable {
     // @unchecked: `locks`, `childCloses`, `childHooks`, `held` and `registryHeld` are only touched with
     // `registry` locked, or by the fork handlers of the one forking thread.
     let registry: UnsafeMutablePointer<pthread_mutex_t>
-    let generation = Atomic<UInt64>(0)
     var locks = Set<UnsafeMutablePointer<LockCell>>()
     var childCloses = Set<Int32>()
     var childHooks: [@Sendable () -> Void] = []
@@ -185,7 +190,7 @@ private final class ForkState: @unchecked Sendable {
 
     func release(child: Bool) {
         if child {
-            generation.add(1, ordering: .releasing)
+            ForkGuard.generationCell.add(1, ordering: .releasing)
             // The child's only thread runs this: no other can race the set.
             for fd in childCloses { close(fd) }
             childCloses.removeAll()

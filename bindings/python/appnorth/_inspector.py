@@ -20,7 +20,11 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 DATABASE = "appnorth.sqlite3"
-JOURNAL_MAGIC = 0x314A4E41  # "ANJ1" (Sources/AppNorthCore/Events/JournalRecord.swift)
+# Record versions by magic (Sources/AppNorthCore/Events/JournalRecord.swift):
+# "ANJ1" records carry `_checksum`, "ANJ2" records (what the library writes
+# now) `_checksum2`.
+JOURNAL_MAGIC_V1 = 0x314A4E41
+JOURNAL_MAGIC_V2 = 0x324A4E41
 MASK = (1 << 64) - 1
 
 
@@ -42,6 +46,35 @@ def _checksum(length: int, payload: bytes) -> int:
     return h ^ (h >> 29)
 
 
+def _mum(a: int, b: int) -> int:
+    product = (a & MASK) * (b & MASK)
+    return (product >> 64) ^ (product & MASK)
+
+
+def _checksum2(length: int, payload: bytes) -> int:
+    """JournalRecord.checksum2: sixteen bytes a step, folded by a 128-bit product."""
+    s0, s1, s2, s3, s4 = (0xA0761D6478BD642F, 0xFF037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
+                          0x1D8E4E27C47D124F)
+
+    def word(at: int) -> int:
+        return int.from_bytes(payload[at:at + 8], "little")
+
+    h = s0 ^ length
+    count, offset = len(payload), 0
+    while count - offset >= 16:
+        h = _mum(word(offset) ^ s1, word(offset + 8) ^ h)
+        offset += 16
+    if offset < count:
+        if count >= 16:
+            a, b = word(count - 16), word(count - 8)
+        elif count >= 8:
+            a, b = word(0), word(count - 8)
+        else:
+            a, b = int.from_bytes(payload, "little"), 0
+        h = _mum(a ^ s2, b ^ h)
+    return _mum(h ^ s3, count ^ s4)
+
+
 def _journal_records(data: bytes, start: int) -> List[int]:
     """The payload sizes of the sound records from `start` on (damage skipped)."""
     sizes, position = [], start
@@ -49,8 +82,9 @@ def _journal_records(data: bytes, start: int) -> List[int]:
         magic = int.from_bytes(data[position:position + 4], "little")
         length = int.from_bytes(data[position + 4:position + 8], "little")
         end = position + 16 + length
-        if (magic == JOURNAL_MAGIC and end <= len(data) and data[position + 16:position + 23] == b'{"id":"'
-                and _checksum(length, data[position + 16:end]) == int.from_bytes(data[position + 8:position + 16], "little")):
+        checksum = {JOURNAL_MAGIC_V1: _checksum, JOURNAL_MAGIC_V2: _checksum2}.get(magic)
+        if (checksum and end <= len(data) and data[position + 16:position + 23] == b'{"id":"'
+                and checksum(length, data[position + 16:end]) == int.from_bytes(data[position + 8:position + 16], "little")):
             sizes.append(length)
             position = end
         else:

@@ -12,6 +12,9 @@ final class EventTracker: Sendable {
     /// release of the one journal object would write the same word.
     /// `store` holds it for as long as the tracker lives.
     let journalRef: Unmanaged<EventJournal>
+    /// `store.limits`, lent the same way: reading its figures took a
+    /// retain and a release per event (about 40 instructions, callgrind).
+    let limitsRef: Unmanaged<QueueLimits>
     let store: EventStore
     let maxEventBytes: Int
     let thresholds: TrackThresholds
@@ -26,11 +29,15 @@ final class EventTracker: Sendable {
     let uploader: EventUploader
     let drain: QueueDrain
     let clock: any AppNorthClock
+    /// `clock` is the system's (a host's own clock or a test's is not):
+    /// read directly, not through the existential (about 15 instructions).
+    let systemClock: Bool
 
     init(store: EventStore, options: AppNorthEventsOptions, consent: EventConsent, sender: EventSender,
          lifecycle: EventsLifecycle, counters: EventCounters, uploader: EventUploader, drain: QueueDrain,
          clock: any AppNorthClock) {
         journalRef = Unmanaged.passUnretained(store.journal)
+        limitsRef = Unmanaged.passUnretained(store.limits)
         self.store = store
         maxEventBytes = options.maxEventBytes
         var rows = options
@@ -44,6 +51,7 @@ final class EventTracker: Sendable {
         self.uploader = uploader
         self.drain = drain
         self.clock = clock
+        systemClock = clock is SystemClock
     }
 
     /// `track` from text in memory (the C entry's: no String is made).
@@ -60,7 +68,7 @@ final class EventTracker: Sendable {
         // takes (EventJournal). A revocation flips `trackingAllowed`, then
         // rotates every stripe under its lock: a write that passed the
         // check is in the segment it purges, and a later one sees the flag.
-        let timestampMs = clock.wallMilliseconds()
+        let timestampMs = systemClock ? SystemClock().wallMilliseconds() : clock.wallMilliseconds()
         let shared = store.limits.shared.load(ordering: .relaxed)
         let text = TrackInput.Text(name: name, properties: properties)
         let outcome = try journalRef._withUnsafeGuaranteedRef { journal in
@@ -124,11 +132,15 @@ final class EventTracker: Sendable {
     /// their own steps, and a drain per event would read their files).
     @inline(__always)
     private func keepFilesWithinLimit(_ queued: (count: Int, bytes: Int), shared: Bool) throws(AppNorthError) {
-        let journaled = store.journal.totals.bytes.load(ordering: .relaxed)
-        let journals = store.limits.journalFiles(journaled: journaled, interval: lookInterval)
-        let all = max(journaled, journals)
-        let files = max(queued.bytes, store.limits.databaseFile.load(ordering: .relaxed).addingSaturating(all)).addingSaturating(all)
-        guard thresholds.pastLimits((queued.count, files), shared: shared) else { return }
+        let files = journalRef._withUnsafeGuaranteedRef { journal in
+            limitsRef._withUnsafeGuaranteedRef { limits in
+                let journaled = journal.totals.bytes.load(ordering: .relaxed)
+                let all = max(journaled, limits.journalFiles(journaled: journaled, interval: lookInterval))
+                return (journaled, max(queued.bytes, limits.databaseFile.load(ordering: .relaxed).addingSaturating(all)).addingSaturating(all))
+            }
+        }
+        guard thresholds.pastLimits((queued.count, files.1), shared: shared) else { return }
+        let journaled = files.0
         if !shared {
             try drain.importJournal()
         } else if journaled >= thresholds.step.bytes {

@@ -44,4 +44,25 @@ final class RowCostTests: XCTestCase {
         XCTAssertEqual(FileBudget.walPages(files: edge, rowLimit: rows), FileBudget.roomyWALPages)
         XCTAssertEqual(FileBudget.walPages(files: edge + 1, rowLimit: rows), FileBudget.tightWALPages)
     }
+
+    /// The look-ahead counts what `track` may journal beside a drain on
+    /// top of the copy going in (#32). Figures of two drains measured in
+    /// `DiskBudgetTests`' 60 KB case: a 2.03 MB journal rotated out into
+    /// an empty database under load (the larger of copy and growth, 4.02
+    /// MB, chose the roomy WAL, and the files reached 5.61-5.73 MB), and a
+    /// 1.35 MB one unloaded (3.74 MB: roomy, 5.22-5.26 MB at most).
+    func testTheWALLooksAheadAtTheCopyAndTheJournalsGrowingBesideIt() {
+        let rows = FileBudget.rowBytes(5 * 1_048_576)
+        let loaded = FileBudget.filesUntilNextDrain(base: 4_096, journals: 1_988_009, pending: 2_029_104, rowLimit: rows)
+        XCTAssertEqual(loaded, 4_096 + 2_029_104 + 2_380_840)
+        XCTAssertEqual(FileBudget.walPages(files: loaded, rowLimit: rows), FileBudget.tightWALPages)
+        let unloaded = FileBudget.filesUntilNextDrain(base: 4_096, journals: 1_325_336, pending: 1_352_736, rowLimit: rows)
+        XCTAssertEqual(FileBudget.walPages(files: unloaded, rowLimit: rows), FileBudget.roomyWALPages)
+        // Nothing to import: the table and what `track` may journal.
+        XCTAssertEqual(FileBudget.filesUntilNextDrain(base: 2_000_000, journals: 0, pending: 0, rowLimit: rows),
+                       2_000_000 + (rows + rows / 100 - 2_000_000) / 2)
+        // A journal larger than that growth (another's) counts as it is, the copy beside it.
+        XCTAssertEqual(FileBudget.filesUntilNextDrain(base: 4_000_000, journals: 900_000, pending: 100_000, rowLimit: rows),
+                       5_000_000)
+    }
 }

@@ -99,7 +99,6 @@ final class EventImporter: Sendable {
             // Past a limit, the oldest events to drop may be journaled:
             // everything goes in, so that the trim drops exactly those.
             var most = most
-            if let rowLimit = walRowLimit ?? bounds?.bytes { try limits.fitWAL(rowLimit: rowLimit, own: ownFiles(state)) }
             if let bounds, most != nil, try limits.isOver(bounds, own: ownFiles(state)) { most = nil }
             // A stripe whose fresh file cannot be made keeps its old one
             // for the next drain; the others are imported now.
@@ -111,6 +110,10 @@ final class EventImporter: Sendable {
                     rotateError = error
                 }
             }
+            // The WAL fitted once the files to import are known: fitted
+            // before the rotation, it missed what `track` wrote meanwhile
+            // (#32: 1.29 MB measured, 2.09 MB imported under load).
+            if let rowLimit = walRowLimit ?? bounds?.bytes { try limits.fitWAL(rowLimit: rowLimit, own: ownFiles(state)) }
             // Parts of at most `importPartBytes` each, one transaction
             // each (with its progress marks), so the WAL never holds more
             // than one part.

@@ -113,14 +113,14 @@ final class QueueLimits: Sendable {
     }
 
     /// Sets the WAL's checkpoint interval for what the files may hold
-    /// until the next drain (`FileBudget.walPages`): the table, or the
-    /// database file when larger (its free pages stay until the queue
-    /// empties), and the larger of the journal files as they are on disk
-    /// (a file part-imported stays whole until its last part) with this
-    /// handle's unimported events again (the table they go to), and the
-    /// journal `track` lets grow before it imports it (the database and it
-    /// twice within the limit and its 1 %). A WAL left large by a roomy
-    /// interval is cut back only after a checkpoint, so this looks ahead.
+    /// until the next drain (`FileBudget.walPages`,
+    /// `FileBudget.filesUntilNextDrain`): the table, or the database file
+    /// when larger (its free pages stay until the queue empties), this
+    /// handle's unimported events going in, and the journal files, which
+    /// stay whole until imported and grow beside the import. Called in
+    /// the drain's turn once its journal files are rotated out, so that
+    /// what it imports is counted. A WAL left large by a roomy interval is
+    /// cut back only after a checkpoint, so this looks ahead.
     /// `own`: this handle's journal files. Another handle's or process's
     /// journal (a file not `own`) may grow and go in while this one does,
     /// both copies at once: while `shared`, the WAL is kept tight (#32).
@@ -139,10 +139,8 @@ final class QueueLimits: Sendable {
             let database = table.db.databaseBytes
             databaseFile.store(database, ordering: .relaxed)
             let base = max(table.bytes.load(ordering: .relaxed), database)
-            let grows = max(0, (rowLimit + rowLimit / 100 - base) / 2)
-            // The own journal twice at least: the listing may be older than its newest file.
-            let pending = journal.pending.bytes
-            let filled = sharing ? rowLimit : base + max(max(journals, pending) + pending, grows)
+            let filled = sharing ? rowLimit : FileBudget.filesUntilNextDrain(base: base, journals: journals,
+                                                                             pending: journal.pending.bytes, rowLimit: rowLimit)
             // Written only when it changes: every `track` reads it.
             if shared.load(ordering: .relaxed) != sharing { shared.store(sharing, ordering: .relaxed) }
             try table.db.setWALPages(FileBudget.walPages(files: filled, rowLimit: rowLimit), shared: sharing, conn)

@@ -1681,7 +1681,10 @@ APPNORTH_API int32_t appnorth_events_track(appnorth_events *events, const char *
  * ended the upload (network, server, validation...), APPNORTH_E_WRONG_STATE
  * while the circuit breaker pauses uploads, APPNORTH_E_TIMEOUT, or
  * APPNORTH_E_CANCELLED when appnorth_client_cancel() on the events' client
- * ended the wait (the events stay queued).
+ * ended the wait (the events stay queued). When the queue ends empty, the
+ * space its files took goes back to the file system just after this
+ * returns, on the events' upload thread (appnorth_events_close() waits
+ * for it).
  */
 APPNORTH_API int32_t appnorth_events_flush(appnorth_events *events, int32_t timeout_ms,
                                            appnorth_error *err);

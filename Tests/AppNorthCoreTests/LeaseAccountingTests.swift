@@ -107,6 +107,42 @@ final class LeaseAccountingTests: XCTestCase {
         XCTAssertEqual(20 + 15 + dropped(store), 40)
     }
 
+    /// A delivery is settled by the next lease (or the release), not in a
+    /// transaction of its own: a trim in between finds the delivered rows
+    /// still in the attempt and counts them as owed, which that
+    /// settlement, as delivered, then owes nobody.
+    func testADeliveryIsSettledByTheNextLeaseAndTrimmedRowsStayDelivered() throws {
+        let store = try openStore()
+        try queue(store, 0..<40)
+        let first = try store.lease(try store.oldest(20), from: nil)
+        store.endAttempt(delivered: true)
+        XCTAssertTrue(store.limits.deliveredUnsettled.load(ordering: .relaxed))
+        try store.drain(trimmingTo: (30, 1 << 30))        // 10 of the delivered batch
+        let second = try store.lease(try store.oldest(20, after: first.last?.seq), from: first.first?.seq)
+        XCTAssertFalse(store.limits.deliveredUnsettled.load(ordering: .relaxed), "the lease settled it")
+        XCTAssertEqual(second.count, 20)
+        store.endAttempt(delivered: false)
+        XCTAssertEqual(dropped(store), 0, "the trimmed rows were delivered")
+        try store.remove(first)
+        store.releaseLease()
+        XCTAssertEqual(store.count, 20)
+        XCTAssertEqual(20 + 20 + dropped(store), 40)
+    }
+
+    /// The release settles a delivery not settled yet, as delivered.
+    func testTheReleaseSettlesAnUnsettledDeliveryAsDelivered() throws {
+        let store = try openStore()
+        try queue(store, 0..<30)
+        let batch = try store.lease(try store.oldest(20), from: nil)
+        store.endAttempt(delivered: true)
+        try store.drain(trimmingTo: (22, 1 << 30))        // 8 of the delivered batch
+        store.releaseLease()
+        XCTAssertEqual(dropped(store), 0)
+        XCTAssertFalse(store.limits.deliveredUnsettled.load(ordering: .relaxed))
+        try store.remove(batch)
+        XCTAssertEqual(store.count, 10)
+    }
+
     /// Two handles: B's trim deletes rows of A's attempt; A counts them
     /// when its attempt fails, B never does.
     func testAnotherHandlesTrimLeavesTheVerdictToTheOwner() throws {

@@ -31,6 +31,10 @@ final class QueueLimits: Sendable {
     /// The first row of a delivered batch not deleted yet (Int64.max:
     /// none): the lease reaches down to it.
     let leaseFloor = Atomic<Int64>(Int64.max)
+    /// The last attempt was delivered and its stored lease not settled
+    /// yet: the next lease or the release settles it as delivered, in its
+    /// own transaction (`endAttempt`). Only the upload thread uses it.
+    let deliveredUnsettled = Atomic<Bool>(false)
     /// The last listing of the journal files (`journalNames`): its own
     /// leaf lock, nothing taken inside.
     let listing = Lock<JournalListing?>(nil, level: LockLevel.journalListing)

@@ -116,8 +116,6 @@ final class EventUploader: Sendable {
         case .runCycle(let target, let reason):
             wakeAt.store(Int.max, ordering: .relaxed)
             let result = cycle(thread)
-            // Space comes back once everything went (SQLiteStore.compact).
-            if result == .succeeded && store.count == 0 { drain.compact() }
             let (failures, retryAfter) = state.withLock { ($0.breaker.consecutiveFailures, $0.notBeforeMono) }
             let queued = store.count
             let wake = trigger.cycleEnded(result, at: ticks(), flushTarget: target, queued: queued, failures: failures,
@@ -126,6 +124,11 @@ final class EventUploader: Sendable {
                        + "the next starts at \(wake == Int.max ? "flush or timer" : String(wake) + " queued")")
             wakeAt.store(wake, ordering: .relaxed)
             flushDone.advance(to: target)
+            // Space comes back once everything went (SQLiteStore.compact),
+            // after the flush's waiters are released: it is housekeeping,
+            // not part of the delivery they wait for (about 10 ms after
+            // 10,000 events; `close` waits for it).
+            if result == .succeeded && store.count == 0 { drain.compact() }
             return 0
         }
     }

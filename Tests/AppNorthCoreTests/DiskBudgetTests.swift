@@ -152,4 +152,39 @@ final class DiskBudgetTests: EventsTestCase {
         for events in handles { events.close(timeoutMilliseconds: 0) }
         XCTAssertLessThanOrEqual(peak.value.total, Self.budget, "and while it drained: \(peak.value)")
     }
+
+    /// While another handle's journal holds events, a handle's journal
+    /// goes in once it holds a sixteenth of the rows' share (288 KiB):
+    /// left to grow to the files' bound, two handles imported 1 MB
+    /// journals each at once (5.61 MB, over the budget).
+    func testASharedDirectoryKeepsEachJournalSmall() throws {
+        try failEventPosts(count: 1_000_000)
+        let first = try open(AppNorthEventsOptions()), second = try open(AppNorthEventsOptions())
+        try first.track("other", propertiesJSON: nil)
+        let filler = String(repeating: "x", count: 10_000)
+        var largest = 0
+        for i in 0..<100 {
+            try second.track("big\(i)", propertiesJSON: #"{"pad":"\#(filler)"}"#)
+            largest = max(largest, Self.largestJournal(in: folder))
+        }
+        let cap = FileBudget.sharedJournalBytes(FileBudget.rowBytes(5 << 20))
+        // The cap, and what this handle writes before its next look at the
+        // other's file (four steps of 32 KiB) shows the directory shared.
+        XCTAssertLessThanOrEqual(largest, cap + 4 * (32 << 10) + 10_300, "one journal file at most")
+        XCTAssertGreaterThan(largest, cap / 2, "the journal did grow")
+        for events in [first, second] { events.close(timeoutMilliseconds: 0) }
+    }
+
+    static func largestJournal(in folder: String) -> Int {
+        var largest = 0
+        guard let dir = opendir(folder) else { return 0 }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) else { continue }
+            var info = stat()
+            if stat(folder + "/" + name, &info) == 0 { largest = max(largest, Int(info.st_size)) }
+        }
+        return largest
+    }
 }

@@ -51,5 +51,8 @@ final class TrackThresholdsTests: XCTestCase {
         XCTAssertTrue(t.pastLimits((10_101, 0), shared: true))
         XCTAssertEqual(t.near(wakeAt: Int.max, shared: true).bytes, 4_236_248)
         XCTAssertEqual(FileBudget.sharedRowBytes(-5), 0)
+        XCTAssertEqual(t.sharedJournal, 294_912, "a sixteenth of the rows' share: 288 KiB")
+        XCTAssertEqual(TrackThresholds(options(events: 50, bytes: 1_000), stripes: 8).sharedJournal, 62,
+                       "at least a step")
     }
 }

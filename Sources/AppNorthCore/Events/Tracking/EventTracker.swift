@@ -130,6 +130,8 @@ final class EventTracker: Sendable {
     /// a drain imports it and trims if the directory is over, once this
     /// handle has a step of its own to move (less: their owners act on
     /// their own steps, and a drain per event would read their files).
+    /// While shared, a journal also goes in once it holds
+    /// `TrackThresholds.sharedJournal` (FileBudget.sharedJournalBytes).
     @inline(__always)
     private func keepFilesWithinLimit(_ queued: (count: Int, bytes: Int), shared: Bool) throws(AppNorthError) {
         let files = journalRef._withUnsafeGuaranteedRef { journal in
@@ -139,8 +141,9 @@ final class EventTracker: Sendable {
                 return (journaled, max(queued.bytes, limits.databaseFile.load(ordering: .relaxed).addingSaturating(all)).addingSaturating(all))
             }
         }
-        guard thresholds.pastLimits((queued.count, files.1), shared: shared) else { return }
         let journaled = files.0
+        guard thresholds.pastLimits((queued.count, files.1), shared: shared)
+                || (shared && journaled >= thresholds.sharedJournal) else { return }
         if !shared {
             try drain.importJournal()
         } else if journaled >= thresholds.step.bytes {

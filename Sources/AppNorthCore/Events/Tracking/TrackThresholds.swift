@@ -21,6 +21,9 @@ struct TrackThresholds: Sendable, Equatable {
     /// share (`FileBudget.sharedRowBytes`), so that the database file
     /// does not grow past it between trims.
     let sharedBytes: Int
+    /// The most this handle journals before its journal goes in while
+    /// the directory is shared (`FileBudget.sharedJournalBytes`).
+    let sharedJournal: Int
 
     struct Figures: Sendable, Equatable {
         var count: Int
@@ -37,6 +40,7 @@ struct TrackThresholds: Sendable, Equatable {
         margin = Figures(count: step.count.multipliedSaturating(by: stripes), bytes: step.bytes.multipliedSaturating(by: stripes))
         let shared = FileBudget.sharedRowBytes(bytes)
         sharedBytes = shared.addingSaturating(shared / 100)
+        sharedJournal = max(step.bytes, FileBudget.sharedJournalBytes(bytes))
     }
 
     /// Whether a queued figure is past the limits with their slack

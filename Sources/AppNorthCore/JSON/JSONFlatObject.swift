@@ -12,93 +12,156 @@
 /// The text must end with `}` before anything else is looked at: no step
 /// can then run past it (every token stops at a byte that is not `}`, or
 /// at `}`), so only the strings' 8-byte loads and the literals check the
-/// end. A byte is read at `k` only while `k < end`.
+/// end. A byte is read at `p` only while `p < end`. A step that fails
+/// returns `base`, where the text has `{`: the check of the byte that must
+/// follow (`:`, `,` or `}`) then fails, with no test of its own.
 enum JSONFlatObject {
+    typealias Pointer = UnsafePointer<UInt8>
+
     @inline(__always)
     static func matches(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress, bytes.count >= 2, base[0] == UInt8(ascii: "{"),
               base[bytes.count &- 1] == UInt8(ascii: "}") else { return false }
-        let end = bytes.count
-        if end == 2 { return true }
-        var k = 1
+        if bytes.count == 2 { return true }
+        guard base[1] == UInt8(ascii: "\"") else { return false }
+        let text = Text(base: base, count: bytes.count)
+        var p = base + 2  // in the first key
         while true {
-            // A key, its colon and at most one space: k < end, as the last byte is `}`.
-            guard base[k] == UInt8(ascii: "\"") else { return false }
-            k = stringEnd(base, end, k &+ 1)
-            guard k != 0, base[k] == UInt8(ascii: ":") else { return false }
-            k &+= 1
-            if base[k] == UInt8(ascii: " ") { k &+= 1 }
-            // A value.
-            switch base[k] {
-            case UInt8(ascii: "\""): k = stringEnd(base, end, k &+ 1)
-            case UInt8(ascii: "t"): k = word(base, end, k, 0x6575_7274, 4)  // "true"
-            case UInt8(ascii: "f"): k = word(base, end, k, 0x736C_6166, 5)  // "fals", then "e"
-            case UInt8(ascii: "n"): k = word(base, end, k, 0x6C6C_756E, 4)  // "null"
-            default: k = numberEnd(base, k)
+            // A key and its colon, at most one space, a value.
+            p = text.keyEnd(p)
+            if p.pointee == UInt8(ascii: " ") { p += 1 }
+            let first = p.pointee
+            p = first == UInt8(ascii: "\"") ? text.stringEnd(p + 1) : text.scalarEnd(p, first)
+            // A comma, at most one space and the next key's quote; or the end.
+            guard p.pointee == UInt8(ascii: ",") else { return p.pointee == UInt8(ascii: "}") && p + 1 == text.end }
+            if p[1] == UInt8(ascii: "\"") {
+                p += 2
+            } else {
+                guard p[1] == UInt8(ascii: " "), p[2] == UInt8(ascii: "\"") else { return false }
+                p += 3
             }
-            // A comma and the next key, or the end.
-            guard k != 0 else { return false }
-            if base[k] == UInt8(ascii: "}") { return k &+ 1 == end }
-            guard base[k] == UInt8(ascii: ",") else { return false }
-            k &+= 1
-            if base[k] == UInt8(ascii: " ") { k &+= 1 }
         }
     }
 
-    /// Past the closing quote of a plain string whose content starts at
-    /// `start`; 0 when it is not plain. The quote is never the last byte
-    /// (`}`), so what it returns is below `end`.
-    @inline(__always)
-    private static func stringEnd(_ base: UnsafePointer<UInt8>, _ end: Int, _ start: Int) -> Int {
-        var k = start
-        let raw = UnsafeRawPointer(base)
-        while end &- k >= 8 {
-            let special = JSONValidator.specialBytes(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: k, as: UInt64.self)))
-            if special == 0 {
-                k &+= 8
-                continue
+    /// The text's bounds: `lastWord` is the address of its last 8 bytes
+    /// (below `base` when it is shorter).
+    struct Text {
+        let base: Pointer
+        let end: Pointer
+        let lastWord: Int
+
+        @inline(__always)
+        init(base: Pointer, count: Int) {
+            self.base = base
+            self.end = base + count
+            self.lastWord = Int(bitPattern: base) &+ count &- 8
+        }
+
+        @inline(__always)
+        private func load(_ p: Pointer) -> UInt64 {
+            UInt64(littleEndian: UnsafeRawPointer(p).loadUnaligned(as: UInt64.self))
+        }
+
+        /// Past the `":` that ends the plain key whose content starts at
+        /// `start`. The first byte that is not plain must be its quote; that
+        /// is never the last byte (`}` is plain), so the two bytes read are inside.
+        @inline(__always)
+        func keyEnd(_ start: Pointer) -> Pointer {
+            var p = start
+            while Int(bitPattern: p) <= lastWord {
+                let special = JSONValidator.specialBytes(load(p))
+                if special != 0 {
+                    p += special.trailingZeroBitCount &>> 3
+                    let two = UInt16(littleEndian: UnsafeRawPointer(p).loadUnaligned(as: UInt16.self))
+                    return two == 0x3A22 ? p + 2 : base  // `":`
+                }
+                p += 8
             }
-            k &+= special.trailingZeroBitCount >> 3
-            return base[k] == UInt8(ascii: "\"") ? k &+ 1 : 0
+            p = tailStringEnd(p)
+            return p.pointee == UInt8(ascii: ":") ? p + 1 : base
         }
-        while k < end && JSONValidator.isPlain(base[k]) { k &+= 1 }
-        return k < end && base[k] == UInt8(ascii: "\"") ? k &+ 1 : 0
-    }
 
-    /// Past `-?(0|[1-9][0-9]{0,17})(\.[0-9]+)?` at `k`; 0 when the number
-    /// is not of that form. Digits stop at the last byte (`}`) at the latest.
-    @inline(__always)
-    private static func numberEnd(_ base: UnsafePointer<UInt8>, _ start: Int) -> Int {
-        var k = start
-        if base[k] == UInt8(ascii: "-") { k &+= 1 }
-        let integer = k
-        guard JSONValidator.isDigit(base[k]) else { return 0 }
-        if base[k] == UInt8(ascii: "0") {
-            k &+= 1
-        } else {
-            while JSONValidator.isDigit(base[k]) { k &+= 1 }
+        /// Past the closing quote of the plain string value whose content
+        /// starts at `start`. It is never the last byte, so what this returns is below `end`.
+        @inline(__always)
+        func stringEnd(_ start: Pointer) -> Pointer {
+            var p = start
+            while Int(bitPattern: p) <= lastWord {
+                let special = JSONValidator.specialBytes(load(p))
+                if special != 0 {
+                    p += special.trailingZeroBitCount &>> 3
+                    return p.pointee == UInt8(ascii: "\"") ? p + 1 : base
+                }
+                p += 8
+            }
+            return tailStringEnd(p)
         }
-        guard k &- integer < 19 else { return 0 }
-        if base[k] == UInt8(ascii: ".") {
-            k &+= 1
-            guard JSONValidator.isDigit(base[k]) else { return 0 }
-            while JSONValidator.isDigit(base[k]) { k &+= 1 }
-        }
-        // An exponent, or a digit after a leading zero, is the scanner's.
-        let next = base[k]
-        guard !JSONValidator.isDigit(next), next != UInt8(ascii: "e"), next != UInt8(ascii: "E") else { return 0 }
-        return k
-    }
 
-    /// Past the literal of `count` bytes (4, or 5 for `false`) whose first
-    /// four read `first4` as a little-endian word; 0 when it is not there.
-    /// It must end before the last byte (`}`), so the load stays inside.
-    @inline(__always)
-    private static func word(_ base: UnsafePointer<UInt8>, _ end: Int, _ k: Int, _ first4: UInt32, _ count: Int) -> Int {
-        guard end &- k > count,
-              UInt32(littleEndian: UnsafeRawPointer(base).loadUnaligned(fromByteOffset: k, as: UInt32.self)) == first4,
-              count == 4 || base[k &+ 4] == UInt8(ascii: "e")
-        else { return 0 }
-        return k &+ count
+        /// `stringEnd` for the last 0 to 7 bytes: the text's last word
+        /// shifted down to `p`, zeros above its end (special, and not a
+        /// quote), so the first special byte is read from the word.
+        @inline(__always)
+        private func tailStringEnd(_ p: Pointer) -> Pointer {
+            let left = end - p
+            guard left > 0 else { return base }  // the last word had no quote
+            guard end - base >= 8 else { return shortStringEnd(p) }
+            let word = load(end - 8) &>> UInt64(truncatingIfNeeded: (8 &- left) &<< 3)  // 8 to 56 bits
+            let bit = JSONValidator.specialBytes(word).trailingZeroBitCount & ~7
+            guard UInt8(truncatingIfNeeded: word &>> UInt64(truncatingIfNeeded: bit)) == UInt8(ascii: "\"") else { return base }
+            return p + (bit &>> 3) + 1
+        }
+
+        /// `stringEnd` in a text shorter than a word, a byte at a time.
+        private func shortStringEnd(_ start: Pointer) -> Pointer {
+            var p = start
+            while p < end && JSONValidator.isPlain(p.pointee) { p += 1 }
+            return p < end && p.pointee == UInt8(ascii: "\"") ? p + 1 : base
+        }
+
+        /// Past the literal or number that starts with `first` at `p`.
+        @inline(__always)
+        func scalarEnd(_ p: Pointer, _ first: UInt8) -> Pointer {
+            switch first {
+            case UInt8(ascii: "t"): return literal(p, 0x6575_7274, 4)  // "true"
+            case UInt8(ascii: "f"): return literal(p, 0x736C_6166, 5)  // "fals", then "e"
+            case UInt8(ascii: "n"): return literal(p, 0x6C6C_756E, 4)  // "null"
+            default: return numberEnd(p)
+            }
+        }
+
+        /// Past `-?(0|[1-9][0-9]{0,17})(\.[0-9]+)?` at `start`. Digits stop
+        /// at the last byte (`}`) at the latest. What follows is the
+        /// caller's to check (`,` or `}`): an exponent, or a digit after a
+        /// leading zero, fails there and goes to the scanner.
+        @inline(__always)
+        private func numberEnd(_ start: Pointer) -> Pointer {
+            var p = start
+            if p.pointee == UInt8(ascii: "-") { p += 1 }
+            let integer = p
+            guard JSONValidator.isDigit(p.pointee) else { return base }
+            p += 1
+            if integer.pointee != UInt8(ascii: "0") {
+                while JSONValidator.isDigit(p.pointee) { p += 1 }
+                guard p - integer < 19 else { return base }
+            }
+            if p.pointee == UInt8(ascii: ".") {
+                p += 1
+                guard JSONValidator.isDigit(p.pointee) else { return base }
+                repeat { p += 1 } while JSONValidator.isDigit(p.pointee)
+            }
+            return p
+        }
+
+        /// Past the literal of `count` bytes (4, or 5 for `false`) whose
+        /// first four read `first4` as a little-endian word. It must end
+        /// before the last byte (`}`), so the load stays inside.
+        @inline(__always)
+        private func literal(_ p: Pointer, _ first4: UInt32, _ count: Int) -> Pointer {
+            guard end - p > count,
+                  UInt32(littleEndian: UnsafeRawPointer(p).loadUnaligned(as: UInt32.self)) == first4,
+                  count == 4 || p[4] == UInt8(ascii: "e")
+            else { return base }
+            return p + count
+        }
     }
 }

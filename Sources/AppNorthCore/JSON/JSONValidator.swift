@@ -135,16 +135,20 @@ package enum JSONValidator {
     /// high bit of each byte that is not plain is set. Bits above the first
     /// such byte may be set falsely (a borrow runs upward), so only the
     /// lowest set bit counts, and it is exact.
+    ///
+    /// Two subtractions cover the four kinds: `b ^ 0x02` is below 0x21
+    /// exactly for a control byte or the quote (0x22 ^ 0x02 = 0x20), and
+    /// `b ^ 0x5C` is 0 for the backslash; minus 0x21 and minus 1 those wrap
+    /// to a high bit. A byte from 0x80 up keeps its high bit through the
+    /// second, but for 0xDC (0x80 minus 1), which the first sets (0xDE minus
+    /// 0x21). Any other byte sets neither. A byte borrows from the next
+    /// only when it is one of these, so below the first one no bit is set.
     @inline(__always)
     static func specialBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quotes = word ^ (ones &* 0x22)
-        let backslashes = word ^ (ones &* 0x5C)
-        let below = (word &- ones &* 0x20) & ~word
-        let quote = (quotes &- ones) & ~quotes
-        let backslash = (backslashes &- ones) & ~backslashes
-        return (below | quote | backslash | word) & highs
+        let quoteOrBelow = (word ^ (ones &* 0x02)) &- ones &* 0x21
+        let backslashOrHigh = (word ^ (ones &* 0x5C)) &- ones
+        return (quoteOrBelow | backslashOrHigh) & (ones &* 0x80)
     }
 
     static func hexValue(_ b: UInt8) -> UInt32? {

@@ -83,6 +83,23 @@ class EventsTestCase: XCTestCase {
         close(fd)
     }
 
+    /// A journal an ended process left (`bytes`: two whole records and a
+    /// torn one) at `name` in the data directory: the next open imports
+    /// the two, counts the torn one as damaged, removes the file and
+    /// uploads the two at once.
+    func assertLeftJournalIsImported(_ bytes: [UInt8], name: String,
+                                     file: StaticString = #filePath, line: UInt = #line) throws {
+        _ = try DataDirectory(path: folder)
+        let left = folder + "/" + name
+        writeFile(left, bytes)
+        let events = try open(quiet())
+        XCTAssertEqual(events.queuedCount, 2, file: file, line: line)
+        XCTAssertFalse(journalFiles().contains(left), "the imported journal is removed", file: file, line: line)
+        XCTAssertTrue(eventually { (try? serverEvents().count) == 2 }, "uploaded at once after the open", file: file, line: line)
+        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["damaged"]?.intValue, 1, file: file, line: line)
+        events.close(timeoutMilliseconds: 0)
+    }
+
     func serverEvents() throws -> [JSON] {
         try TestServer.get("/admin/apps/\(app)/state")["events"]?.arrayElements ?? []
     }

@@ -55,17 +55,9 @@ final class JournalTests: EventsTestCase {
     }
 
     func testAnEndedProcessJournalIsImportedAtOpen() throws {
-        _ = try DataDirectory(path: folder)
-        let left = folder + "/events-999999-0123456789abcdef.journal"
-        var bytes = JournalRecord.encode(payload("left1")) + JournalRecord.encode(payload("left2"))
-        bytes += JournalRecord.encode(payload("torn")).prefix(30)
-        writeFile(left, bytes)
-        let events = try open(quiet())
-        XCTAssertEqual(events.queuedCount, 2)
-        XCTAssertFalse(journalFiles().contains(left), "the imported journal is removed")
-        XCTAssertTrue(eventually { (try? serverEvents().count) == 2 }, "uploaded at once after the open")
-        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["damaged"]?.intValue, 1)
-        events.close(timeoutMilliseconds: 0)
+        let bytes = JournalRecord.encode(payload("left1")) + JournalRecord.encode(payload("left2"))
+        try assertLeftJournalIsImported(bytes + JournalRecord.encode(payload("torn")).prefix(30),
+                                        name: "events-999999-0123456789abcdef.journal")
     }
 
     /// An ended process's journal larger than the limits allow is set

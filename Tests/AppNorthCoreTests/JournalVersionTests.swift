@@ -132,16 +132,8 @@ final class JournalVersionTests: EventsTestCase {
     /// A journal an earlier version left (ANJ1 records only) is imported
     /// at open, as one this version left is.
     func testAnEndedProcessVersion1JournalIsImportedAtOpen() throws {
-        _ = try DataDirectory(path: folder)
-        let left = folder + "/events-999993-0123456789abcdef.journal"
-        var bytes = JournalRecord.encode(payload("old1"), version1: true) + JournalRecord.encode(payload("old2"), version1: true)
-        bytes += JournalRecord.encode(payload("torn"), version1: true).prefix(30)
-        writeFile(left, bytes)
-        let events = try open(quiet())
-        XCTAssertEqual(events.queuedCount, 2)
-        XCTAssertFalse(journalFiles().contains(left), "the imported journal is removed")
-        XCTAssertTrue(eventually { (try? serverEvents().count) == 2 }, "uploaded at once after the open")
-        XCTAssertEqual(try JSON.parse(events.statsJSON())["dropped"]?["damaged"]?.intValue, 1)
-        events.close(timeoutMilliseconds: 0)
+        let bytes = JournalRecord.encode(payload("old1"), version1: true) + JournalRecord.encode(payload("old2"), version1: true)
+        try assertLeftJournalIsImported(bytes + JournalRecord.encode(payload("torn"), version1: true).prefix(30),
+                                        name: "events-999993-0123456789abcdef.journal")
     }
 }

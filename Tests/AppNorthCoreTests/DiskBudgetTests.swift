@@ -19,19 +19,23 @@ final class DiskBudgetTests: EventsTestCase {
             var info = stat()
             return stat(path, &info) == 0 ? Int(info.st_size) : 0
         }
-        var journals = 0
+        var journals = 0, largest = 0
         if let dir = opendir(folder) {
             while let entry = readdir(dir) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) { journals += size(folder + "/" + name) }
+                guard name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) else { continue }
+                let bytes = size(folder + "/" + name)
+                journals += bytes
+                largest = max(largest, bytes)
             }
             closedir(dir)
         }
-        return Files(db: size(folder + "/appnorth.sqlite3"), wal: size(folder + "/appnorth.sqlite3-wal"), journals: journals)
+        return Files(db: size(folder + "/appnorth.sqlite3"), wal: size(folder + "/appnorth.sqlite3-wal"), journals: journals,
+                     largestJournal: largest)
     }
 
     struct Files: CustomStringConvertible {
-        var db = 0, wal = 0, journals = 0
+        var db = 0, wal = 0, journals = 0, largestJournal = 0
         var total: Int { db + wal + journals }
         var description: String { "\(total) (database \(db), WAL \(wal), journals \(journals))" }
     }
@@ -165,7 +169,7 @@ final class DiskBudgetTests: EventsTestCase {
         var largest = 0
         for i in 0..<100 {
             try second.track("big\(i)", propertiesJSON: #"{"pad":"\#(filler)"}"#)
-            largest = max(largest, Self.largestJournal(in: folder))
+            largest = max(largest, files().largestJournal)
         }
         let cap = FileBudget.sharedJournalBytes(FileBudget.rowBytes(5 << 20))
         // The cap, and what this handle writes before its next look at the
@@ -173,18 +177,5 @@ final class DiskBudgetTests: EventsTestCase {
         XCTAssertLessThanOrEqual(largest, cap + 4 * (32 << 10) + 10_300, "one journal file at most")
         XCTAssertGreaterThan(largest, cap / 2, "the journal did grow")
         for events in [first, second] { events.close(timeoutMilliseconds: 0) }
-    }
-
-    static func largestJournal(in folder: String) -> Int {
-        var largest = 0
-        guard let dir = opendir(folder) else { return 0 }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasPrefix(EventJournal.prefix) && name.hasSuffix(EventJournal.suffix) else { continue }
-            var info = stat()
-            if stat(folder + "/" + name, &info) == 0 { largest = max(largest, Int(info.st_size)) }
-        }
-        return largest
     }
 }

@@ -65,6 +65,9 @@ enum JSONFlatObject {
         /// Past the `":` that ends the plain key whose content starts at
         /// `start`. The first byte that is not plain must be its quote; that
         /// is never the last byte (`}` is plain), so the two bytes read are inside.
+        /// `stringEnd`'s loop, kept apart for the one 16-bit compare of `":`:
+        /// written as `stringEnd` and a colon check, `track()` cost 15
+        /// instructions more a call (callgrind, 2,151 against 2,136).
         @inline(__always)
         func keyEnd(_ start: Pointer) -> Pointer {
             var p = start

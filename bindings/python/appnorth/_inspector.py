@@ -20,7 +20,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 DATABASE = "appnorth.sqlite3"
-# Record versions by magic (Sources/AppNorthCore/Events/JournalRecord.swift):
+# Record versions by magic (Sources/AppNorthCore/Events/Journal/JournalRecord.swift):
 # "ANJ1" records carry `_checksum`, "ANJ2" records (what the library writes
 # now) `_checksum2`.
 JOURNAL_MAGIC_V1 = 0x314A4E41

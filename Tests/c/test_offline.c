@@ -575,6 +575,12 @@ static void test_discard_per_scope_and_all(void) {
     free(idea);
 }
 
+static long long realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void test_entries_json(void) {
     admin_reset(server);
     char *board = NULL;
@@ -590,7 +596,11 @@ static void test_entries_json(void) {
     appnorth_feedback *fb = appnorth_feedback_new();
     appnorth_feedback_set_text(fb, "Private report text", &err);
     int32_t submitted = -1;
-    long long before = (long long)time(NULL) * 1000;
+    /* CLOCK_REALTIME, as the library reads it: time() is the kernel's
+     * coarse clock, a tick behind it, so at a second's turn its "this
+     * second's end" was already past (CI: entries at ...599001 against an
+     * upper bound of ...599000). */
+    long long before = realtime_ms();
     go_offline();
     CHECK_STATUS(appnorth_queue_submit_idea(q, c, board, "Idea title", "Private idea body", "k-idea", &submitted, &err),
                  APPNORTH_OK, err);
@@ -598,7 +608,7 @@ static void test_entries_json(void) {
                  APPNORTH_OK, err);
     CHECK_STATUS(appnorth_queue_submit_feedback(q, c, fb, NULL, &submitted, &err), APPNORTH_OK, err);
     go_online();
-    long long after = (long long)time(NULL) * 1000 + 1000;
+    long long after = realtime_ms() + 1000;
 
     char *text = NULL;
     CHECK_STATUS(appnorth_queue_entries(q, &text, &err), APPNORTH_OK, err);

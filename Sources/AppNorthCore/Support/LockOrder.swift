@@ -70,6 +70,10 @@ package enum LockLevel {
     /// A `WakeSignal` or `GenerationWaiter` (nothing inside).
     static let signal = 30
 
+    /// `QueueLimits.scans`: the other journal files as last counted
+    /// (taken in the drain's turn with the connection held; nothing inside).
+    static let foreignScans = 39
+
     // Leaves.
     /// `EventUploader.worker`: the upload thread's handle.
     static let eventsWorker = 40
@@ -173,6 +177,7 @@ extension LockLevel {
         case storageClaims: "StorageClaims.roles"
         case storedDamage: "StoredDamage.lastReport"
         case journalListing: "QueueLimits.listing"
+        case foreignScans: "QueueLimits.scans"
         case storageLogger: "StorageBox.logger"
         case dispatcher: "CallbackDispatcher.state"
         case randomPool: "Random.pool"

@@ -52,6 +52,12 @@ final class QueueLimits: Sendable {
     /// file. While set, the WAL is kept tight and the rows get eight
     /// tenths (`FileBudget.sharedRowBytes`).
     let shared = Atomic<Bool>(false)
+    /// `track`'s queued count (its own view: the table at its last count
+    /// and this handle's journal) at its last count of the whole directory
+    /// while `shared` (`EventTracker.keepSharedWithinLimits`).
+    let countCheckedAt = Atomic<Int>(0)
+    /// The other journal files as `isOver` last read them (`JournalScan`).
+    let scans = Lock<[String: JournalScan]>([:], level: LockLevel.foreignScans)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table
@@ -102,16 +108,17 @@ final class QueueLimits: Sendable {
     /// without reading this handle's own journal (`own`): the table as
     /// SQLite has it, this handle's unimported records from its counters
     /// (never fewer than its files hold), and the other journal files,
-    /// read only if any. Never false when the census would say over; a
+    /// read only if any, and only what they gained since the last count
+    /// (`countForeign`). Never false when the census would say over; a
     /// true is settled by the census (`trim`). Reading the own journal's
     /// rest on every drain made a flush quadratic in the journal (#32).
     func isOver(_ limits: (count: Int, bytes: Int), own: Set<String>) throws(AppNorthError) -> Bool {
         try table.db.withConnection { conn throws(AppNorthError) -> Bool in
             try table.refreshTotals(conn)
-            let others = try foreignJournals(conn, own: own)
+            let others = try countForeign(conn, own: own)
             let pending = journal.pending
-            let count = table.count.load(ordering: .relaxed) + pending.records + others.reduce(0) { $0 + $1.records.count }
-            let bytes = table.bytes.load(ordering: .relaxed) + pending.bytes + others.reduce(0) { $0 + $1.bytes }
+            let count = table.count.load(ordering: .relaxed) + pending.records + others.records
+            let bytes = table.bytes.load(ordering: .relaxed) + pending.bytes + others.bytes
             return count > limits.count || bytes > limits.bytes
         }
     }

@@ -24,6 +24,13 @@ struct TrackThresholds: Sendable, Equatable {
     /// The most this handle journals before its journal goes in while
     /// the directory is shared (`FileBudget.sharedJournalBytes`).
     let sharedJournal: Int
+    /// How many events this handle tracks between two counts of the whole
+    /// directory while it is shared (`QueueLimits.isOver`): the count's
+    /// 1 % of slack, at least one. Its own view (the table at its last
+    /// count, its journal) does not see what the others journal or import
+    /// meanwhile, so each handle tracking adds at most this much past the
+    /// limit and its slack before a count finds it over.
+    let sharedCount: Int
 
     struct Figures: Sendable, Equatable {
         var count: Int
@@ -41,6 +48,7 @@ struct TrackThresholds: Sendable, Equatable {
         let shared = FileBudget.sharedRowBytes(bytes)
         sharedBytes = shared.addingSaturating(shared / 100)
         sharedJournal = max(step.bytes, FileBudget.sharedJournalBytes(bytes))
+        sharedCount = max(1, limits.count - events)
     }
 
     /// Whether a queued figure is past the limits with their slack

@@ -153,7 +153,8 @@ test-size:
 # The docs gate: docs/architecture.md names every folder of Sources/, every
 # library thread and every lock of the registry (LockLevel); file, folder
 # and Type.member references in docs/ and README.md resolve; CHANGELOG.md
-# names every function of abi/appnorth.symbols; no heading repeats.
+# names every function of abi/appnorth.symbols; no heading repeats; the
+# README's layout and docs/CONVENTIONS.md name every folder of the core.
 test-docs:
 	@python3 scripts/check-docs.py
 

@@ -17,8 +17,8 @@ against the tree, so it fails the build instead of misleading a reader.
    in it); `Folder/` in backticks (a folder with that ending); and
    `Type.member` in backticks where Type is a Swift type of Sources/ (the
    member must be declared in Sources/: func, var, let, case, typealias or
-   a nested type). README.md's layout names every folder of the core, and
-   only those.
+   a nested type). README.md's layout and docs/CONVENTIONS.md's list of
+   the core's parts name every folder of the core, and only those.
 5. Every function of abi/appnorth.symbols is named in CHANGELOG.md.
 6. No heading repeats under the same parent heading in docs/, README.md
    or CHANGELOG.md.
@@ -217,6 +217,19 @@ def check_readme_layout() -> list[str]:
     return ["README.md: no layout line for Sources/AppNorthCore/"]
 
 
+def check_conventions_layout() -> list[str]:
+    """docs/CONVENTIONS.md's list of the core's parts names every folder of
+    Sources/AppNorthCore, and nothing else."""
+    core = {p.name for p in (ROOT / "Sources" / "AppNorthCore").iterdir() if p.is_dir()}
+    text = " ".join((ROOT / "docs" / "CONVENTIONS.md").read_text(encoding="utf-8").split())
+    m = re.search(r"holds the core's parts \(([^;)]*)", text)
+    if not m:
+        return ["docs/CONVENTIONS.md: no list of the core's parts (\"holds the core's parts (...)\")"]
+    named = {n.strip() for n in m.group(1).split(",")}
+    problems = [f"docs/CONVENTIONS.md: the core's parts name {n}, not a folder of Sources/AppNorthCore" for n in sorted(named - core)]
+    return problems + [f"docs/CONVENTIONS.md: the core's parts do not name the folder {n}" for n in sorted(core - named)]
+
+
 def check_headings() -> list[str]:
     problems = []
     for doc in docs() + [ROOT / "CHANGELOG.md"]:
@@ -265,6 +278,7 @@ def main() -> int:
             problems.append(f"docs/architecture.md: the lock {lock} (LockLevel) is not named")
     files = repo_files()
     problems += check_references(files) + check_folder_refs(files) + check_symbols() + check_readme_layout()
+    problems += check_conventions_layout()
     problems += check_changelog() + check_headings()
     for p in problems:
         print(f"docs: {p}")

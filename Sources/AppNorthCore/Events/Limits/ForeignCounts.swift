@@ -1,5 +1,3 @@
-import Glibc
-
 /// The other journal files as `QueueLimits.isOver` counts them (#32: the
 /// count limit is the directory's): each file's records are read once, as
 /// they are appended, and their ends and running row cost kept, so a count
@@ -47,25 +45,20 @@ extension QueueLimits {
     /// for the queue, and their row cost: what `foreignJournals` reads, counted
     /// from `scans` (files not listed any more are forgotten).
     func countForeign(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> (records: Int, bytes: Int) {
-        let revocations = try ConsentRecord.revocations(conn)
-        let names = journalNames().filter { !own.contains($0) && EventJournal.epoch(ofName: $0) == revocations }
+        let names = try foreignJournalNames(conn, own: own)
         return try scans.withLock { scans throws(AppNorthError) -> (records: Int, bytes: Int) in
             var kept: [String: JournalScan] = [:], total = (records: 0, bytes: 0)
             for name in names {
-                guard let fd = try? journal.directory.openExisting(name) else { continue }
-                defer { close(fd) }
-                var info = stat()
-                guard fstat(fd, &info) == 0, let reader = try? JournalReader(fd: fd, path: journal.directory.file(name)),
-                      reader.size <= largestJournal,
-                      let start = try EventImporter.importedOffset(conn, name, within: reader.size) else { continue }
-                var scan = scans[name] ?? JournalScan()
-                if scan.device != UInt64(info.st_dev) || scan.inode != UInt64(info.st_ino) || reader.size < scan.scanned {
-                    scan = JournalScan(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                try withForeignJournal(conn, name) { info, reader, start in
+                    var scan = scans[name] ?? JournalScan()
+                    if scan.device != UInt64(info.st_dev) || scan.inode != UInt64(info.st_ino) || reader.size < scan.scanned {
+                        scan = JournalScan(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                    }
+                    scan.read(reader)
+                    let part = scan.count(from: start)
+                    total = (total.records + part.records, total.bytes + part.bytes)
+                    kept[name] = scan
                 }
-                scan.read(reader)
-                let part = scan.count(from: start)
-                total = (total.records + part.records, total.bytes + part.bytes)
-                kept[name] = scan
             }
             scans = kept
             return total

@@ -69,25 +69,41 @@ final class QueueLimits: Sendable {
     /// still hold for the queue: none for a file marked imported whole, or one
     /// from before the latest revocation of consent (it will be purged).
     func foreignJournals(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> [ForeignJournal] {
-        let revocations = try ConsentRecord.revocations(conn)
         var found: [ForeignJournal] = []
-        for name in journalNames() where !own.contains(name) && EventJournal.epoch(ofName: name) == revocations {
-            // Read a window at a time; a file larger than the limits allow
-            // is not counted (an ended process's is set aside by recovery).
-            guard let fd = try? journal.directory.openExisting(name) else { continue }
-            defer { close(fd) }
-            guard let reader = try? JournalReader(fd: fd, path: journal.directory.file(name)),
-                  reader.size <= largestJournal,
-                  let start = try EventImporter.importedOffset(conn, name, within: reader.size) else { continue }
-            var file = ForeignJournal(name: name)
-            var position = start
-            while let next = try? reader.next(from: position), let event = next.event {
-                file.records.append((event.milliseconds, event.id, RowCost.bytes(payload: event.payload.count), next.end))
-                position = next.end
+        for name in try foreignJournalNames(conn, own: own) {
+            try withForeignJournal(conn, name) { _, reader, start in
+                var file = ForeignJournal(name: name)
+                var position = start
+                while let next = try? reader.next(from: position), let event = next.event {
+                    file.records.append((event.milliseconds, event.id, RowCost.bytes(payload: event.payload.count), next.end))
+                    position = next.end
+                }
+                if !file.records.isEmpty { found.append(file) }
             }
-            if !file.records.isEmpty { found.append(file) }
         }
         return found
+    }
+
+    /// The journal files the queue counts besides `own`: those of the
+    /// current consent epoch (an older one will be purged).
+    func foreignJournalNames(_ conn: SQLiteStore.Connection, own: Set<String>) throws(AppNorthError) -> [String] {
+        let revocations = try ConsentRecord.revocations(conn)
+        return journalNames().filter { !own.contains($0) && EventJournal.epoch(ofName: $0) == revocations }
+    }
+
+    /// Runs `body` with another journal file open (its `stat`, a reader of
+    /// it, and its progress mark), unless it is gone, larger than the
+    /// limits allow (an ended process's is set aside by recovery), or
+    /// marked imported whole. The file is read a window at a time.
+    func withForeignJournal(_ conn: SQLiteStore.Connection, _ name: String,
+                            _ body: (stat, JournalReader, Int) -> Void) throws(AppNorthError) {
+        guard let fd = try? journal.directory.openExisting(name) else { return }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, let reader = try? JournalReader(fd: fd, path: journal.directory.file(name)),
+              reader.size <= largestJournal,
+              let start = try EventImporter.importedOffset(conn, name, within: reader.size) else { return }
+        body(info, reader, start)
     }
 
     /// The directory's queue, in the drain's turn (never between an

@@ -140,22 +140,34 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
                   "≤ 1.5 µs", a["overhead_text_us"] <= 1.5)
     fl = data.get("flush")
     if fl:
-        t.add("flush throughput",
+        against_sink = fl.get("receiver") == "sink"
+        t.add("flush throughput" + (" (native sink)" if against_sink else ""),
               f"{rate(fl['library_events_per_s'])} for {fl['events']:,} queued events ({fl['batches']} batches); "
               f"plain libcurl POSTs of the same bodies: {rate(fl['curl_events_per_s'])} → ratio "
               f"**{fl['ratio']:.2f}**"
+              + (f" (rounds {fl['ratio_min']:.2f}-{fl['ratio_max']:.2f}, median of {fl['rounds']})"
+                 if "ratio_min" in fl else "")
+              + ("; received by bench/c/event_sink.c, which parses and counts every batch and answers at "
+                 "once: every event arrived exactly once on both sides" if against_sink else "")
               + (f"; first request at the server {fl['library_first_request_ms']:.1f} ms after the flush began "
                  "(the journal goes into SQLite a part at a time, while requests are in flight)"
                  if "library_first_request_ms" in fl else "")
               + (f"; TCP connections opened: library {fl['library_connections']:.0f}, curl "
                  f"{fl['curl_connections']:.0f}" if "library_connections" in fl else ""),
-              "ratio ≥ 0.8", fl["ratio"] >= 0.8)
+              "ratio ≥ 0.9" if against_sink else "ratio ≥ 0.8", fl["ratio"] >= (0.9 if against_sink else 0.8))
+    fd = data.get("flush_devserver")
+    if fd:
+        t.add("flush end to end (dev server)",
+              f"{rate(fd['library_events_per_s'])} against plain libcurl's {rate(fd['curl_events_per_s'])} → "
+              f"ratio {fd['ratio']:.2f} (rounds {fd['ratio_min']:.2f}-{fd['ratio_max']:.2f}, median of "
+              f"{fd['rounds']}): the Python dev server stores every event and is the bottleneck of both sides",
+              "reported", None)
         if "wire_bytes_per_event_gzip" in fl:
             gz, plain = fl["wire_bytes_per_event_gzip"], fl["wire_bytes_per_event_plain"]
             t.add("bytes on the wire per event",
                   f"{gz:.1f} B gzip-compressed (what the library sends) vs {plain:.1f} B uncompressed: "
                   f"**{plain / gz:.1f}×** smaller (request body bytes of the flush above, Wi-Fi batches of 100, "
-                  "from the dev server's request log)",
+                  "as the receiver counted them)",
                   "smaller than uncompressed", gz < plain)
     off = data.get("offline")
     if off:

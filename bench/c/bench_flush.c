@@ -14,9 +14,14 @@
  *            the server's event-id deduplication never makes it cheaper.
  *
  * Rounds alternate which side goes first (when curl goes first it sends the
- * previous round's bodies, under a new App ID). The dev server is one Python
- * process storing every event in SQLite; it is most likely the bottleneck
- * of both sides, which the ratio then shows as ~1.
+ * previous round's bodies, under a new App ID).
+ *
+ * The receiver is either the dev server (one Python process storing every
+ * event in SQLite: the bottleneck of both sides, so the ratio shows ~1 and
+ * single rounds swing) or bench/c/event_sink.c, a native server that reads,
+ * inflates, parses and counts each batch and answers at once: the figure
+ * the library is judged by (RECEIVER "sink"). Against the sink each side's
+ * events are checked at the receiver: every one arrived, exactly once.
  *
  * Each side also counts the TCP connections it opened (client sockets to the
  * server's port in /proc/net/tcp, established or in TIME_WAIT, before and
@@ -32,7 +37,7 @@
  * (`wire_size`) and as decoded (`body_size`, what an uncompressed upload
  * sends): "after" and "before" compression.
  *
- * usage: bench_flush SERVER_URL   env: BENCH_FLUSH_EVENTS (10000),
+ * usage: bench_flush SERVER_URL [sink]   env: BENCH_FLUSH_EVENTS (10000),
  *        BENCH_FLUSH_ROUNDS (5), BENCH_FLUSH_GZIP (1; 0 uploads uncompressed)
  */
 #include "bench.h"
@@ -46,6 +51,7 @@ typedef struct {
     char **bodies;
     size_t *lengths;
     size_t count;
+    size_t events;
 } batches;
 
 typedef struct {
@@ -96,7 +102,7 @@ static batches read_batches(const char *dir, size_t per_batch, size_t extra) {
         payloads[n][7 + 36] = '"';
         n++;
     }
-    batches b = {malloc((n / per_batch + 1) * sizeof(char *)), malloc((n / per_batch + 1) * sizeof(size_t)), 0};
+    batches b = {malloc((n / per_batch + 1) * sizeof(char *)), malloc((n / per_batch + 1) * sizeof(size_t)), 0, n};
     for (size_t i = 0; i < n; i += per_batch) {
         size_t len = 16;
         for (size_t j = i; j < n && j < i + per_batch; j++) len += sizes[j] + 1;
@@ -146,6 +152,28 @@ static int server_port(const char *server) {
     return colon ? atoi(colon + 1) : 80;
 }
 
+/* Against the sink (`sink`): what it counted of `app`'s batches, which
+ * must be `expected` distinct events; the same figures as below. */
+static int sink;
+
+static void sink_counts(const char *server, const char *app, size_t expected, double *wire, double *plain,
+                        double *first_mono_ms) {
+    char path[256], *text = NULL;
+    snprintf(path, sizeof path, "/sink/stats?app=%s", app);
+    if (admin_request_text(server, "GET", path, NULL, &text) != 200 || !text) die("no sink stats for %s", app);
+    json_t *stats = json_loads(text, 0, NULL);
+    free(text);
+    json_int_t distinct = json_integer_value(json_object_get(stats, "distinct"));
+    json_int_t events = json_integer_value(json_object_get(stats, "events"));
+    if (distinct != (json_int_t)expected || events != (json_int_t)expected)
+        die("the sink received %lld events (%lld distinct) of %s, not %zu", (long long)events, (long long)distinct, app,
+            expected);
+    *wire = (double)json_integer_value(json_object_get(stats, "wire_bytes"));
+    *plain = (double)json_integer_value(json_object_get(stats, "plain_bytes"));
+    *first_mono_ms = json_number_value(json_object_get(stats, "first_mono_ms"));
+    json_decref(stats);
+}
+
 static size_t discard(char *ptr, size_t size, size_t n, void *user) {
     (void)ptr;
     admin_buffer *b = user;
@@ -186,6 +214,10 @@ static double post_with_curl(const char *server, const char *app, const batches 
     }
     double seconds = (double)(now_ns() - t0) / 1e9;
     *out_connections = client_sockets_to(server_port(server)) - sockets_before;
+    if (sink) {
+        double wire, plain, first;
+        sink_counts(server, app, b->events, &wire, &plain, &first);
+    }
     free(reply.data);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
@@ -195,7 +227,12 @@ static double post_with_curl(const char *server, const char *app, const batches 
 /* Request body bytes of the logged event POSTs of `app`: as sent (wire)
  * and decoded (plain), and the earliest one's start on the server
  * (`mono_ms`, CLOCK_MONOTONIC like now_ns); dies when the server logged none. */
-static void event_body_bytes(const char *server, const char *app, double *wire, double *plain, double *first_mono_ms) {
+static void event_body_bytes(const char *server, const char *app, size_t expected, double *wire, double *plain,
+                             double *first_mono_ms) {
+    if (sink) {
+        sink_counts(server, app, expected, wire, plain, first_mono_ms);
+        return;
+    }
     char *text = NULL;
     if (admin_request_text(server, "GET", "/admin/requests", NULL, &text) != 200 || !text) die("no request log");
     json_t *log = json_loads(text, 0, NULL);
@@ -260,7 +297,7 @@ static double flush_with_library(const char *server, const char *app, size_t n, 
     if (!strstr(stats, "\"queued\":0,") && !strstr(stats, "\"queued\": 0,")) die("flush left events: %s", stats);
     appnorth_string_free(stats);
     double wire = 0, plain = 0, first_mono_ms = 0;
-    event_body_bytes(server, app, &wire, &plain, &first_mono_ms);
+    event_body_bytes(server, app, n, &wire, &plain, &first_mono_ms);
     *out_first_request_ms = first_mono_ms - (double)t0 / 1e6;
     *out_wire_per_event = wire / (double)n;
     *out_plain_per_event = plain / (double)n;
@@ -278,12 +315,14 @@ static void free_batches(batches *b) {
 
 int main(int argc, char **argv) {
     const char *server = argc > 1 ? argv[1] : getenv("APPNORTH_TEST_SERVER");
-    if (!server) die("usage: bench_flush SERVER_URL");
+    if (!server) die("usage: bench_flush SERVER_URL [sink]");
+    sink = argc > 2 && strcmp(argv[2], "sink") == 0;
     size_t n = (size_t)env_int("BENCH_FLUSH_EVENTS", 10000);
     int rounds = env_int("BENCH_FLUSH_ROUNDS", 5);
     if (n < 200 || n > 10000 || rounds < 1 || rounds > 16) die("bad BENCH_FLUSH_EVENTS / BENCH_FLUSH_ROUNDS");
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (admin_request(server, "GET", "/admin/health", NULL, NULL) != 200) die("no dev server at %s", server);
+    if (admin_request(server, "GET", sink ? "/sink/stats" : "/admin/health", NULL, NULL) != 200)
+        die("no %s at %s", sink ? "event sink" : "dev server", server);
 
     double lib_eps[16], curl_eps[16], ratio[16], wire_pe[16], plain_pe[16], first_ms[16];
     int lib_conn[16], curl_conn[16];
@@ -321,6 +360,7 @@ int main(int argc, char **argv) {
     jw w;
     jw_begin(&w, stdout);
     jw_string(&w, "bench", "flush");
+    jw_string(&w, "receiver", sink ? "sink" : "devserver");
     jw_int(&w, "events", (long long)n);
     jw_int(&w, "batches", (long long)batch_count);
     jw_int(&w, "rounds", rounds);
@@ -336,6 +376,9 @@ int main(int argc, char **argv) {
     jw_num(&w, "wire_bytes_per_event_plain", median(plain_pe, (size_t)rounds));
     jw_array(&w, "round_library_events_per_s", lib_eps, (size_t)rounds);
     jw_array(&w, "round_curl_events_per_s", curl_eps, (size_t)rounds);
+    jw_array(&w, "round_ratio", ratio, (size_t)rounds);
+    jw_num(&w, "ratio_min", quantile(ratio, (size_t)rounds, 0));
+    jw_num(&w, "ratio_max", quantile(ratio, (size_t)rounds, 1));
     jw_end(&w);
     curl_global_cleanup();
     return 0;

@@ -22,6 +22,8 @@ against the tree, so it fails the build instead of misleading a reader.
 5. Every function of abi/appnorth.symbols is named in CHANGELOG.md.
 6. No heading repeats under the same parent heading in docs/, README.md
    or CHANGELOG.md.
+7. The facts of scripts/check_doc_facts.py: the library's size as quoted,
+   the C layer's files, the state machines' names.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ import re
 import sys
 from pathlib import Path
 from typing import Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.dont_write_bytecode = True
+import check_doc_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -280,6 +286,7 @@ def main() -> int:
     problems += check_references(files) + check_folder_refs(files) + check_symbols() + check_readme_layout()
     problems += check_conventions_layout()
     problems += check_changelog() + check_headings()
+    problems += check_doc_facts.problems() + [f"check_doc_facts self-test: {f}" for f in check_doc_facts.self_test()]
     for p in problems:
         print(f"docs: {p}")
     if problems:

@@ -215,7 +215,7 @@ public func appnorth_client_new(_ options: OpaquePointer?, _ outClient: UnsafeMu
         // not called once the gate is closed) and its dispatcher closes.
         ThreadOwners.register(client) { [weak client] in
             guard let client else { return }
-            cancelOperations(of: client)
+            OperationTable.shared.cancelAll(of: client)
             client.dispatcher?.close()
         }
     }

@@ -137,11 +137,12 @@ public func appnorth_config_new(_ options: OpaquePointer?, _ outConfig: UnsafeMu
         guard let client = opts.client else { throw AppNorthError.invalidArgument("options have no client") }
         let config = try AppNorthRemoteConfig(client: client, options: opts.options)
         out.pointee = Handle.make(config)
-        // appnorth_shutdown(): its stream thread stops, as in appnorth_config_free.
+        // appnorth_shutdown(): its stream is cancelled (the thread is told
+        // to stop with every library thread).
         ThreadOwners.register(config) { [weak config] in
             guard let config else { return }
-            cancelOperations(of: config)
-            config.close()
+            OperationTable.shared.cancelAll(of: config)
+            config.cancelStream()
         }
     }
 }

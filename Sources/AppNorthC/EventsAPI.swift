@@ -161,8 +161,8 @@ public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMu
         out.pointee = Handle.make(events)
         ThreadOwners.register(events) { [weak events] in
             guard let events else { return }
-            cancelOperations(of: events)
-            events.close(timeoutMilliseconds: 0)
+            OperationTable.shared.cancelAll(of: events)
+            events.requestStop()
         }
     }
 }

@@ -81,6 +81,12 @@ extension ConfigEngine {
         send(.threadJoined)
     }
 
+    /// Cancels the running thread's transfer (a stream or a fetch), leaving
+    /// the thread and the state as they are.
+    func cancelTransfer() {
+        state.withLock { $0.thread?.cancel }?.cancel()
+    }
+
     func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         listeners.close()

@@ -198,4 +198,9 @@ package final class AppNorthRemoteConfig: Sendable {
     /// data directory may be opened again. Reads keep working from memory.
     /// Idempotent.
     package func close() { engine.close() }
+
+    /// Cancels the stream's or fetch's transfer in flight without waiting
+    /// for the thread (a process-wide stop tells the thread to end and
+    /// waits for every thread at once).
+    package func cancelStream() { engine.cancelTransfer() }
 }

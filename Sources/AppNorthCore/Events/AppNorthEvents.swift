@@ -161,6 +161,16 @@ package final class AppNorthEvents: Sendable {
         }
     }
 
+    /// Asks the queue to end without waiting for anything (a process-wide
+    /// stop, which then waits for every thread at once): later calls fail
+    /// with `.wrongState` and the upload in flight is cancelled; the upload
+    /// thread ends when told to stop (`LibraryThreads`). Queued events stay
+    /// on disk, journaled ones for the next open to import.
+    package func requestStop() {
+        lifecycle.close()
+        consentOwner.cancelInFlight()
+    }
+
     /// Flushes within `timeoutMilliseconds` (0: no flush), then stops the
     /// upload thread. Queued events stay on disk. Later calls fail with
     /// `.wrongState`. Idempotent.

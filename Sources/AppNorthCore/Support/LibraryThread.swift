@@ -112,17 +112,25 @@ package enum LibraryThreads {
         registry.value.threads.withLock { $0.values.map(\.name) }.sorted()
     }
 
+    /// Asks every library thread to end, without waiting.
+    package static func requestStopAll() {
+        for thread in registry.value.threads.withLock({ Array($0.values) }) { thread.stop() }
+    }
+
     /// Asks every library thread to end and waits up to `milliseconds`
-    /// for them (not for the calling thread, if it is one). True when none
-    /// is left.
+    /// for them (not for the calling thread, if it is one); once none is
+    /// left, joins the joinable ones (their owners' later joins return at
+    /// once), so they are gone from the process too. True when none is left.
     package static func stopAll(milliseconds: Int) -> Bool {
         let registry = registry.value
         let all = registry.threads.withLock { Array($0.values) }
         for thread in all { thread.stop() }
         let deadline = Deadline.fromNow(milliseconds: max(0, milliseconds))
-        return registry.threads.withLock { live in
+        let ended = registry.threads.withLock { live in
             registry.threads.wait(until: { live.values.allSatisfy(\.isCurrent) }, deadline: deadline)
             return live.values.allSatisfy(\.isCurrent)
         }
+        if ended { for thread in all where !thread.isCurrent { thread.join() } }
+        return ended
     }
 }

@@ -80,6 +80,16 @@ wheel: $(DIST_LIB)
 node-package: $(DIST_LIB)
 	@scripts/node-package.sh $(DIST) $(BUILD)/node
 
+# The Debian packages libappnorth0 and libappnorth-dev (dist/*.deb) from the
+# release build, with Debian's paths in the .pc and CMake files; Depends from
+# dpkg-shlibdeps against the Debian 11 root's packages, a symbols file checked
+# by dpkg-gensymbols, then lintian must report no error or warning
+# (scripts/make-deb.sh). make test-platforms installs and uses them.
+.PHONY: deb
+deb: $(DIST_LIB)
+	@scripts/ensure-deps.sh
+	@scripts/make-deb.sh $(DIST) $(VERSION)
+
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
              lib/cmake/appnorth/appnorthConfigVersion.cmake include/appnorth.h include/appnorth.hpp \

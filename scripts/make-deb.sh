@@ -4,13 +4,14 @@
 #   libappnorth0     the library, /usr/lib/<multiarch>/libappnorth.so.VERSION and its SONAME link
 #   libappnorth-dev  the headers, the libappnorth.so link, the .pc and CMake files with Debian's
 #                    paths, the cdef and API JSON (/usr/share/appnorth), DIST's man pages if any
-# made with Debian's tools as debhelper would use them: dpkg-shlibdeps computes the
-# library's Depends from the symbols it binds, against the Debian 11 floor's
-# package database, dpkg-gensymbols writes its symbols
-# file (each function at the release abi/appnorth.symbols gives it, but none before
-# the first packaged one) and checks it against the library, dpkg-gencontrol writes
-# the control files, dpkg-deb builds root-owned packages; then lintian must report
-# no error. Usage: scripts/make-deb.sh DIST VERSION
+# made with Debian's tools as debhelper would use them:
+#   dpkg-shlibdeps   the library's Depends, from the symbols it binds, looked up in the
+#                    Debian 11 root's package database (the floor it is linked against)
+#   dpkg-gensymbols  its symbols file (each function at the release abi/appnorth.symbols
+#                    gives, none before the first packaged one), checked against the exports
+#   dpkg-gencontrol  the control files;  dpkg-deb  root-owned packages
+# then lintian must report no error and no warning.
+# Usage: scripts/make-deb.sh DIST VERSION
 #   -> DIST/libappnorth0_VERSION-1_ARCH.deb, DIST/libappnorth-dev_VERSION-1_ARCH.deb
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"

@@ -6,6 +6,7 @@
 #                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
 #   make node-package  the npm tarball (Node-API addon + libappnorth.so.0) in build/node/
+#   make deb       the Debian packages libappnorth0 and libappnorth-dev in dist/
 #   make install   PREFIX=/usr/local by default
 #   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
 
@@ -79,6 +80,16 @@ wheel: $(DIST_LIB)
 # npm pack into build/node/appnorth-VERSION.tgz.
 node-package: $(DIST_LIB)
 	@scripts/node-package.sh $(DIST) $(BUILD)/node
+
+# The Debian packages libappnorth0 and libappnorth-dev (dist/*.deb) from the
+# release build, with Debian's paths in the .pc and CMake files; Depends from
+# dpkg-shlibdeps against the Debian 11 root's packages, a symbols file checked
+# by dpkg-gensymbols, then lintian must report no error or warning
+# (scripts/make-deb.sh). make test-platforms installs and uses them.
+.PHONY: deb
+deb: dist
+	@scripts/ensure-deps.sh
+	@scripts/make-deb.sh $(DIST) $(VERSION)
 
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
@@ -187,8 +198,9 @@ test-wheel: wheel
 # needs a symbol newer than glibc 2.31 (scripts/check-floor.sh); then in a
 # Debian 11 and a Debian 13 root (debootstrap, cached in
 # /var/cache/appnorth/roots) the C quickstart and examples, the wheel, its
-# fallbacks and a kill -9 round run (scripts/test-platforms.sh).
-test-platforms: wheel
+# fallbacks and a kill -9 round run, and the Debian packages install and
+# build the C quickstart there and here (scripts/test-platforms.sh).
+test-platforms: wheel deb
 	@scripts/check-floor.sh $(DIST_LIB) $(DIST)/appnorth-*.whl | grep -E 'appnorth|OVER' || true
 	@scripts/check-floor.sh $(DIST_LIB) $(DIST)/appnorth-*.whl > /dev/null
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-platforms.sh

@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 # with ffi) are checked by running them, below.
 packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev pkg-config valgrind cmake bindgen libclang1-14
           g++ golang-go faketime debootstrap)
+# dpkg-dev and lintian: make deb builds and checks the Debian packages.
+packages+=(dpkg-dev lintian)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,7 +8,10 @@
 #     LD_BIND_NOW=1) against the dev server on the host's loopback;
 #   - the wheel installs with the root's pip into a venv, runs the README's
 #     Python quickstart, forces the fallbacks for the libcurl 7.74 it bundles
-#     (Tests/platforms/fallbacks.py), and a track() kill -9 round loses nothing.
+#     (Tests/platforms/fallbacks.py), and a track() kill -9 round loses nothing;
+#   - the Debian packages (make deb) install with apt, the C quickstart builds
+#     with pkg-config alone and runs, and they purge cleanly; on this machine
+#     as well, with a CMake consumer (Tests/platforms/debs.sh).
 # The dev server: $APPNORTH_TEST_SERVER, seeded (DEVSERVER_FLAGS=--seed-demo).
 # A root that cannot be made fails this, with the reason. Needs root
 # (chroot); otherwise it fails and says so.
@@ -56,4 +59,7 @@ for name in debian11 debian13; do
         venv/bin/python kill_round.py $url demo /run/appnorth/kill-data $rounds $name" \
         || { echo "test-platforms: $name: the wheel failed" >&2; exit 1; }
     echo "platforms: $name: the wheel installed with the root's pip and ran the Python quickstart ($((SECONDS - started)) s)"
+    Tests/platforms/debs.sh "$root"
 done
+# The Debian packages on this machine too, where cmake is.
+Tests/platforms/debs.sh /

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # make test-node: the Node.js binding against the dev server
 # ($APPNORTH_TEST_SERVER, seeded with --seed-demo).
-#  1. builds and packs the addon (scripts/node-package.sh);
-#  2. runs its tests with Node's own runner against the staged package;
-#  3. installs the tarball into an empty folder, offline, as npm would, and
-#     runs the README's "Quickstart: Node" there as written, with
+#  1. builds the addon and packs the two npm packages (scripts/node-package.sh):
+#     appnorth (JS only) and @appnorth/linux-x64-gnu (the addon, libappnorth.so.0);
+#  2. installs both tarballs into an empty folder, offline, as npm would
+#     (the npm registry is never asked), and checks where each file went;
+#  3. runs the binding's tests with Node's own runner against that install;
+#  4. runs the README's "Quickstart: Node" there as written, with
 #     APPNORTH_URL pointing at the dev server; the server must then hold
-#     the quickstart's event.
+#     the quickstart's event;
+#  5. installs appnorth alone (optional dependencies omitted): require()
+#     fails with the loader's error, which names the platform package;
+#  6. runs the tests and the quickstart again in the Debian 13 root with
+#     Debian's own Node (scripts/platform-roots.sh; its nodejs package is
+#     installed there on first use; it links libuv as a shared library).
 # Without a working node (scripts/toolchains.sh; as root Debian's nodejs and
 # libnode-dev are installed) it says what to install and skips.
 # Usage: test-node.sh BUILD_DIR DIST_DIR
@@ -22,8 +29,23 @@ for reason in "${TC_SKIPPED[@]}"; do
 done
 PATH="$(dirname "$TC_node"):$PATH"
 "$root/scripts/node-package.sh" "$2" "$out"
+tarballs=("$out"/appnorth-[0-9]*.tgz "$out"/appnorth-linux-x64-gnu-[0-9]*.tgz)
 
-APPNORTH_NODE_PACKAGE="$out/appnorth" node --test "$root"/bindings/node/test/*.test.js
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+npm_install() { # DIR ARGS...: an offline install into the empty folder DIR
+    mkdir -p "$1"
+    (cd "$1" && npm install --offline --no-audit --no-fund --silent --cache "$work/npm-cache" "${@:2}")
+}
+npm_install "$work/app" "${tarballs[@]}"
+modules="$work/app/node_modules"
+[ -f "$modules/@appnorth/linux-x64-gnu/appnorth.node" ] && [ -f "$modules/@appnorth/linux-x64-gnu/libappnorth.so.0" ] \
+    || { echo "test-node: the installed @appnorth/linux-x64-gnu lacks appnorth.node or libappnorth.so.0"; exit 1; }
+[ -z "$(find "$modules/appnorth" -name '*.node' -o -name '*.so*')" ] || { echo "test-node: the installed appnorth holds a binary"; exit 1; }
+echo "test-node: npm install --offline of $(cd "$out" && echo "${tarballs[@]##*/}") into an empty folder"
+
+tests="$root/bindings/node/test"
+env -u APPNORTH_NODE_ADDON -u NODE_PATH APPNORTH_NODE_PACKAGE="$modules/appnorth" node --test "$tests"/*.test.js
 
 # index.d.ts, used as an app would (bindings/node/test/types.ts), under tsc --strict.
 if [ -n "${TC_tsc:-}" ]; then
@@ -35,23 +57,47 @@ else
     done
 fi
 
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-mkdir "$work/app"
 awk '/^## Quickstart: Node$/ {section = 1; next}
      section && /^```js$/ {inside = 1; next}
      inside && /^```$/ {exit}
      inside {print}' "$root/README.md" > "$work/app/quickstart.js"
 [ -s "$work/app/quickstart.js" ] || { echo "test-node: no \`\`\`js block under '## Quickstart: Node' in README.md"; exit 1; }
-(cd "$work/app" && npm install --offline --no-audit --no-fund --silent --cache "$work/npm-cache" "$out"/appnorth-*.tgz)
-[ -f "$work/app/node_modules/appnorth/appnorth.node" ] && [ -f "$work/app/node_modules/appnorth/libappnorth.so.0" ] \
-    || { echo "test-node: the installed package lacks appnorth.node or libappnorth.so.0"; exit 1; }
-(cd "$work/app" && env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH APPNORTH_URL="$APPNORTH_TEST_SERVER" \
-    node quickstart.js) > "$work/quickstart.log" 2>&1 || { cat "$work/quickstart.log"; echo "test-node: the quickstart failed"; exit 1; }
-grep -q "^idea: Dark mode" "$work/quickstart.log" || { cat "$work/quickstart.log"; echo "test-node: the quickstart found no Dark mode idea"; exit 1; }
-node -e '
-fetch(process.argv[1] + "/admin/apps/demo/state").then((r) => r.json()).then((state) => {
-  const n = state.events.filter((e) => e.name === "purchase").length;
-  if (n !== 1) { console.error("test-node: the quickstart event arrived " + n + " times"); process.exit(1); }
-});' "$APPNORTH_TEST_SERVER"
-echo "test-node: npm install of $(basename "$out"/appnorth-*.tgz) into an empty folder (offline) runs the README's Node quickstart"
+purchases() {
+    node -e 'fetch(process.argv[1] + "/admin/apps/demo/state").then((r) => r.json())
+      .then((s) => console.log(s.events.filter((e) => e.name === "purchase").length));' "$APPNORTH_TEST_SERVER"
+}
+quickstart() { # WHERE COMMAND...: runs the quickstart; it must print the idea and send one event
+    local where="$1" before
+    shift
+    before="$(purchases)"
+    "$@" > "$work/quickstart.log" 2>&1 || { cat "$work/quickstart.log"; echo "test-node: the quickstart failed ($where)"; exit 1; }
+    grep -q "^idea: Dark mode" "$work/quickstart.log" || { cat "$work/quickstart.log"; echo "test-node: the quickstart found no Dark mode idea ($where)"; exit 1; }
+    [ "$(purchases)" = $((before + 1)) ] || { echo "test-node: the quickstart event did not arrive once ($where)"; exit 1; }
+    echo "test-node: the README's Node quickstart runs with $where"
+}
+export APPNORTH_URL="$APPNORTH_TEST_SERVER"
+quickstart "$(node --version) ($(command -v node))" sh -c 'cd "$1" && exec env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH node quickstart.js' sh "$work/app"
+
+# appnorth without its platform package: the install succeeds, require() names what is missing.
+npm_install "$work/alone" --omit=optional "${tarballs[0]}"
+[ ! -e "$work/alone/node_modules/@appnorth" ] || { echo "test-node: --omit=optional installed @appnorth/*"; exit 1; }
+if (cd "$work/alone" && env -u APPNORTH_NODE_ADDON node -e "require('appnorth')") > "$work/alone.log" 2>&1 \
+    || ! grep -q "npm install @appnorth/linux-x64-gnu@" "$work/alone.log"; then
+    cat "$work/alone.log"; echo "test-node: appnorth without @appnorth/linux-x64-gnu did not fail with the loader's error"; exit 1
+fi
+echo "test-node: appnorth installed alone fails at require() with: $(grep -m1 'could not find' "$work/alone.log")"
+
+# The same install, tests and quickstart with Debian 13's own Node, in its root.
+roots="$root/scripts/platform-roots.sh"
+root13="$("$roots" ensure debian13)"
+"$roots" run debian13 'command -v node >/dev/null || { apt-get update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends nodejs >/dev/null; }'
+inside="$(mktemp -d "$root13/tmp/appnorth-node.XXXXXX")"
+trap 'rm -rf "$work" "$inside"' EXIT
+cp -a "$work/app" "$inside/app"
+cp -a "$tests" "$inside/test"
+at="/tmp/${inside##*/}"
+in13() { env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "$roots" run debian13 "cd $at/app && $1"; }
+node13="$(in13 "/usr/bin/node -p \"process.version + ', libuv ' + process.versions.uv\"") (Debian 13's /usr/bin/node, linking $(in13 "ldd /usr/bin/node" | grep -o "libuv[^ ]*" | head -1))"
+in13 "APPNORTH_NODE_PACKAGE=$at/app/node_modules/appnorth/ /usr/bin/node --test $at/test/*.test.js"
+quickstart "$node13" in13 '/usr/bin/node quickstart.js'

@@ -11,9 +11,12 @@
 #     the quickstart's event;
 #  5. installs appnorth alone (optional dependencies omitted): require()
 #     fails with the loader's error, which names the platform package;
-#  6. runs the tests and the quickstart again in the Debian 13 root with
-#     Debian's own Node (scripts/platform-roots.sh; its nodejs package is
-#     installed there on first use; it links libuv as a shared library).
+#  6. installs the tarballs with the official builds of Node 22, 24 and 26
+#     (scripts/node-builds.sh), each with its own npm, and runs the tests
+#     and the quickstart with each;
+#  7. runs the tests and the quickstart in the Debian roots
+#     (scripts/platform-roots.sh): with Debian 13's own Node 20, which links
+#     libuv as a shared library, and in Debian 11 (glibc 2.31) with Node 22.
 # Without a working node (scripts/toolchains.sh; as root Debian's nodejs and
 # libnode-dev are installed) it says what to install and skips.
 # Usage: test-node.sh BUILD_DIR DIST_DIR
@@ -37,6 +40,9 @@ npm_install() { # DIR ARGS...: an offline install into the empty folder DIR
     mkdir -p "$1"
     (cd "$1" && npm install --offline --no-audit --no-fund --silent --cache "$work/npm-cache" "${@:2}")
 }
+in_dir() { # DIR COMMAND...: COMMAND in DIR, with none of the variables that would point it elsewhere
+    (cd "$1" && exec env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "${@:2}")
+}
 npm_install "$work/app" "${tarballs[@]}"
 modules="$work/app/node_modules"
 [ -f "$modules/@appnorth/linux-x64-gnu/appnorth.node" ] && [ -f "$modules/@appnorth/linux-x64-gnu/libappnorth.so.0" ] \
@@ -45,7 +51,7 @@ modules="$work/app/node_modules"
 echo "test-node: npm install --offline of $(cd "$out" && echo "${tarballs[@]##*/}") into an empty folder"
 
 tests="$root/bindings/node/test"
-env -u APPNORTH_NODE_ADDON -u NODE_PATH APPNORTH_NODE_PACKAGE="$modules/appnorth" node --test "$tests"/*.test.js
+APPNORTH_NODE_PACKAGE="$modules/appnorth" in_dir "$work/app" node --test "$tests"/*.test.js
 
 # index.d.ts, used as an app would (bindings/node/test/types.ts), under tsc --strict.
 if [ -n "${TC_tsc:-}" ]; then
@@ -76,7 +82,7 @@ quickstart() { # WHERE COMMAND...: runs the quickstart; it must print the idea a
     echo "test-node: the README's Node quickstart runs with $where"
 }
 export APPNORTH_URL="$APPNORTH_TEST_SERVER"
-quickstart "$(node --version) ($(command -v node))" sh -c 'cd "$1" && exec env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH node quickstart.js' sh "$work/app"
+quickstart "$(node --version) ($(command -v node))" in_dir "$work/app" node quickstart.js
 
 # appnorth without its platform package: the install succeeds, require() names what is missing.
 npm_install "$work/alone" --omit=optional "${tarballs[0]}"
@@ -87,17 +93,43 @@ if (cd "$work/alone" && env -u APPNORTH_NODE_ADDON node -e "require('appnorth')"
 fi
 echo "test-node: appnorth installed alone fails at require() with: $(grep -m1 'could not find' "$work/alone.log")"
 
-# The same install, tests and quickstart with Debian 13's own Node, in its root.
+# The official builds of the other supported majors, each installing with its own npm.
+builds=()
+while IFS= read -r build; do builds+=("$build"); done < <("$root/scripts/node-builds.sh" "$out/builds")
+for build in "${builds[@]}"; do
+    node_x="$build/bin/node" npm_cli="$build/lib/node_modules/npm/bin/npm-cli.js"
+    app="$work/app-$("$node_x" --version)"
+    mkdir -p "$app"
+    in_dir "$app" "$node_x" "$npm_cli" install --offline --no-audit --no-fund --silent --cache "$work/npm-cache" "${tarballs[@]}"
+    cp "$work/app/quickstart.js" "$app/"
+    APPNORTH_NODE_PACKAGE="$app/node_modules/appnorth" in_dir "$app" "$node_x" --test "$tests"/*.test.js
+    quickstart "$("$node_x" -p "process.version + ', libuv ' + process.versions.uv") (nodejs.org's build; installed with its npm $("$node_x" "$npm_cli" --version))" \
+        in_dir "$app" "$node_x" quickstart.js
+done
+
+# In the Debian roots (scripts/platform-roots.sh): Debian 13's own Node 20,
+# which links libuv as a shared library (its nodejs package installed there
+# on first use), and, at the glibc 2.31 floor the platform package declares,
+# Debian 11 with the oldest official build above (Debian 11's Node 12 is too
+# old). Each runs the tests and the quickstart in a copy of an install above.
 roots="$root/scripts/platform-roots.sh"
-root13="$("$roots" ensure debian13)"
+inside=()
+trap 'rm -rf "$work" "${inside[@]}"' EXIT
+in_root() { # NAME APP NODE WHERE: NODE ('' for the root's own) runs the tests and the quickstart in NAME's root
+    local at dir
+    dir="$(mktemp -d "$("$roots" ensure "$1")/tmp/appnorth-node.XXXXXX")"
+    inside+=("$dir")
+    at="/tmp/${dir##*/}"
+    cp -a "$2" "$dir/app"
+    cp -a "$tests" "$dir/test"
+    local node_in="/usr/bin/node"
+    if [ -n "$3" ]; then cp "$3" "$dir/node"; node_in="$at/node"; fi
+    run() { env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "$roots" run "$1" "cd $at/app && $2"; }
+    run "$1" "APPNORTH_NODE_PACKAGE=$at/app/node_modules/appnorth/ $node_in --test $at/test/*.test.js"
+    quickstart "$(run "$1" "$node_in -p \"process.version + ', libuv ' + process.versions.uv + ', glibc ' + process.report.getReport().header.glibcVersionRuntime\"") ($4)" \
+        run "$1" "$node_in quickstart.js"
+}
 "$roots" run debian13 'command -v node >/dev/null || { apt-get update -q >/dev/null &&
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends nodejs >/dev/null; }'
-inside="$(mktemp -d "$root13/tmp/appnorth-node.XXXXXX")"
-trap 'rm -rf "$work" "$inside"' EXIT
-cp -a "$work/app" "$inside/app"
-cp -a "$tests" "$inside/test"
-at="/tmp/${inside##*/}"
-in13() { env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "$roots" run debian13 "cd $at/app && $1"; }
-node13="$(in13 "/usr/bin/node -p \"process.version + ', libuv ' + process.versions.uv\"") (Debian 13's /usr/bin/node, linking $(in13 "ldd /usr/bin/node" | grep -o "libuv[^ ]*" | head -1))"
-in13 "APPNORTH_NODE_PACKAGE=$at/app/node_modules/appnorth/ /usr/bin/node --test $at/test/*.test.js"
-quickstart "$node13" in13 '/usr/bin/node quickstart.js'
+in_root debian13 "$work/app" "" "Debian 13's /usr/bin/node, in its root"
+in_root debian11 "$work/app-$("${builds[0]}/bin/node" --version)" "${builds[0]}/bin/node" "nodejs.org's build, in the Debian 11 root"

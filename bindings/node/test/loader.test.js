@@ -78,11 +78,13 @@ test('a Node-API older than the addon needs: the error says which', () => {
 });
 
 test('a platform package whose addon does not load: the loader says why and what it needs', () => {
-  // The install as it is, less libappnorth.so.0 (as a missing system library would fail).
-  const app = tempDir();
-  fs.cpSync(path.dirname(packageDir), path.join(app, 'node_modules'), { recursive: true });
-  fs.rmSync(path.join(app, 'node_modules', '@appnorth', 'linux-x64-gnu', 'libappnorth.so.0'));
-  const r = load(path.join(app, 'node_modules', 'appnorth') + path.sep);
+  // Both packages as installed, less libappnorth.so.0 (as a missing system library would fail).
+  const modules = path.join(tempDir(), 'node_modules');
+  const platformDir = path.dirname(require.resolve('@appnorth/linux-x64-gnu/package.json', { paths: [packageDir] }));
+  fs.cpSync(packageDir, path.join(modules, 'appnorth'), { recursive: true });
+  fs.cpSync(platformDir, path.join(modules, '@appnorth', 'linux-x64-gnu'), { recursive: true });
+  fs.rmSync(path.join(modules, '@appnorth', 'linux-x64-gnu', 'libappnorth.so.0'));
+  const r = load(path.join(modules, 'appnorth') + path.sep);
   assert.equal(r.code, 'ERR_APPNORTH_NO_ADDON');
   assert.equal(r.cause, 'ERR_DLOPEN_FAILED');
   assert.match(r.message, /found @appnorth\/linux-x64-gnu but could not load its addon: libappnorth\.so\.0: cannot open shared object file/);

@@ -16,7 +16,7 @@ test('the addon in the main thread and two workers at once: an event from each, 
     const run = randomUUID();
     const child = spawnSync(process.execPath,
       [path.join(__dirname, 'fixtures', 'threads.js'), packageDir, server, run, tempDir(), tempDir(), tempDir()],
-      { encoding: 'utf8' });
+      { encoding: 'utf8', timeout: 300000 }); // a hang guard (a deadlocked teardown), not a speed bound
     assert.equal(child.signal, null, child.stderr);
     assert.equal(child.status, 0, child.stderr);
     const { sent, codes } = JSON.parse(child.stdout);

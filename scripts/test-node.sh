@@ -36,12 +36,13 @@ tarballs=("$out"/appnorth-[0-9]*.tgz "$out"/appnorth-linux-x64-gnu-[0-9]*.tgz)
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+mkdir "$work/tmp" # the tests' own folders (os.tmpdir()), gone with the rest
 npm_install() { # DIR ARGS...: an offline install into the empty folder DIR
     mkdir -p "$1"
     (cd "$1" && npm install --offline --no-audit --no-fund --silent --cache "$work/npm-cache" "${@:2}")
 }
 in_dir() { # DIR COMMAND...: COMMAND in DIR, with none of the variables that would point it elsewhere
-    (cd "$1" && exec env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "${@:2}")
+    (cd "$1" && exec env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH TMPDIR="$work/tmp" "${@:2}")
 }
 npm_install "$work/app" "${tarballs[@]}"
 modules="$work/app/node_modules"
@@ -122,9 +123,10 @@ in_root() { # NAME APP NODE WHERE: NODE ('' for the root's own) runs the tests a
     at="/tmp/${dir##*/}"
     cp -a "$2" "$dir/app"
     cp -a "$tests" "$dir/test"
+    mkdir "$dir/tmp"
     local node_in="/usr/bin/node"
     if [ -n "$3" ]; then cp "$3" "$dir/node"; node_in="$at/node"; fi
-    run() { env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH "$roots" run "$1" "cd $at/app && $2"; }
+    run() { env -u APPNORTH_NODE_ADDON -u LD_LIBRARY_PATH -u NODE_PATH TMPDIR="$at/tmp" "$roots" run "$1" "cd $at/app && $2"; }
     run "$1" "APPNORTH_NODE_PACKAGE=$at/app/node_modules/appnorth/ $node_in --test $at/test/*.test.js"
     quickstart "$(run "$1" "$node_in -p \"process.version + ', libuv ' + process.versions.uv + ', glibc ' + process.report.getReport().header.glibcVersionRuntime\"") ($4)" \
         run "$1" "$node_in quickstart.js"

@@ -5,7 +5,7 @@
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
 #                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
-#   make node-package  the npm tarball (Node-API addon + libappnorth.so.0) in build/node/
+#   make node-package  the npm tarballs (appnorth: JS; @appnorth/linux-x64-gnu: addon + .so) in build/node/
 #   make deb       the Debian packages libappnorth0 and libappnorth-dev in dist/
 #   make install   PREFIX=/usr/local by default
 #   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
@@ -75,9 +75,10 @@ dist: $(DIST_LIB)
 wheel: $(DIST_LIB)
 	@scripts/make-wheel.sh $(DIST_LIB) $(DIST)
 
-# The npm package: the Node-API addon (bindings/node/src) with
-# libappnorth.so.0 beside it ($ORIGIN rpath) and the JS module, packed by
-# npm pack into build/node/appnorth-VERSION.tgz.
+# The npm packages, packed by npm pack: build/node/appnorth-VERSION.tgz (the
+# JS module, no binary) and build/node/appnorth-linux-x64-gnu-VERSION.tgz
+# (the Node-API addon, bindings/node/src, with libappnorth.so.0 beside it,
+# $ORIGIN rpath), which the first names in its optionalDependencies.
 node-package: $(DIST_LIB)
 	@scripts/node-package.sh $(DIST) $(BUILD)/node
 
@@ -314,10 +315,12 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	    > $(BUILD)/host-examples.log 2>&1 || { cat $(BUILD)/host-examples.log; exit 1; }
 	@tail -n 1 $(BUILD)/host-examples.log
 
-# The Node.js binding: node --test bindings/node/test/ against the dev
-# server, then the packed tarball installed offline into an empty folder
-# runs the README's Node quickstart (scripts/test-node.sh; skipped, with
-# the command to run, without a working node).
+# The Node.js binding: both tarballs installed offline into an empty folder,
+# then node --test bindings/node/test/ against that install and the dev
+# server, and the README's Node quickstart, with the machine's node, the
+# official Node 22, 24 and 26 builds, Debian 13's node in its root and
+# Node 22 in the Debian 11 root (scripts/test-node.sh; skipped, with the
+# command to run, without a working node).
 test-node: $(DIST_LIB)
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-node.sh $(BUILD) $(DIST)
 

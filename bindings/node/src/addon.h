@@ -19,7 +19,12 @@
 #ifndef APPNORTH_NODE_ADDON_H
 #define APPNORTH_NODE_ADDON_H
 
-#define NAPI_VERSION 8
+/* The Node-API version comes from the command line (scripts/node-package.sh
+ * passes -DNAPI_VERSION from package.json's binary.napi_versions): a call
+ * newer than it is undeclared, an error under -Werror. */
+#ifndef NAPI_VERSION
+#error "compile with -DNAPI_VERSION=N (bindings/node/package.json, binary.napi_versions)"
+#endif
 #include <node_api.h>
 #include <uv.h>
 

@@ -36,7 +36,11 @@ enum Handle {
     private static let freeing: UInt = 1 << (UInt.bitWidth - 1)
     /// Set by a `release` that did not wait: the last call to leave frees.
     private static let releaseOnLeave: UInt = 1 << (UInt.bitWidth - 2)
-    private static let callsMask: UInt = releaseOnLeave - 1
+    /// A free waits for the calls in flight (`WordWaits`' mark).
+    private static let waiter: UInt = 1 << (UInt.bitWidth - 3)
+    private static let callsMask: UInt = waiter - 1
+    /// The frees waiting for their handles' calls; a fork() child's are its own.
+    private static let waits = ForkLocal<WordWaits, Never> { WordWaits() }
 
     static func make<T: AnyObject>(_ object: T) -> OpaquePointer {
         _ = LibraryPin.pinned
@@ -126,6 +130,7 @@ enum Handle {
         let box = Unmanaged<Box>.fromOpaque(raw)
         let after = box._withUnsafeGuaranteedRef { $0.state.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue }
         if after == freeing | releaseOnLeave { box.release() }
+        if after & waiter != 0 { waits.value.wake() }
     }
 
     /// Whether the handle of `object` that this thread's calls entered is
@@ -172,21 +177,11 @@ enum Handle {
             if before & callsMask == 0 { box.release() }
             return
         }
-        var pauses = 0
-        while box._withUnsafeGuaranteedRef({ $0.state.load(ordering: .acquiring) }) & callsMask != 0 {
-            pause(pauses)
-            pauses += 1
+        box._withUnsafeGuaranteedRef { box in
+            _ = waits.value.wait(until: nil, mark: { box.state.bitwiseOr(waiter, ordering: .acquiringAndReleasing) },
+                                 unmark: { box.state.bitwiseAnd(~waiter, ordering: .relaxed) },
+                                 done: { box.state.load(ordering: .acquiring) & callsMask == 0 })
         }
         box.release()
-    }
-
-    /// Yields first (calls are usually microseconds), then sleeps up to 1 ms.
-    private static func pause(_ round: Int) {
-        guard round >= 50 else {
-            sched_yield()
-            return
-        }
-        var delay = timespec(tv_sec: 0, tv_nsec: min(1_000_000, 20_000 * (round - 49)))
-        nanosleep(&delay, nil)
     }
 }

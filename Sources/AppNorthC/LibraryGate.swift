@@ -12,12 +12,19 @@ import Synchronization
 /// - the number of host callbacks running now.
 /// In a forked child the count is the forking thread's own callbacks (the
 /// others ran on threads the child does not have), and the holds its own.
+/// A thread that waits for the word to change (a hold for the callbacks
+/// running, a callback for a resume, a shutdown for the callbacks) sleeps
+/// (`WordWaits`, the waiter bit its mark); a change that sees it wakes it.
 enum LibraryGate {
     private static let closedBit: UInt = 1 << (UInt.bitWidth - 1)
+    private static let waiterBit: UInt = 1 << (UInt.bitWidth - 2)
     private static let holdUnit: UInt = 1 << 32
-    private static let holdMask: UInt = ((1 << (UInt.bitWidth - 1)) - 1) & ~(holdUnit - 1)
+    private static let holdMask: UInt = (waiterBit - 1) & ~(holdUnit - 1)
     private static let runningMask: UInt = holdUnit - 1
     private static let state = Atomic<UInt>(0)
+    /// The threads waiting for the word to change; a fork() child makes
+    /// its own (`resetInChild` clears the waiter bit).
+    private static let waits = ForkLocal<WordWaits, Never> { WordWaits() }
     /// Installs the child's reset with the first callback or hold.
     private static let childReset: Void = ForkGuard.inChild { LibraryGate.resetInChild() }
 
@@ -41,10 +48,23 @@ enum LibraryGate {
         }
     }
 
-    static func leave() { state.wrappingSubtract(1, ordering: .releasing) }
+    static func leave() { wakeWaiters(state.wrappingSubtract(1, ordering: .releasing).oldValue) }
 
     /// Closes the gate (again: harmless). Returns whether it was open.
-    static func close() -> Bool { state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing).oldValue & closedBit == 0 }
+    static func close() -> Bool {
+        let old = state.bitwiseOr(closedBit, ordering: .acquiringAndReleasing).oldValue
+        wakeWaiters(old)
+        return old & closedBit == 0
+    }
+
+    /// After a change of the word that was `old` before it: wakes the
+    /// threads waiting, if `old` says there are. (The change and the
+    /// waiter's setting of the bit are both read-modify-writes of the
+    /// word: one of them sees the other.)
+    @inline(__always)
+    private static func wakeWaiters(_ old: UInt) {
+        if old & waiterBit != 0 { waits.value.wake() }
+    }
 
     /// Holds the gate for this thread: from now on no host callback starts
     /// on another thread until `resume`. Then waits until none runs on
@@ -83,7 +103,7 @@ enum LibraryGate {
             let (done, now) = state.weakCompareExchange(expected: seen, desired: seen - holdUnit,
                                                        successOrdering: .acquiringAndReleasing,
                                                        failureOrdering: .relaxed)
-            if done { return }
+            if done { return wakeWaiters(seen) }
             seen = now
         }
     }
@@ -108,23 +128,11 @@ enum LibraryGate {
         return seen
     }
 
-    /// Polls the word until `done` says so (yields first, then sleeps a
-    /// millisecond at a time: a hold lasts a fork, a shutdown's wait its
-    /// callbacks), or the deadline; nil waits without one.
+    /// Waits until `done` says so of the word, or the deadline (nil: none).
     private static func wait(until deadline: Deadline?, _ done: (UInt) -> Bool) -> Bool {
-        let clock = SystemClock()
-        var round = 0
-        while !done(state.load(ordering: .acquiring)) {
-            if let deadline, deadline.hasPassed(at: clock.monotonicNanoseconds()) { return false }
-            if round < 50 {
-                sched_yield()
-            } else {
-                var delay = timespec(tv_sec: 0, tv_nsec: round < 200 ? 100_000 : 1_000_000)
-                nanosleep(&delay, nil)
-            }
-            round += 1
-        }
-        return true
+        waits.value.wait(until: deadline, mark: { state.bitwiseOr(waiterBit, ordering: .acquiringAndReleasing) },
+                         unmark: { state.bitwiseAnd(~waiterBit, ordering: .relaxed) },
+                         done: { done(state.load(ordering: .acquiring)) })
     }
 
     /// In a forked child, on its only thread: its own callbacks and holds.

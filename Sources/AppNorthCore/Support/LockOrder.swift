@@ -67,8 +67,9 @@ package enum LockLevel {
     static let listeners = 28
     /// `OperationTable`: the operations in flight (nothing inside).
     static let operations = 29
-    /// A `WakeSignal` or `GenerationWaiter` (nothing inside).
-    static let signal = 30
+    /// A `WakeSignal` or `GenerationWaiter`, or the waits at the C layer's
+    /// callback gate (`LibraryGate`) (nothing inside).
+    package static let signal = 30
 
     /// `QueueLimits.scans`: the other journal files as last counted
     /// (taken in the drain's turn with the connection held; nothing inside).
@@ -148,7 +149,7 @@ extension LockLevel {
         case threadStart: "LibraryThread start"
         case listeners: "ListenerRegistry"
         case operations: "OperationTable"
-        case signal: "WakeSignal/GenerationWaiter"
+        case signal: "WakeSignal/GenerationWaiter/LibraryGate waits"
         case transferEngine: "TransferEngine.drive"
         case transferInbox: "TransferEngine.inbox"
         case identityWriters: "IdentityWriters.lock"

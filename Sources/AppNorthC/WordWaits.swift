@@ -8,17 +8,22 @@ import AppNorthCore
 /// sees the other: a waiter is never left asleep after the change it
 /// waits for. Each word's owner keeps one in a `ForkLocal` (a fork()
 /// child's waiters are its own; the owner clears the mark in the child).
-final class WordWaits: Sendable {
+final class WordWaits: @unchecked Sendable {
+    // @unchecked: `waiters` is only touched with `condition` locked, and
+    // it is a field, not the lock's value: a value held as an `inout`
+    // across the condition's wait may be kept in a register while the
+    // lock is released, and another waiter's count would be lost.
+    private let condition = Lock<Void>((), level: LockLevel.signal)
     /// Threads waiting now; the last to leave unmarks the word.
-    private let count = Lock(0, level: LockLevel.signal)
+    private var waiters = 0
 
     /// Waits until `done()`, or the deadline (nil: none). True when done.
     func wait(until deadline: Deadline?, mark: () -> Void, unmark: () -> Void, done: () -> Bool) -> Bool {
         if done() { return true }
-        return count.withLock { waiters -> Bool in
+        return condition.locked { () -> Bool in
             waiters += 1
             mark()
-            count.wait(until: done, deadline: deadline)
+            condition.wait(until: done, deadline: deadline)
             waiters -= 1
             if waiters == 0 { unmark() }
             return done()
@@ -27,6 +32,6 @@ final class WordWaits: Sendable {
 
     /// Wakes every waiter (after a change of a word that carried the mark).
     func wake() {
-        count.withLock { _ in count.broadcast() }
+        condition.locked { condition.broadcast() }
     }
 }

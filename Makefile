@@ -49,10 +49,10 @@ build: deps
 # (scripts/check-floor.sh; docs/platforms.md).
 PACKAGE_FILES := scripts/build-release.sh scripts/floor-shims.c scripts/platform-roots.sh scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
                  scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh \
-                 scripts/abi-json.py scripts/abi_rules.py
+                 scripts/abi-json.py scripts/abi_rules.py scripts/version-script.py
 SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g'
 
-$(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
+$(DIST_LIB): $(SWIFT_SOURCES) abi/appnorth.symbols $(PACKAGE_FILES)
 	@scripts/ensure-deps.sh
 	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/lib/cmake/appnorth $(DIST)/include $(DIST)/share/appnorth
 	strip --strip-unneeded -o $@ "$$(scripts/build-release.sh $(SONAME))"
@@ -259,7 +259,9 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # Hosts other than the C tests: every C example compiles as strict C11; the
 # README's C quickstart is cut out, built as C99 and C++17, and run; a broken
 # toolchain first on PATH (rustup's cargo) is passed over or reported; the
-# header's functions match abi/appnorth.symbols and the library's exports;
+# header's functions match abi/appnorth.symbols and the library's exports,
+# each in its release's version node; a host needing a newer node
+# (APPNORTH_0.9) is refused at start;
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
@@ -287,6 +289,7 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
 	@Tests/hosts/toolchain_check.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
+	@Tests/hosts/version_node.sh $(DIST)
 	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
 	@python3 Tests/hosts/check_example_decls.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

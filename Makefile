@@ -261,7 +261,9 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # toolchain first on PATH (rustup's cargo) is passed over or reported; the
 # header's functions match abi/appnorth.symbols and the library's exports,
 # each in its release's version node; a host needing a newer node
-# (APPNORTH_0.9) is refused at start;
+# (APPNORTH_0.9) is refused at start; the header's ABI keeps the last
+# release's (abidiff against abi/appnorth-*.abi, scripts/abi-check.py, with
+# its self-test);
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
@@ -290,6 +292,8 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@Tests/hosts/toolchain_check.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
 	@Tests/hosts/version_node.sh $(DIST)
+	@python3 scripts/abi-check.py --self-test $(DIST)
+	@python3 scripts/abi-check.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
 	@python3 Tests/hosts/check_example_decls.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

@@ -67,7 +67,13 @@ $(DIST_LIB): $(SWIFT_SOURCES) abi/appnorth.symbols $(PACKAGE_FILES)
 	python3 scripts/abi-json.py include/appnorth.h > $(DIST)/share/appnorth/appnorth.api.json
 	@echo "dist: $@ is $$(stat -c %s $@) bytes"
 
-dist: $(DIST_LIB)
+dist: $(DIST_LIB) $(DIST)/share/man/man3/appnorth.3
+
+# One man page per function of the header and appnorth(3), from its doc
+# comments (scripts/man-pages.py; its --test lints them in test-hosts).
+MAN_PAGES := share/man/man3/appnorth.3 $(patsubst %,share/man/man3/%.3,$(shell grep -oP 'appnorth_\w+(?=\x28)' abi/appnorth.symbols))
+$(DIST)/share/man/man3/appnorth.3: include/appnorth.h abi/appnorth.symbols scripts/man-pages.py
+	python3 scripts/man-pages.py $(dir $@)
 
 # The Python wheel with libappnorth.so inside, its non-manylinux
 # dependencies bundled by auditwheel: dist/appnorth-VERSION-py3-none-manylinux_*.whl
@@ -83,9 +89,9 @@ node-package: $(DIST_LIB)
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
              lib/cmake/appnorth/appnorthConfigVersion.cmake include/appnorth.h include/appnorth.hpp \
-             share/appnorth/appnorth.cdef share/appnorth/appnorth.api.json
+             share/appnorth/appnorth.cdef share/appnorth/appnorth.api.json $(MAN_PAGES)
 install: dist
-	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth $(PREFIX)/share/man/man3
 	install -m 0755 $(DIST_LIB) $(PREFIX)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(PREFIX)/lib/$(LIBNAME)
@@ -263,7 +269,7 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # each in its release's version node; a host needing a newer node
 # (APPNORTH_0.9) is refused at start; the header's ABI keeps the last
 # release's (abidiff against abi/appnorth-*.abi, scripts/abi-check.py, with
-# its self-test);
+# its self-test); every function's man page lints clean (mandoc, groff);
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
@@ -294,6 +300,7 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@Tests/hosts/version_node.sh $(DIST)
 	@python3 scripts/abi-check.py --self-test $(DIST)
 	@python3 scripts/abi-check.py $(DIST)
+	@python3 scripts/man-pages.py --test
 	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
 	@python3 Tests/hosts/check_example_decls.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

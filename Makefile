@@ -50,10 +50,10 @@ build: deps
 # (scripts/check-floor.sh; docs/platforms.md).
 PACKAGE_FILES := scripts/build-release.sh scripts/floor-shims.c scripts/platform-roots.sh scripts/appnorth.pc.in scripts/cmake/appnorthConfig.cmake.in \
                  scripts/cmake/appnorthConfigVersion.cmake.in scripts/cffi-cdef.sh \
-                 scripts/abi-json.py scripts/abi_rules.py
+                 scripts/abi-json.py scripts/abi_rules.py scripts/version-script.py
 SUBST        := sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOVERSION@|$(SOVERSION)|g' -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g'
 
-$(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
+$(DIST_LIB): $(SWIFT_SOURCES) abi/appnorth.symbols $(PACKAGE_FILES)
 	@scripts/ensure-deps.sh
 	mkdir -p $(DIST)/lib/pkgconfig $(DIST)/lib/cmake/appnorth $(DIST)/include $(DIST)/share/appnorth
 	strip --strip-unneeded -o $@ "$$(scripts/build-release.sh $(SONAME))"
@@ -68,7 +68,13 @@ $(DIST_LIB): $(SWIFT_SOURCES) scripts/exports.map $(PACKAGE_FILES)
 	python3 scripts/abi-json.py include/appnorth.h > $(DIST)/share/appnorth/appnorth.api.json
 	@echo "dist: $@ is $$(stat -c %s $@) bytes"
 
-dist: $(DIST_LIB)
+dist: $(DIST_LIB) $(DIST)/share/man/man3/appnorth.3
+
+# One man page per function of the header and appnorth(3), from its doc
+# comments (scripts/man-pages.py; its --test lints them in test-hosts).
+MAN_PAGES := share/man/man3/appnorth.3 $(patsubst %,share/man/man3/%.3,$(shell grep -oP 'appnorth_\w+(?=\x28)' abi/appnorth.symbols))
+$(DIST)/share/man/man3/appnorth.3: include/appnorth.h abi/appnorth.symbols scripts/man-pages.py
+	python3 scripts/man-pages.py $(dir $@)
 
 # The Python wheel with libappnorth.so inside, its non-manylinux
 # dependencies bundled by auditwheel: dist/appnorth-VERSION-py3-none-manylinux_*.whl
@@ -95,9 +101,9 @@ deb: dist
 # dist/ is relocatable, so installing is copying it.
 INSTALLED := lib/$(REALNAME) lib/pkgconfig/appnorth.pc lib/cmake/appnorth/appnorthConfig.cmake \
              lib/cmake/appnorth/appnorthConfigVersion.cmake include/appnorth.h include/appnorth.hpp \
-             share/appnorth/appnorth.cdef share/appnorth/appnorth.api.json
+             share/appnorth/appnorth.cdef share/appnorth/appnorth.api.json $(MAN_PAGES)
 install: dist
-	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/lib/cmake/appnorth $(PREFIX)/include $(PREFIX)/share/appnorth $(PREFIX)/share/man/man3
 	install -m 0755 $(DIST_LIB) $(PREFIX)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(PREFIX)/lib/$(LIBNAME)
@@ -272,7 +278,11 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # Hosts other than the C tests: every C example compiles as strict C11; the
 # README's C quickstart is cut out, built as C99 and C++17, and run; a broken
 # toolchain first on PATH (rustup's cargo) is passed over or reported; the
-# header's functions match abi/appnorth.symbols and the library's exports;
+# header's functions match abi/appnorth.symbols and the library's exports,
+# each in its release's version node; a host needing a newer node
+# (APPNORTH_0.9) is refused at start; the header's ABI keeps the last
+# release's (abidiff against abi/appnorth-*.abi, scripts/abi-check.py, with
+# its self-test); every function's man page lints clean (mandoc, groff);
 # appnorth.api.json matches the header (pycparser) and the C layer's NULL
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
@@ -300,6 +310,10 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh Tests/hosts/readme_quickstart.sh
 	@Tests/hosts/toolchain_check.sh
 	@python3 Tests/hosts/check_abi.py --library $(DIST_LIB)
+	@Tests/hosts/version_node.sh $(DIST)
+	@python3 scripts/abi-check.py --self-test $(DIST)
+	@python3 scripts/abi-check.py $(DIST)
+	@python3 scripts/man-pages.py --test
 	@$(VENV)/bin/python Tests/hosts/check_api_json.py $(DIST)
 	@python3 Tests/hosts/check_example_decls.py $(DIST)
 	@$(VENV)/bin/python Tests/hosts/ffi_cffi.py $(DIST)

@@ -25,6 +25,12 @@ ln -sfn "$toolchain/lib/swift" "$sysroot/usr/lib/swift"
 mkdir -p .build/floor
 shims="$top/.build/floor/floor-shims.o"
 cc -O2 -fPIC -c -o "$shims" scripts/floor-shims.c
+# The version script: each function in the node of the release that added it
+# (docs/abi-policy.md), generated from abi/appnorth.symbols. SwiftPM relinks
+# on a changed object, not on a changed script: a new script drops the link.
+map="$top/.build/floor/appnorth.map"
+python3 scripts/version-script.py abi/appnorth.symbols > "$map.new"
+if cmp -s "$map.new" "$map"; then rm "$map.new"; else mv "$map.new" "$map"; rm -f .build/floor/release/libappnorth.so; fi
 # The C target (Sources/CThreadCalls) is compiled against the same root
 # (-Xcc reaches clang; -sdk only swiftc), with DWARF 4 debug info:
 # valgrind 3.19 (Debian 12), which bench/profile_track.py runs on this
@@ -36,6 +42,6 @@ PKG_CONFIG_SYSROOT_DIR="$sysroot" \
 PKG_CONFIG_PATH="$sysroot/usr/lib/$multiarch/pkgconfig:$sysroot/usr/share/pkgconfig" \
     swift build -c release --product appnorth --scratch-path .build/floor \
     -Xswiftc -static-stdlib -Xswiftc -sdk -Xswiftc "$sysroot" -Xcc --sysroot="$sysroot" -Xcc -gdwarf-4 \
-    -Xlinker -soname="$soname" -Xlinker --version-script="$top/scripts/exports.map" \
+    -Xlinker -soname="$soname" -Xlinker --version-script="$map" \
     -Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker defs -Xlinker "$shims" >&2
 echo "$top/.build/floor/release/libappnorth.so"

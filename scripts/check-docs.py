@@ -39,7 +39,7 @@ import check_doc_facts  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 EXTENSIONS = (".swift", ".c", ".h", ".py", ".md", ".sh", ".txt", ".json", ".toml", ".cpp", ".rs", ".lua",
-              ".js", ".mjs", ".ts", ".symbols", ".supp", ".cmake", ".yml", ".yaml", ".ini", ".cfg", ".gyp")
+              ".js", ".mjs", ".ts", ".symbols", ".abi", ".supp", ".cmake", ".yml", ".yaml", ".ini", ".cfg", ".gyp")
 # Names the docs use as patterns, not as files.
 PLACEHOLDERS = {"Type+Concern.swift"}
 SKIP_DIRS = {".build", ".git", ".venv", "node_modules", "build", "dist", "__pycache__", ".pytest_cache"}

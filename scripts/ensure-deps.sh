@@ -7,11 +7,13 @@ cd "$(dirname "$0")/.."
 
 # cmake: the CMake consumer test; bindgen + libclang1-14: the Rust FFI check;
 # g++ and golang-go: the C++ and Go examples; faketime: the 30 s / 60 s
-# network timeouts observed on fast clocks (Tests/c/test_timeouts.c). The
+# network timeouts observed on fast clocks (Tests/c/test_timeouts.c);
+# abigail-tools: the ABI check against the last release (scripts/abi-check.py);
+# mandoc: the man pages' lint (scripts/man-pages.py). The
 # other host examples' toolchains (cargo, mono, luajit, java with JNA, ruby
 # with ffi) are checked by running them, below.
 packages=(libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev pkg-config valgrind cmake bindgen libclang1-14
-          g++ golang-go faketime debootstrap)
+          g++ golang-go faketime debootstrap abigail-tools mandoc)
 # dpkg-dev and lintian: make deb builds and checks the Debian packages.
 packages+=(dpkg-dev lintian)
 missing=()

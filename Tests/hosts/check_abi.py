@@ -12,7 +12,9 @@ line, single spaces). The rules (docs/abi-policy.md):
 - a released function (listed with an older version) keeps its prototype
   and stays in the header until the major version changes;
 - every line's major version is the header's (a major bump starts a new list);
-- with a library given, its exported symbols are exactly the header's.
+- with a library given, its exported symbols are exactly the header's, each
+  in the version node of the release that introduced it (APPNORTH_0.2 for
+  0.2.0; scripts/version-script.py).
 
 Usage: check_abi.py [--library dist/lib/libappnorth.so]
 Every failure says which line to add, change or remove.
@@ -107,8 +109,26 @@ def version_place_errors(header, version_text):
 
 
 def exported_symbols(library):
+    """name -> version node ("" for none) of each symbol the library exports."""
     out = subprocess.run(["nm", "-D", "--defined-only", library], check=True, capture_output=True, text=True).stdout
-    return {line.split()[-1] for line in out.splitlines() if line.split() and line.split()[1] in "TWViDBR"}
+    symbols = [line.split()[-1] for line in out.splitlines() if line.split() and line.split()[1] in "TWViDBR"]
+    return {symbol.split("@")[0]: symbol.split("@")[-1] if "@" in symbol else "" for symbol in symbols}
+
+
+def library_errors(library, prototypes, listed):
+    """The library exports exactly the header's functions, each in its node."""
+    errors = []
+    exported = exported_symbols(library)
+    for name in sorted(set(prototypes) - set(exported)):
+        errors.append(f"{library} does not export {name}, which the header declares")
+    for name in sorted(set(exported) - set(prototypes)):
+        errors.append(f"{library} exports {name}, which the header does not declare")
+    for name in sorted(set(exported) & set(listed)):
+        node = "APPNORTH_{}.{}".format(*listed[name][0][:2])
+        if exported[name] != node:
+            errors.append(f"{library} exports {name} in version node '{exported[name]}', not {node} "
+                          f"(abi/appnorth.symbols; scripts/version-script.py)")
+    return errors
 
 
 def main():
@@ -163,11 +183,7 @@ def main():
                               f"with APPNORTH_DEPRECATED instead (docs/abi-policy.md).")
 
     if args.library:
-        exported = exported_symbols(args.library)
-        for name in sorted(set(prototypes) - exported):
-            errors.append(f"{args.library} does not export {name}, which the header declares")
-        for name in sorted(exported - set(prototypes)):
-            errors.append(f"{args.library} exports {name}, which the header does not declare")
+        errors += library_errors(args.library, prototypes, listed)
 
     if errors:
         print("abi: the header's function list and abi/appnorth.symbols disagree:", file=sys.stderr)
@@ -176,7 +192,7 @@ def main():
         return 1
     new = sum(1 for since, *_ in listed.values() if released is None or since > released)
     print(f"abi: {len(prototypes)} functions match abi/appnorth.symbols (header {version_text}, "
-          f"{new} new since the last release)" + (", and the library exports exactly them" if args.library else ""))
+          f"{new} new since the last release)" + (", and the library exports exactly them, each in its release's node" if args.library else ""))
     return 0
 
 

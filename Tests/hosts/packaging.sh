@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The packages work where they land: `make install PREFIX=...` and a copy of
 # dist/ moved somewhere else are each consumed through pkg-config and through
-# CMake's find_package(appnorth 0.2), and nothing points back at the tree
-# they came from. Usage: packaging.sh DIST_DIR
+# CMake's find_package(appnorth 0.2), their man pages are found, and nothing
+# points back at the tree they came from. Usage: packaging.sh DIST_DIR
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dist="$(cd "$1" && pwd)"
@@ -28,6 +28,10 @@ for prefix in "$work/installed" "$work/copied-dist"; do
     ${CC:-cc} -o "$work/$name-boards" "$root/examples/c/boards.c" $flags \
         $(pkg-config --cflags --libs jansson) -Wl,-rpath,"$prefix/lib"
     "$work/$name-boards" --version >/dev/null
+    # The man pages: appnorth(3) and one per function of abi/appnorth.symbols.
+    for page in appnorth $(grep -oP 'appnorth_\w+(?=\()' "$root/abi/appnorth.symbols"); do
+        [ -s "$prefix/share/man/man3/$page.3" ] || { echo "packaging: $name: no man page share/man/man3/$page.3"; exit 1; }
+    done
     unset PKG_CONFIG_PATH
 
     # CMake: find_package(appnorth 0.2 REQUIRED) and appnorth::appnorth.

@@ -305,9 +305,11 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 # The Node.js binding: node --test bindings/node/test/ against the dev
 # server, then the packed tarball installed offline into an empty folder
 # runs the README's Node quickstart (scripts/test-node.sh; skipped, with
-# the command to run, without a working node).
+# the command to run, without a working node); then the short round of the
+# addon's memory probe (scripts/test-node-leak.sh).
 test-node: $(DIST_LIB)
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-node.sh $(BUILD) $(DIST)
+	@scripts/with-devserver.sh scripts/test-node-leak.sh $(BUILD) $(DIST)
 
 bench:
 	@bench/run.sh

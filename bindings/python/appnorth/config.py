@@ -240,6 +240,11 @@ class Config(Handle):
 
     No network traffic happens here and no thread starts. Calls are
     thread-safe.
+
+    Made before fork(), it works in the child: on first use there it makes
+    a new handle with the same arguments, registers its listeners again
+    (their tokens still remove them) and starts live updates if they were
+    on. Not when made with a ManualClock (WrongStateError).
     """
 
     _kind = "config"

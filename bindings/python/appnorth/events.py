@@ -112,6 +112,12 @@ class Events(Handle):
 
     Calls are thread-safe. Events that were not sent by close stay on disk
     and are uploaded soon after the next open of the same data directory.
+
+    Made before fork(), it works in the child: on first use there it makes
+    a new handle on the same data directory (its client reopens too), and
+    the events of every process are uploaded once. Not with a
+    ``secure_store``: that one raises WrongStateError in the child (the
+    mapping is host state); make a new Events there.
     """
 
     _kind = "events"

@@ -139,6 +139,34 @@ def test_config_reopens_with_its_listeners_and_tokens(server_url: str, admin: Ad
         client.close()
 
 
+def test_config_live_updates_come_back_in_the_child(server_url: str, admin: Admin, tmp_path: Path) -> None:
+    admin.publish_config(APP, {"theme": "light"})
+    client = appnorth.Client(server_url, APP, api_timeout_ms=5000)
+    config = appnorth.Config(client, tmp_path / "config")
+    config.refresh()
+    config.start_live()
+
+    def child() -> None:
+        themes: List[Any] = []
+        got = threading.Event()
+
+        def listener(cfg: Dict[str, Any], changed: List[str], tier: Any) -> None:
+            themes.append(cfg.get("theme"))
+            got.set()
+
+        config.add_listener(listener)  # the first use: reopens, and live updates start again
+        admin.publish_config(APP, {"theme": "dark"})
+        assert got.wait(30), "no live update reached the child (nothing called refresh())"
+        assert themes[-1] == "dark"
+        config.close()
+
+    try:
+        in_child(tmp_path, child)
+    finally:
+        config.close()
+        client.close()
+
+
 def test_offline_queue_reopens_on_its_storage(server_url: str, admin: Admin, tmp_path: Path) -> None:
     board = admin.add_board(APP, "Features")
     client = appnorth.Client(server_url, APP, api_timeout_ms=5000)

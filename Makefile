@@ -334,9 +334,11 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 # server, and the README's Node quickstart, with the machine's node, the
 # official Node 22, 24 and 26 builds, Debian 13's node in its root and
 # Node 22 in the Debian 11 root (scripts/test-node.sh; skipped, with the
-# command to run, without a working node).
+# command to run, without a working node); then the short round of the
+# addon's memory probe (scripts/test-node-leak.sh).
 test-node: $(DIST_LIB)
 	@DEVSERVER_FLAGS=--seed-demo scripts/with-devserver.sh scripts/test-node.sh $(BUILD) $(DIST)
+	@scripts/with-devserver.sh scripts/test-node-leak.sh $(BUILD) $(DIST)
 
 bench:
 	@bench/run.sh

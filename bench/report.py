@@ -262,6 +262,7 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
         t.add("memory", f"RSS +{mem['growth_mb']:.1f} MB with 10,000 events queued "
               f"({mem['rss_before_mb']:.1f} → {mem['rss_after_mb']:.1f} MB; median of {mem['runs']} processes)",
               "≤ 5 MB", mem["growth_mb"] <= 5)
+    leak_rows(t, data)
     size = data.get("size")
     if size:
         mb = size["bytes"] / 1e6
@@ -295,6 +296,24 @@ def node_row(t: Table, data: Dict[str, Dict[str, Any]]) -> None:
         c_track = tr["single"]["library"]["p50_us"]
         parts[1] += f" against C `track()`'s {us(c_track)} ({nd['track_p50_us'] / c_track:.2f}×)"
     t.add("Node.js addon", f"{'; '.join(parts)}; {nd['node']}", "— (against C, same run)", None)
+
+
+def leak_rows(t: Table, data: Dict[str, Dict[str, Any]]) -> None:
+    """The bindings' memory probes (bench/py/leak_probe.py,
+    bench/node/leak_probe.js): RSS growth over many calls, past a warm-up."""
+    for key, name in (("leak_python", "Python binding"), ("leak_node", "Node.js addon")):
+        probe = data.get(key)
+        if not probe:
+            t.add(f"{name} memory", "not measured: the probe did not run", "< 1 MB growth", None)
+            continue
+        kinds = {"track": "`track()`", "config": "config reads", "async": "non-blocking reads (1 in 10 cancelled)"}
+        parts = [f"{r['growth_kib']:+,} KiB over {r['calls']:,} {kinds[r['kind']]} (after {r['warmup']:,})"
+                 for r in probe["rows"]]
+        version = probe.get("python") or probe.get("node")
+        exact = (f"Python objects' blocks {probe['blocks_growth']:+,}" if "blocks_growth" in probe
+                 else f"JS heap in use {probe.get('heap_growth_kib', 0):+,} KiB")
+        t.add(f"{name} memory", f"RSS {probe['growth_kib']:+,} KiB in all: {'; '.join(parts)} "
+              f"({exact}; {version})", "< 1 MB growth", probe["growth_kib"] < 1024)
 
 
 def import_text(imp: Dict[str, Any]) -> str:

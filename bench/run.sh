@@ -71,9 +71,9 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
            BENCH_OFFLINE_ROUNDS=1 BENCH_COLDSTART_RUNS=3 BENCH_MEMORY_RUNS=1 \
            BENCH_HTTP2_REQUESTS=30 BENCH_HTTP2_EVENTS=300 BENCH_HTTP2_ROUNDS=1 BENCH_IDLE_SECONDS=5 \
            BENCH_NODE_READS=50 BENCH_NODE_TRACKS=2000
-    py_rounds=1 py_runs=3
+    py_rounds=1 py_runs=3 leak_calls=20000
 else
-    py_rounds=5 py_runs=20
+    py_rounds=5 py_runs=20 leak_calls=1000000
 fi
 # The Node.js package (scripts/node-package.sh), when node and its headers work.
 have_node=0
@@ -83,7 +83,7 @@ if command -v node >/dev/null && [ -r /usr/include/node/node_api.h ] \
 else
     echo "node or its headers (/usr/include/node) are missing: the Node row is skipped" >&2
 fi
-export have_config have_node py_rounds py_runs build out venv
+export have_config have_node py_rounds py_runs leak_calls build out venv
 scripts/with-devserver.sh bash -c '
     set -euo pipefail
     run() { local name=$1; shift; printf "\n== %s\n" "$name" >&2; "$@" > "$out/$name.json"; }
@@ -109,6 +109,14 @@ scripts/with-devserver.sh bash -c '
     printf "\n== python\n" >&2
     $venv/bin/python bench/py/bench_python.py track --rounds "$py_rounds" --out "$out/python_track.json"
     $venv/bin/python bench/py/bench_python.py import --runs "$py_runs" --out "$out/python_import.json"
+    # The bindings memory probes: 10^6 calls of each kind (non-blocking reads: a tenth), after a tenth as warm-up.
+    printf "\n== leak probes\n" >&2
+    $venv/bin/python bench/py/leak_probe.py "$APPNORTH_TEST_SERVER" --calls "$leak_calls" \
+        --warmup $((leak_calls / 10)) --out "$out/leak_python.json" >/dev/null
+    if [ "$have_node" = 1 ]; then
+        node --expose-gc --max-semi-space-size=1 bench/node/leak_probe.js "$APPNORTH_TEST_SERVER" "$build/node/appnorth" \
+            --calls "$leak_calls" --warmup $((leak_calls / 10)) --out "$out/leak_node.json" >/dev/null
+    fi
 '
 
 # --- 4b. a fleet recovering from an outage ---------------------------------------------

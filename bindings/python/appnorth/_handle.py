@@ -14,10 +14,10 @@ what the header asks of the host:
   pointer and not yet entered C is only visible here;
 - a handle is never freed from inside one of its own calls or callbacks
   (that would deadlock or free memory the library is using);
-- handles do not survive ``fork()``: in a child process calls raise
-  ``WrongStateError`` and closing only forgets the parent's pointer,
-  without waiting for the parent's calls in progress; new handles made in
-  the child work;
+- native handles do not survive ``fork()``: in a child process an object
+  made before the fork forgets the parent's pointer (never freeing it, nor
+  waiting for the parent's calls in progress) and makes a new handle with
+  the same arguments on its first use there (:mod:`appnorth._fork`);
 - live handles are tracked weakly and closed at interpreter exit
   (:func:`appnorth._lib.close_all_live`), so no library thread calls into a
   finalising interpreter; one garbage-collected inside a library callback
@@ -49,7 +49,7 @@ from . import _lib, errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
-    from typing import Any, Callable, Iterator, List, Optional, TypeVar
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
     #: ``with X(...) as x`` gives ``x`` the type X (typing.Self needs 3.11).
     _H = TypeVar("_H", bound="Handle")
@@ -148,6 +148,15 @@ class Handle:
     #: The same pointer as an int, for the thin calls (``_lib.thin``).
     _addr: Optional[int] = None
     _closed: bool = True
+    #: Inherited through fork() and not used in this process yet: the next
+    #: use makes a new handle (appnorth._fork). Set only by the fork hook.
+    _stale = False
+    #: How the object was made, ``(__init__, args, kwargs)``, to make it
+    #: again in a forked child (appnorth._fork.reopenable); None: it cannot.
+    _recipe: Optional[Tuple[Callable[..., None], Tuple[Any, ...], Dict[str, Any]]] = None
+    #: Why it cannot be made again in a forked child (the error says it).
+    _cannot_reopen: Optional[str] = None
+    _reopen_lock: Optional[Any] = None
 
     def _init_state(self) -> None:
         """Call first in __init__, before any callback is created."""
@@ -199,6 +208,9 @@ class Handle:
                 f"cannot close a {self._kind} from inside its own call or a library callback")
         if getattr(self, "_close_lock", None) is None:
             return
+        if self._stale:
+            self._close_stale()
+            return
         if getattr(self, "_pid", None) != os.getpid():
             # Inherited through fork(): the parent's threads, which may have
             # been inside a call, do not exist here. Forget the pointer
@@ -220,6 +232,40 @@ class Handle:
             run_interruptible(self._close_now, _no_cancel)
         else:
             self._close_now()
+
+    def _close_stale(self) -> None:
+        """close() of an object inherited through fork() and never used
+        here: there is no handle of this process to free."""
+        with self._reopen_lock or threading.Lock():
+            if self._stale:
+                self._stale = False
+                self._closed = True
+
+    def _forget_after_fork(self) -> None:
+        """Run in a forked child by the fork hook (appnorth._lib), on the
+        child's only thread: forget the parent's pointer and everything tied
+        to the parent's threads, without freeing; an open object reopens
+        on its next use (appnorth._fork)."""
+        self._ptr = None
+        self._addr = None
+        self._keep = []
+        self._calls = []
+        self._close_lock = threading.Lock()
+        self._reopen_lock = threading.Lock()
+        self._local = threading.local()
+        self._pid = os.getpid()
+        self._stale = not self._closed
+
+    def _reopen_after_fork(self) -> None:
+        from . import _fork
+
+        _fork.reopen(self)
+
+    def _carry_over(self) -> Optional[Callable[[], None]]:
+        """Before a reopen in a forked child: what was registered on the
+        parent's handle after creation, as a function that registers it on
+        the new one (None: nothing)."""
+        return None
 
     def _close_now(self) -> None:
         """close()'s steps, under the close lock: refuse new calls, wait for
@@ -275,6 +321,8 @@ class Handle:
             out = _lib.SCRATCH.pop()
         except IndexError:
             out = _lib.CallScratch()
+        if self._addr is None and self._stale:
+            self._reopen_after_fork()
         calls = self._calls
         calls.append(None)
         try:
@@ -328,7 +376,10 @@ class Handle:
     @contextmanager
     def _use(self, sync: bool = True) -> Iterator[Any]:
         """The live pointer for the duration of one call."""
-        if self._pid != os.getpid():
+        if self._ptr is None and self._stale:
+            self._reopen_after_fork()
+        if self._pid != os.getpid() and not self._closed:
+            # Forked without Python's fork hooks (appnorth._fork).
             raise errors.WrongStateError(
                 f"{self._kind} was created in another process; handles do not survive fork()")
         if sync:

@@ -1121,13 +1121,21 @@ def close_all_live() -> None:
 def _after_fork_in_child() -> None:
     """A forked child starts with fresh binding locks (a parent thread may
     have held one at the moment of fork()) and without the parent's live
-    handles, which are not the child's to close. The library quiesces its
-    own locks across fork() itself."""
+    handles, which are not the child's to close: each live object forgets
+    its pointer here, on the child's only thread, and makes a new handle on
+    its first use (appnorth._fork). The library quiesces its own locks
+    across fork() itself."""
     global _live_lock, _pin_lock, _live
+    inherited = list(_live)
     _live_lock = threading.Lock()
     _pin_lock = threading.Lock()
     _live = weakref.WeakSet()
     _orphans.clear()
+    for obj in inherited:
+        try:
+            obj._forget_after_fork()
+        except Exception:  # pragma: no cover - never stop a fork; the object then refuses (pid check)
+            pass
 
 
 if hasattr(os, "register_at_fork"):

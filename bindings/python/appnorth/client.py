@@ -9,10 +9,11 @@ thread-safe and ctypes releases the GIL during every call). :meth:`close`
 waits for calls in progress on other threads, then frees the handle; after
 that every method raises :class:`~appnorth.errors.WrongStateError`.
 
-fork(): handles do not survive fork(). In a child process every method
-raises WrongStateError, and closing there only forgets the parent's handle.
-A forked child (a pre-fork server's worker) makes its own Client and uses it
-normally.
+fork(): native handles do not survive fork(). A Client made before a fork
+makes a new handle, with the same arguments and logger, on its first use
+in the child (a pre-fork server's worker); the parent's stays the parent's
+(:mod:`appnorth._fork`). A Feedback made before a fork cannot be used in
+the child (WrongStateError): make it there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import ctypes
 import os
 
 from . import _lib, errors
+from ._fork import reopenable
 from ._handle import Handle, report_callback_error, run_interruptible
 from ._lib import C, appnorth_error
 
@@ -279,10 +281,12 @@ class Feedback(Handle):
             ``"image/png"`` or ``"image/jpeg"``, at most MAX_SCREENSHOTS.
 
     Not thread-safe: build it on one thread. Submitting only reads it; the
-    queue copies it. Close it (or use ``with``) when done.
+    queue copies it. Close it (or use ``with``) when done. One made before
+    a fork() cannot be used in the child (WrongStateError): make it there.
     """
 
     _kind = "feedback"
+    _cannot_reopen = "its text, diagnostics and screenshots went into the parent's handle"
 
     def __init__(self, text: TextArg = None, *, diagnostics: JSONArg = None,
                  screenshots: Iterable[Screenshot] = ()) -> None:
@@ -381,6 +385,7 @@ class Client(Handle):
 
     _kind = "client"
 
+    @reopenable
     def __init__(
         self,
         api_url: TextArg,
@@ -579,6 +584,12 @@ class Client(Handle):
 
     def _free(self, ptr: Any) -> None:
         C.appnorth_client_free(ptr)
+
+    def _forget_after_fork(self) -> None:
+        # An appnorth.aio attachment watches the parent's dispatch descriptor.
+        self.__dict__.pop("_aio_loop", None)
+        self.__dict__.pop("_close_hooks", None)
+        super()._forget_after_fork()
 
     @property
     def _log_callback(self) -> Optional[Any]:

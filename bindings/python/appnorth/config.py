@@ -34,6 +34,7 @@ import ctypes
 import threading
 
 from . import _lib, errors
+from ._fork import reopenable
 from ._handle import Handle, report_callback_error
 from ._lib import C, appnorth_error
 from .client import LOGGER_NAME, Client, _make_log_callback, _min_library_level, parse_json
@@ -41,7 +42,7 @@ from .offline import ManualClock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
-    from typing import Any, Dict, List, Optional, Tuple, Union
+    from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
     from ._config_types import ConfigListener, ConfigSource, FetchStatus
     from ._lib import PathArg, TextArg
@@ -155,6 +156,16 @@ class _Listeners:
         with self._lock:
             return [token for token, key in self._keys.items() if self._functions.get(key) == listener]
 
+    def registered(self) -> List[Tuple[int, ConfigListener]]:
+        """Every registration as ``(token, listener)``, oldest first."""
+        with self._lock:
+            return [(token, self._functions[key]) for token, key in sorted(self._keys.items(), key=lambda i: i[1])
+                    if key in self._functions]
+
+    def registered_tokens(self) -> List[int]:
+        with self._lock:
+            return list(self._keys)
+
     def count(self) -> int:
         with self._lock:
             return len(self._keys)
@@ -229,6 +240,11 @@ class Config(Handle):
 
     No network traffic happens here and no thread starts. Calls are
     thread-safe.
+
+    Made before fork(), it works in the child: on first use there it makes
+    a new handle with the same arguments, registers its listeners again
+    (their tokens still remove them) and starts live updates if they were
+    on. Not when made with a ManualClock (WrongStateError).
     """
 
     _kind = "config"
@@ -236,7 +252,13 @@ class Config(Handle):
     #: Why the bundled file was left out (StorageError, InvalidJSONError or
     #: TooLargeError, naming the file), or None.
     bundled_error: Optional[errors.AppNorthError] = None
+    #: start_live() was called last (not stop_live()): a forked child's
+    #: reopen starts live updates again.
+    _live_wanted = False
+    #: In a forked child: the parent's listener tokens -> the new handle's.
+    _token_alias: Optional[Dict[int, int]] = None
 
+    @reopenable
     def __init__(
         self,
         client: Client,
@@ -288,7 +310,7 @@ class Config(Handle):
                     bundled_error = exc
                     import warnings
 
-                    warnings.warn(BundledConfigWarning(exc), stacklevel=2)
+                    warnings.warn(BundledConfigWarning(exc), stacklevel=3)  # the caller of reopenable's wrapper
             if ttl is not None:
                 C.appnorth_config_options_set_ttl_seconds(options, ttl, err)
             if clock is not None:
@@ -484,12 +506,33 @@ class Config(Handle):
         """Start live updates (the event stream, its reconnects and polling)
         on the config's library thread. Returns at once; a no-op while live."""
         self._call(C.appnorth_config_start_live)
+        self._live_wanted = True
 
     def stop_live(self) -> None:
         """Stop live updates and background fetches and join the library
         thread (from inside a listener it returns at once and the thread
         ends after the listener). Reads keep working. A no-op when not live."""
         self._call(C.appnorth_config_stop_live)
+        self._live_wanted = False
+
+    def _carry_over(self) -> Optional[Callable[[], None]]:
+        """In a forked child: the listeners, in their order, and live
+        updates come back on the new handle; the parent's tokens still
+        remove them (unless the new handle gave the same number to another
+        registration: then the new one is meant)."""
+        registered = self._listeners.registered() if self._listeners is not None else []
+        live = self._live_wanted
+        earlier = self._token_alias or {}
+
+        def again() -> None:
+            alias = {token: self.add_listener(listener) for token, listener in registered}
+            # Tokens a grandparent gave, aliased in an earlier reopen.
+            alias.update({first: alias[mid] for first, mid in earlier.items() if mid in alias})
+            self._token_alias = alias
+            if live:
+                self.start_live()
+
+        return again
 
     # -- listeners -------------------------------------------------------------
 
@@ -534,7 +577,11 @@ class Config(Handle):
         if isinstance(listener, bool) or not (isinstance(listener, int) or callable(listener)):
             raise TypeError(f"listener must be a token (int) or a function, not {type(listener).__name__}")
         if isinstance(listener, int):
-            tokens = [_lib.to_int64(listener, "token")]
+            token = _lib.to_int64(listener, "token")
+            alias = self._token_alias
+            if alias and listeners is not None and token in alias and token not in listeners.registered_tokens():
+                token = alias[token]
+            tokens = [token]
         else:
             tokens = listeners.tokens_of(listener) if listeners is not None else []
             if not tokens:

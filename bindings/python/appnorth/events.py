@@ -20,13 +20,14 @@ import os
 
 from . import _lib
 from . import errors as appnorth_errors
+from ._fork import reopenable
 from ._handle import Handle
 from ._lib import C, appnorth_error
 from .client import Client, json_text, parse_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
-    from typing import Any, Dict, MutableMapping, Optional, Union
+    from typing import Any, Callable, Dict, MutableMapping, Optional, Union
 
     from ._lib import TextArg
     from .client import JSONArg
@@ -111,10 +112,19 @@ class Events(Handle):
 
     Calls are thread-safe. Events that were not sent by close stay on disk
     and are uploaded soon after the next open of the same data directory.
+
+    Made before fork(), it works in the child: on first use there it makes
+    a new handle on the same data directory (its client reopens too), and
+    the events of every process are uploaded once. Not with a
+    ``secure_store``: that one raises WrongStateError in the child (the
+    mapping is host state); make a new Events there.
     """
 
     _kind = "events"
+    #: The last set_network_type() value, set again in a forked child.
+    _network_type: Optional[int] = None
 
+    @reopenable
     def __init__(
         self,
         client: Client,
@@ -171,6 +181,8 @@ class Events(Handle):
             if require_consent:
                 C.appnorth_events_options_set_require_consent(options, 1, err)
             if secure_store is not None:
+                self._cannot_reopen = ("its secure_store is host state the child would share with the parent, "
+                                       "or hold a diverging copy of")
                 get_fn, set_fn = _secure_store_thunks(secure_store)
                 # Released by the library when the store's last user goes
                 # (these options, or the events handle made from them).
@@ -212,7 +224,7 @@ class Events(Handle):
             raise appnorth_errors.InvalidArgumentError("flush_timeout_ms must be 0 or more")
         # The base close() refuses (WrongStateError) inside a call or a
         # callback and in a forked child; only flush where it would free.
-        can_flush = (timeout > 0 and not self._closed and self._pid == os.getpid()
+        can_flush = (timeout > 0 and not self._closed and not self._stale and self._pid == os.getpid()
                      and not getattr(self._local, "depth", 0) and not _lib.inside_callback())
         if can_flush:
             try:
@@ -254,6 +266,8 @@ class Events(Handle):
             out = scratch.pop()
         except IndexError:
             out = _lib.CallScratch()
+        if self._addr is None and self._stale:
+            self._reopen_after_fork()  # inherited through fork(): appnorth._fork
         calls = self._calls
         calls.append(None)
         try:
@@ -289,7 +303,15 @@ class Events(Handle):
 
     def set_network_type(self, network_type: int) -> None:
         """NETWORK_UNKNOWN, _WIFI, _CELLULAR or _EXPENSIVE_CELLULAR: sets the batch size."""
-        self._call(C.appnorth_events_set_network_type, _lib.to_int32(network_type, "network_type"))
+        value = _lib.to_int32(network_type, "network_type")
+        self._call(C.appnorth_events_set_network_type, value)
+        self._network_type = value
+
+    def _carry_over(self) -> Optional[Callable[[], None]]:
+        network_type = self._network_type
+        if network_type is None:
+            return None
+        return lambda: self.set_network_type(network_type)
 
     def start_session(self) -> None:
         """A new app session: new session id; uploads resume if paused."""

@@ -26,6 +26,7 @@ import ctypes
 import os
 
 from . import _lib, errors
+from ._fork import reopenable
 from ._handle import Handle
 from ._lib import C, appnorth_error
 from .errors import AppNorthError
@@ -79,12 +80,16 @@ class Storage(Handle):
     @classmethod
     def _make(cls, func: Any, *args: Any) -> "Storage":
         self = cls.__new__(cls)
+        self._open(func, *args)
+        return self
+
+    @reopenable
+    def _open(self, func: Any, *args: Any) -> None:
         self._init_state()
         out = _lib.StoragePtr()
         with _lib.callback_errors():
             func(*args, out, appnorth_error())
         self._attach(out)
-        return self
 
     @classmethod
     def sqlite(cls, data_dir: Union[str, bytes, "os.PathLike[str]"], name: TextArg) -> "Storage":
@@ -98,7 +103,9 @@ class Storage(Handle):
 
     @classmethod
     def memory(cls) -> "Storage":
-        """Storage in memory only: lost when the last user frees it."""
+        """Storage in memory only: lost when the last user frees it. In a
+        forked child one made before the fork reopens empty: what it held
+        stays the parent's."""
         return cls._make(C.appnorth_storage_new_memory)
 
     @classmethod
@@ -112,6 +119,10 @@ class Storage(Handle):
         during the queue's or cache's call, on its thread (see the module's
         docstring), and must not call back into the queue or cache using
         them.
+
+        One made before a fork() cannot be used in the child, nor can a
+        queue or cache on it (WrongStateError): two processes saving the
+        whole state through the same functions would overwrite each other.
         """
         if not callable(load) or not callable(save):
             raise TypeError("load and save must be callable")
@@ -141,7 +152,10 @@ class Storage(Handle):
         save_fn = _lib.STORAGE_SAVE_FN(c_save)
         key = _lib.pin([load_fn, save_fn], [load, save])
         try:
-            return cls._make(C.appnorth_storage_new_callbacks, load_fn, save_fn, _lib.RELEASE, key)
+            storage = cls._make(C.appnorth_storage_new_callbacks, load_fn, save_fn, _lib.RELEASE, key)
+            storage._recipe = None
+            storage._cannot_reopen = "its state is kept by host functions that the parent uses too"
+            return storage
         except BaseException:
             # Not created: the library never calls release for it.
             _lib.unpin(key)
@@ -150,6 +164,9 @@ class Storage(Handle):
     #: The log sink of queues and caches opened on it (set_logger); each
     #: keeps a reference while it lives.
     _log_callback: Any = None
+    #: What set_logger() was last given (set again in a forked child).
+    _logger_arg: Any = None
+    _logger_set = False
 
     def set_logger(self, logger: "LoggerArg" = None) -> None:
         """Where queues and caches opened on this storage from now on log
@@ -164,10 +181,18 @@ class Storage(Handle):
             if py_logger is None:
                 C.appnorth_storage_set_logger(handle, _lib.NULL_LOG_FN, _lib.LOG_ERROR, None, appnorth_error())
                 self._log_callback = None
-                return
-            callback = _make_log_callback(py_logger, self._local)
-            C.appnorth_storage_set_logger(handle, callback, _min_library_level(py_logger), None, appnorth_error())
-            self._log_callback = callback
+            else:
+                callback = _make_log_callback(py_logger, self._local)
+                C.appnorth_storage_set_logger(handle, callback, _min_library_level(py_logger), None,
+                                              appnorth_error())
+                self._log_callback = callback
+        self._logger_arg, self._logger_set = logger, True
+
+    def _carry_over(self) -> Optional[Callable[[], None]]:
+        if not self._logger_set:
+            return None
+        logger = self._logger_arg
+        return lambda: self.set_logger(logger)
 
     def _free(self, ptr: Any) -> None:
         C.appnorth_storage_free(ptr)
@@ -204,6 +229,7 @@ class OfflineQueue(Handle):
     _kind = "queue"
     _log_callback: Any = None  # the storage's, kept while the queue lives
 
+    @reopenable
     def __init__(self, storage: Storage, max_entries: int = 0) -> None:
         self._init_state()
         if not isinstance(storage, Storage):
@@ -320,9 +346,12 @@ class OfflineQueue(Handle):
 
 class ManualClock(Handle):
     """A clock that moves only when told to (``appnorth_clock``), starting
-    at ``wall_ms`` milliseconds since the epoch. Thread-safe."""
+    at ``wall_ms`` milliseconds since the epoch. Thread-safe. One made
+    before a fork() cannot be used in the child (WrongStateError), nor can
+    a cache or config made with it: its time moved in the parent."""
 
     _kind = "clock"
+    _cannot_reopen = "a manual clock's time is the parent's"
 
     def __init__(self, wall_ms: int) -> None:
         self._init_state()
@@ -366,6 +395,7 @@ class ReadCache(Handle):
     _kind = "cache"
     _log_callback: Any = None  # the storage's, kept while the cache lives
 
+    @reopenable
     def __init__(self, storage: Storage, ttl_seconds: int = 0, clock: Optional[ManualClock] = None) -> None:
         self._init_state()
         if not isinstance(storage, Storage):

@@ -88,7 +88,8 @@ final class RemoteConfigTests: XCTestCase {
         }
     }
 
-    private func waitUntil(_ timeoutMs: Int = 3000, _ condition: () throws -> Bool) rethrows -> Bool {
+    /// Polls until `condition` holds; the default 30 s only catch a hang.
+    private func waitUntil(_ timeoutMs: Int = 30_000, _ condition: () throws -> Bool) rethrows -> Bool {
         let clock = SystemClock()
         let deadline = clock.monotonicNanoseconds() + UInt64(timeoutMs) * 1_000_000
         while clock.monotonicNanoseconds() < deadline {
@@ -232,16 +233,20 @@ final class RemoteConfigTests: XCTestCase {
         seeded.close()
         try publish(#"{"v":2}"#)
 
-        let config = try open(ttl: 60, clock: clock)
+        // A client whose fetch outlasts the hold below.
+        let patient = try client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000, resourceDownloadMilliseconds: 60_000,
+                                                        connectMilliseconds: 10_000))
+        let config = try open(client: patient, ttl: 60, clock: clock)
         let changes = try listen(config)
         let seq = try lastSeq()
-        // A slow server: the read must still return at once, with the stale value.
-        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config","delay_ms":300}"#)
+        // The server holds the fetch until the release: the read returns the
+        // stale value while its fetch is held, so it waits for none.
+        try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config","delay_ms":600000}"#)
         clock.advance(milliseconds: 60_000)
-        let timer = SystemClock()
-        let start = timer.monotonicNanoseconds()
         XCTAssertEqual(config.integer("v", default: 0), 1, "stale value served")
-        XCTAssertLessThan(timer.monotonicNanoseconds() - start, 50_000_000, "a read never waits for the fetch")
+        XCTAssertTrue(try waitUntil { try TestServer.held() == 1 }, "the read started a fetch, held at the server")
+        XCTAssertEqual(changes.count, 0, "nothing delivered while the fetch is held")
+        try TestServer.release()
         XCTAssertTrue(waitUntil { config.integer("v", default: 0) == 2 }, "the background fetch brought v2")
         XCTAssertEqual(config.source.tier, .remote)
         XCTAssertTrue(waitUntil { changes.count == 1 })
@@ -433,7 +438,10 @@ final class RemoteConfigTests: XCTestCase {
         XCTAssertTrue(waitUntil { changes.count == 2 }, "live again")
     }
 
-    func testCancellingAStreamEndsItAtOnce() throws {
+    func testCancellingAStreamEndsIt() throws {
+        // No keepalive for an hour and a 90 s idle timeout: without the
+        // cancel, nothing would end the stream for 90 s.
+        try TestServer.post("/admin/settings", #"{"sse_keepalive":3600}"#)
         let transport = HTTPTransport()
         let cancel = CancellationToken()
         let canceller = try BackgroundThread(name: "canceller") { thread in
@@ -444,9 +452,9 @@ final class RemoteConfigTests: XCTestCase {
         let start = timer.monotonicNanoseconds()
         XCTAssertThrowsError(try transport.stream(
             HTTPRequest(method: .get, url: try TestServer.url() + "/v1/apps/\(app)/config/stream"),
-            idleTimeoutMs: 30_000, cancel: cancel) { _ in true })
+            idleTimeoutMs: 90_000, cancel: cancel) { _ in true })
         canceller.stop()
-        XCTAssertLessThan(timer.monotonicNanoseconds() - start, 400_000_000)
+        XCTAssertLessThan(timer.monotonicNanoseconds() - start, 45_000_000_000, "the cancel, not the idle timeout, ended it")
     }
 
     // MARK: Bad data

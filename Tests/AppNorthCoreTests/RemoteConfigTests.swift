@@ -343,7 +343,13 @@ final class RemoteConfigTests: XCTestCase {
         try publish(#"{"v":1}"#)
         let seq = try lastSeq()
         try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","drop":true,"count":4}"#)
-        let config = try open(backoff: Backoff(baseMilliseconds: 40, maxMilliseconds: 1000))
+        let lines = Lock<[String]>([], level: LockLevel.test)
+        let options = AppNorthRemoteConfig.Options(
+            dataDirectory: dir + "/data", clock: ManualClock(), pollIntervalMilliseconds: 60_000,
+            reconnectBackoff: Backoff(baseMilliseconds: 40, maxMilliseconds: 1000),
+            logger: Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } })
+        let config = try AppNorthRemoteConfig(client: try client(), options: options)
+        opened.append(config)
         let changes = try listen(config)
         try config.startLiveUpdates()
         XCTAssertTrue(waitUntil { changes.count == 1 }, "connected after four dropped attempts")
@@ -353,9 +359,18 @@ final class RemoteConfigTests: XCTestCase {
         let times = attempts.map { $0["time_ms"]?.intValue ?? 0 }
         let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
         // Delays: ceilings 40, 80, 160, 320 ms, jitter takes up to half off.
+        // The delays the worker chose are exact (its log); the measured gaps
+        // can only be longer on a loaded machine, never shorter.
+        let chosen = lines.withLock { $0 }.compactMap { line -> Int64? in
+            guard let range = line.range(of: "-> down (reconnect in ") else { return nil }
+            return Int64(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        XCTAssertEqual(chosen.count, 4, "\(chosen)")
+        for (delay, ceiling) in zip(chosen, [40, 80, 160, 320] as [Int64]) {
+            XCTAssertTrue((ceiling / 2 - 1...ceiling).contains(delay), "chosen delays \(chosen)")
+        }
         for (gap, ceiling) in zip(gaps, [40, 80, 160, 320] as [Int64]) {
             XCTAssertGreaterThanOrEqual(gap, ceiling / 2 - 2, "gaps \(gaps)")
-            XCTAssertLessThan(gap, ceiling + 150, "gaps \(gaps)")
         }
         XCTAssertEqual(config.lastFetchStatus.error, nil, "the connected stream's event succeeded")
     }

@@ -2,8 +2,8 @@
 # Runs the C test programs given as arguments and sums their "N passed, N
 # failed" lines into one. $APPNORTH_TEST_JOBS lanes (2 by default) run them
 # side by side, each lane with its own dev server (scripts/with-devserver.sh,
-# DEVSERVER_TLS=1) that runs one program at a time: programs that reset the
-# server or count its requests never share one. Lanes take the next program
+# DEVSERVER_TLS=1) that runs one program at a time, reset before each:
+# programs that reset the server or count its requests never share one. Lanes take the next program
 # from one queue, the slowest of the last run first (build/c-test-times.txt);
 # the output is printed per program in the order given. $APPNORTH_TEST_WRAPPER
 # runs each program under a command (make test-valgrind: valgrind ...).
@@ -33,12 +33,16 @@ run_one() {
     echo "$rc $ran $((($(date +%s%N) - start) / 1000000))" > "$out/$name.rc"
 }
 
-# A lane (inside its own dev server): takes programs off the queue until it is empty.
+# A lane (inside its own dev server): takes programs off the queue until it
+# is empty; each starts on a reset server (no data, faults or held requests
+# left by the one before).
 if [ "${1:-}" = --lane ]; then
     queue=$2 out=$3
     while :; do
         t=$(flock "$queue.lock" sh -c 'head -n 1 "$1" && sed -i 1d "$1"' _ "$queue")
         [ -n "$t" ] || exit 0
+        curl -fsS -o /dev/null -X POST -d '{}' "$APPNORTH_TEST_SERVER/admin/reset" \
+            || { echo "$t: the lane's dev server did not reset" > "$out/$(basename "$t").log"; echo "1 1 0" > "$out/$(basename "$t").rc"; continue; }
         run_one "$t" "$out"
     done
 fi

@@ -1,7 +1,9 @@
 # libappnorth: build, package, test and demo.
 #   make demo      build the library, start the local server, run the C examples and
 #                  the C++, Go, Rust, C#, Java, LuaJIT, Ruby and Node ones whose toolchain works
-#   make test      every suite: swift test, the C tests, pytest (server started here)
+#   make test      every suite: swift test, the C tests, pytest (server started here),
+#                  with one short round of each campaign (forks, kill -9, exits)
+#   make test-soak make test with every campaign at its full count (APPNORTH_SOAK=1)
 #   make dist      self-contained stripped libappnorth.so, headers, pkg-config and CMake
 #                  packages, the ABI as JSON and a LuaJIT/cffi cdef, in dist/ (relocatable)
 #   make wheel     the Python wheel (libappnorth.so and its libraries inside) in dist/
@@ -32,7 +34,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: all deps build dist install uninstall examples demo test test-size test-docs test-swift test-c test-fleet test-valgrind \
         test-python test-hosts test-wheel test-platforms test-frame-loop test-swift-example wheel check-dist bench sanitize fuzz clean \
-        node-package test-node
+        node-package test-node test-soak
 
 all: dist
 
@@ -139,6 +141,17 @@ $(PYTEST): bindings/python/requirements-test.txt
 	@scripts/ensure-deps.sh --python
 	@touch $@
 
+# make test keeps one honest round of every campaign, short: 20 + 50 C
+# forks, 20 kill -9 rounds, 20 Ruby exits, a 40-install fleet, valgrind,
+# both platform roots with 1 kill -9 round each (about 8 minutes on 2 cores).
+# make test-soak is make test with APPNORTH_SOAK=1, which every campaign
+# reads (Tests/c/check.h test_count, the Python tests' campaign(), the
+# scripts) for its full count: 200 + 500 C forks and 200 Python ones, 200
+# kill -9 rounds, 200 Ruby exits, a 100-install fleet, 3 kill -9 rounds per
+# root. A change to fork, exit, limits or threads gives its result.
+test-soak:
+	@APPNORTH_SOAK=1 $(MAKE) --no-print-directory test
+
 test: deps $(PYTEST)
 	$(MAKE) --no-print-directory test-size
 	$(MAKE) --no-print-directory test-docs
@@ -162,11 +175,20 @@ test: deps $(PYTEST)
 # and process-wide object of the library goes through Lock, LibraryThread
 # and ForkLocal (scripts/check-toolkit.py). The layering gate: Transport/
 # names no type of Async/ (scripts/check-layers.py, with its self-test).
+# The clock gate: Tests/c reads clocks through Tests/c/clock.h only (no
+# time(), CLOCK_REALTIME or pthread_cond_timedwait elsewhere;
+# scripts/check-test-clock.py, with its self-test). The tests' size gate:
+# no file under Tests/ over 600 lines, no function over 60, but those in
+# scripts/test-size-baseline.txt, which may only shrink (check-test-size.py).
 test-size:
 	@python3 scripts/check-size.py
+	@python3 scripts/check-test-size.py --self-test
+	@python3 scripts/check-test-size.py
 	@python3 scripts/check-toolkit.py
 	@python3 scripts/check-layers.py --self-test
 	@python3 scripts/check-layers.py
+	@python3 scripts/check-test-clock.py --self-test
+	@python3 scripts/check-test-clock.py
 
 # The docs gate: docs/architecture.md names every folder of Sources/, every
 # library thread and every lock of the registry (LockLevel); file, folder
@@ -219,7 +241,8 @@ test-frame-loop: $(BUILD)/examples/frame_loop
 	    > $(BUILD)/frame-loop.log 2>&1 || { cat $(BUILD)/frame-loop.log; exit 1; }
 	@echo "frame loop example: $$(tail -n 1 $(BUILD)/frame-loop.log)"
 
-# Runs every C test program through the real .so; one summary line.
+# Runs every C test program through the real .so, two at a time, each lane
+# with its own dev server (scripts/run-c-tests.sh); one summary line.
 # APPNORTH_LOCK_ORDER=1 (here, in test-python and test-fleet): the release
 # library checks the lock order on every acquisition and aborts, naming
 # both locks, on a violation (Support/LockOrder.swift).
@@ -227,16 +250,17 @@ test-frame-loop: $(BUILD)/examples/frame_loop
 # or whole programs named so: make test-c TEST=test_live_updates
 test-c: $(C_TESTS) $(BUILD)/tests/harness_selftest
 	@[ -n '$(TEST)' ] || Tests/harness/check.sh $(BUILD)/tests/harness_selftest
-	@APPNORTH_LOCK_ORDER=1 APPNORTH_TEST='$(TEST)' DEVSERVER_TLS=1 scripts/with-devserver.sh scripts/run-c-tests.sh $(C_TESTS)
+	@APPNORTH_LOCK_ORDER=1 APPNORTH_TEST='$(TEST)' scripts/run-c-tests.sh $(C_TESTS)
 
 $(BUILD)/tests/harness_selftest: Tests/harness/harness_selftest.c Tests/c/check.h Tests/c/support.h $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS)
 
-# 100 installs (2 processes) recovering from an outage of the dev server,
-# once with the shipped jitter and once without: every queued event stored
-# exactly once, every Retry-After waited out, jitter spreads the stream
-# reconnects (Tests/fleet/fleet.py; about 30-60 s). make bench runs 500.
+# 40 installs (100 in make test-soak; 2 processes) recovering from an outage
+# of the dev server, once with the shipped jitter and once without: every
+# queued event stored exactly once, every Retry-After waited out, jitter
+# spreads the stream reconnects (Tests/fleet/fleet.py; about 30 s). make
+# bench runs 500.
 $(BUILD)/tests/fleet_client: Tests/fleet/fleet_client.c $(DIST_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DIST_CFLAGS) -o $@ $< $(DIST_LDFLAGS) -lpthread
@@ -248,18 +272,18 @@ test-fleet: $(BUILD)/tests/fleet_client
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
 # they run at full speed in test-c.
 VALGRIND_TESTS := test_client test_writes test_offline test_queue_storage test_cache test_events test_events_retry test_events_consent test_events_lifecycle test_config test_handles
+# Two at a time, each lane with its own dev server (scripts/run-c-tests.sh).
+VALGRIND := valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99
 test-valgrind: $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS))
-	@for t in $(VALGRIND_TESTS); do \
-	  APPNORTH_TEST_SKIP_SLOW=1 scripts/with-devserver.sh valgrind -q --leak-check=full \
-	    --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 \
-	    $(BUILD)/tests/$$t > $(BUILD)/valgrind-$$t.log 2>&1 \
-	    || { cat $(BUILD)/valgrind-$$t.log; echo "valgrind: $$t has failures or definite leaks"; exit 1; }; \
-	  echo "valgrind $$t: $$(tail -n 1 $(BUILD)/valgrind-$$t.log), no definite leaks"; \
-	done
+	@APPNORTH_TEST_SKIP_SLOW=1 APPNORTH_TEST_WRAPPER='$(VALGRIND)' scripts/run-c-tests.sh $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS)) \
+	    > $(BUILD)/valgrind.log 2>&1 || { cat $(BUILD)/valgrind.log; echo "valgrind: failures or definite leaks"; exit 1; }
+	@echo "valgrind ($(words $(VALGRIND_TESTS)) programs): $$(tail -n 1 $(BUILD)/valgrind.log), no definite leaks"
 
+# pytest-xdist, two workers, each with its own dev server (conftest.py),
+# a test file's tests on one worker.
 test-python: $(PYTEST) $(DIST_LIB)
 	APPNORTH_LOCK_ORDER=1 APPNORTH_LIBRARY=$(abspath $(DIST_LIB)) PYTHONPATH=bindings/python:devserver \
-	    scripts/with-devserver.sh $(PYTEST) -q bindings/python/tests devserver
+	    $(PYTEST) -q -n 2 --dist loadfile bindings/python/tests devserver
 
 # The dist library is self-contained: ldd names no toolchain path, and a C
 # program and Python both load it with the toolchain hidden under an empty
@@ -287,8 +311,9 @@ check-dist: $(DIST_LIB) $(BUILD)/examples/boards
 # handling, and the C# and Java examples' declarations match it; cffi and
 # LuaJIT read the shipped cdef, bindgen the header, with int32 constants;
 # LuaJIT's walkthrough survives 300 idle frames then a completion (its
-# frame() is never compiled: jit.off); Ruby (ffi, default mode) exits 200
-# times with live handles and never crashes (at_exit appnorth_shutdown);
+# frame() is never compiled: jit.off); Ruby (ffi, default mode) exits 20
+# times (200 in make test-soak) with live handles and never crashes (at_exit
+# appnorth_shutdown);
 # the C++, Go, Rust, C#, Java, LuaJIT, Ruby and Node walkthroughs run (skipped,
 # with the command to run, without a working toolchain), and appnorth.hpp's own test runs under ASan and UBSan.
 STRICT_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror

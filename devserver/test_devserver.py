@@ -163,7 +163,8 @@ class Sse:
         self.sock.close()
 
 
-def wait_until(predicate, timeout: float = 3.0) -> bool:
+def wait_until(predicate, timeout: float = 30.0) -> bool:
+    """Polls until `predicate` holds; the timeout only catches a hang."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -700,18 +701,16 @@ def test_sse_initial_event_and_live_updates(c, server):
         stream.close()
 
 
-def test_sse_wakes_promptly(c, server):
+def test_sse_a_publish_wakes_the_stream(c, server):
+    # No keepalive is due for an hour: only the publish can put each event
+    # on the stream (the socket's 5 s timeout catches a stream never woken).
+    c.post("/admin/settings", {"sse_keepalive": 3600})
     stream = Sse(server.port)
     try:
-        latencies = []
         for n in range(5):
-            t0 = time.perf_counter()
             publish(c, {"n": n})
             event = stream.event()
-            latencies.append(time.perf_counter() - t0)
             assert json.loads(event["data"]) == {"version": n + 1, "config": {"n": n}}
-        # publish round trip + wake + write; the wake itself is well under 5 ms
-        assert sorted(latencies)[2] < 0.05, latencies
     finally:
         stream.close()
 
@@ -739,7 +738,7 @@ def test_sse_keepalive_interval(c, server):
     try:
         t0 = time.monotonic()
         assert [stream.block() for _ in range(3)] == [[": keepalive"]] * 3
-        assert 0.1 <= time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 >= 0.1  # three intervals at least; a stall ends at the socket timeout
     finally:
         stream.close()
 
@@ -761,7 +760,7 @@ def test_sse_handler_exits_on_client_disconnect(c, server):
     stream = Sse(server.port)
     assert wait_until(lambda: c.get("/admin/health").json["sse_streams"] == 1)
     stream.close()
-    assert wait_until(lambda: c.get("/admin/health").json["sse_streams"] == 0, timeout=2)
+    assert wait_until(lambda: c.get("/admin/health").json["sse_streams"] == 0)
 
 
 def test_stop_does_not_hang_on_open_streams():
@@ -772,9 +771,10 @@ def test_stop_does_not_hang_on_open_streams():
     assert idle.get("/admin/health").status == 200  # an idle keep-alive connection too
     for st in streams:
         st.event()
-    t0 = time.monotonic()
-    s.stop()
-    assert time.monotonic() - t0 < 2
+    stopper = threading.Thread(target=s.stop, daemon=True)
+    stopper.start()
+    stopper.join(60)  # a watchdog only: stop() closes the streams, it does not wait them out
+    assert not stopper.is_alive(), "stop() hung on the open streams"
     for st in streams:
         with pytest.raises((EOFError, ConnectionError)):
             st.block()
@@ -831,8 +831,9 @@ def test_gzip_write_body_is_decoded(c, idea):
     assert r.status == 201 and r.json["comment"]["body"] == "x" * 3000
 
 
-@pytest.mark.parametrize("wire", [b"not gzip at all", gzip.compress(b'{"events": []}')[:-6],
-                                  gzip.compress(b'{"events": []}') + b"trailing"])
+@pytest.mark.parametrize("wire", [b"not gzip at all", gzip.compress(b'{"events": []}', mtime=0)[:-6],
+                                  gzip.compress(b'{"events": []}', mtime=0) + b"trailing"],
+                         ids=["not gzip", "truncated", "trailing bytes"])  # the same ids in every xdist worker
 def test_corrupt_gzip_body_is_400_and_stores_nothing(c, wire):
     r = c.post(f"{API}/events", wire, headers={"Content-Encoding": "gzip"})
     assert r.status == 400 and r.error_code == "validation" and "gzip" in r.json["error"]["message"]
@@ -1062,9 +1063,43 @@ def test_fault_delay(c):
     t0 = time.monotonic()
     assert c.get(f"{API}/boards").status == 200
     assert time.monotonic() - t0 >= 0.2
-    t0 = time.monotonic()
-    c.get(f"{API}/boards")
-    assert time.monotonic() - t0 < 0.2
+    c.get(f"{API}/boards")  # the fault is used up: the next request is not delayed
+    log = c.get("/admin/requests").json["requests"]
+    assert [r["fault"] for r in log[-2:]] == ["delay", None], log
+
+
+def test_a_long_delay_holds_a_request_until_released(c, server):
+    c.post("/admin/faults", {"delay_ms": 600000, "path_prefix": f"{API}/boards"})
+    held = Client(server.port)
+    answer: list[int] = []
+    done = threading.Event()
+    threading.Thread(target=lambda: (answer.append(held.get(f"{API}/boards").status), done.set()),
+                     daemon=True).start()
+    assert wait_until(lambda: c.get("/admin/faults").json["held"] == 1)
+    assert not done.is_set() and c.get(f"{API}/ideas").status == 200  # others are served meanwhile
+    assert c.post("/admin/faults/release").json == {"released": 1}
+    assert done.wait(30) and answer == [200]
+    assert c.get("/admin/faults").json == {"faults": [], "held": 0}
+    assert c.post("/admin/faults/release").json == {"released": 0}
+    held.close()
+
+
+def test_a_reset_drops_a_held_request_at_once(c, server):
+    c.post("/admin/faults", {"delay_ms": 600000, "path_prefix": f"{API}/boards"})
+    held = Client(server.port)
+    failed = threading.Event()
+
+    def call() -> None:
+        try:
+            held.get(f"{API}/boards")
+        except (ConnectionError, http.client.HTTPException, OSError):
+            failed.set()
+    threading.Thread(target=call, daemon=True).start()
+    assert wait_until(lambda: c.get("/admin/faults").json["held"] == 1)
+    assert c.post("/admin/reset").status == 200
+    assert failed.wait(30), "the held request was not dropped by the reset"
+    assert c.get("/admin/faults").json["held"] == 0 and c.get("/admin/requests").json["requests"] == []
+    held.close()
 
 
 def test_a_request_held_across_a_log_clear_is_not_logged_after_it(c, server):

@@ -21,7 +21,9 @@ cd "$top"
 : "${APPNORTH_TEST_SERVER:?run through scripts/with-devserver.sh}"
 [ "$(id -u)" = 0 ] || { echo "test-platforms: needs root (debootstrap and chroot); run: sudo make test-platforms" >&2; exit 1; }
 wheel="$(ls dist/appnorth-*.whl)"
-rounds="${APPNORTH_PLATFORM_KILL_ROUNDS:-3}"
+# kill -9 rounds per root: 1 in make test, 3 in make test-soak (APPNORTH_SOAK=1).
+if [ "${APPNORTH_SOAK:-0}" != 0 ] && [ -n "${APPNORTH_SOAK:-}" ]; then soak_rounds=3; else soak_rounds=1; fi
+rounds="${APPNORTH_PLATFORM_KILL_ROUNDS:-$soak_rounds}"
 
 in_root() { scripts/platform-roots.sh run "$name" "$2"; }
 

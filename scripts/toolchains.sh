@@ -46,7 +46,7 @@ toolchain() { # NAME CHECK PACKAGE...
         fi
     fi
     TOOL_WHY="${TOOL_BROKEN:-no $name on PATH}; run: sudo apt-get install -y $*"
-    if [ "$name" = cargo ] && command -v rustup >/dev/null; then
+    if { [ "$name" = cargo ] || [ "$name" = rustc ]; } && command -v rustup >/dev/null; then
         TOOL_WHY="$TOOL_WHY (or: rustup default stable)"
     fi
     return 1
@@ -71,6 +71,7 @@ host_toolchains() {
 C++|c++|{} --version|g++
 Go|go|{} version|golang-go
 Rust|cargo|{} --version|cargo
+Rust|rustc|{} --version|rustc
 C#|mcs|{} --version|mono-mcs
 C#|mono|{} --version|mono-runtime
 LuaJIT|luajit|{} -e "local ffi = require('ffi')"|luajit

@@ -38,6 +38,13 @@ enum TestServer {
 
     static func reset() throws { try post("/admin/reset") }
 
+    /// How many requests wait out a delay fault now (a long `delay_ms`
+    /// holds a request until `release()` or the next reset).
+    static func held() throws -> Int { Int(try get("/admin/faults")["held"]?.intValue ?? 0) }
+
+    /// Ends every delay in progress: the held requests go on.
+    static func release() throws { try post("/admin/faults/release") }
+
     /// Runs `body` while the server drops every API connection without an
     /// answer: a real network failure, on the real server's URL (so account
     /// scopes still match after "reconnecting").

@@ -46,12 +46,15 @@ enum TestServer {
     static func offline() throws { try post("/admin/faults", #"{"drop":true,"count":1000}"#) }
     static func online() throws { try delete("/admin/faults") }
 
-    /// The server holds the next `count` requests under `pathPrefix` for
-    /// 20 s, then drops them unanswered: a held write never lands later,
-    /// in another test's state.
+    /// The server holds the next `count` requests under `pathPrefix` until
+    /// the next reset (10 min at most), then drops them unanswered: a held
+    /// write never lands later, in another test's state.
     static func hold(_ pathPrefix: String, count: Int = 1) throws {
-        try post("/admin/faults", #"{"delay_ms":20000,"drop":true,"count":\#(count),"path_prefix":"\#(pathPrefix)"}"#)
+        try post("/admin/faults", #"{"delay_ms":600000,"drop":true,"count":\#(count),"path_prefix":"\#(pathPrefix)"}"#)
     }
+
+    /// How many requests the server holds now.
+    static func held() throws -> Int { (try get("/admin/faults"))["held"] as? Int ?? 0 }
 
     /// Waits (generously, for a loaded machine) until the server has taken
     /// every armed fault: a held request is then in flight.

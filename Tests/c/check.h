@@ -6,7 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+
 static int check_passed, check_failed;
+
+/* The size of a campaign (forks, kill -9 rounds, children): `quick` in
+ * make test, `soak` in make test-soak (APPNORTH_SOAK=1); a positive
+ * number in $`env` (when `env` is not NULL) overrides both. */
+static inline int test_count(const char *env, int quick, int soak) {
+    const char *given = env ? getenv(env) : NULL;
+    if (given && atoi(given) > 0) return atoi(given);
+    const char *soaking = getenv("APPNORTH_SOAK");
+    return soaking && *soaking && strcmp(soaking, "0") != 0 ? soak : quick;
+}
 
 /* The named test running now (RUN below): failures and the watchdog name it. */
 static const char *test_current = "";

@@ -51,14 +51,6 @@
 static const char *server;
 static int skip_slow;
 
-/* ---- time ------------------------------------------------------------------ */
-
-static inline int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the server ------------------------------------------------------------ */
 
 static inline void add_fault(const char *spec) { admin_add_fault(server, spec); }

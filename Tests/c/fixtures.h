@@ -1,4 +1,5 @@
-/* Fixtures shared by the C tests: the clock and the dev server's state.
+/* Fixtures shared by the C tests: the dev server's state (the clock is
+ * clock.h, through check.h).
  * admin.h (the admin API through plain libcurl) is shared with the
  * benchmarks too; this file adds what needs check.h. */
 #ifndef APPNORTH_TEST_FIXTURES_H
@@ -12,24 +13,10 @@
 #include "admin.h"
 #include "check.h"
 
-/* Monotonic milliseconds, for deadlines and measured durations. */
-static inline int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Empties the dev server at `base` (apps, requests log, faults), checked. */
 static inline void admin_reset(const char *base) {
     long status = admin_request(base, "POST", "/admin/reset", "{}", NULL);
     CHECK(status == 200, "admin reset: HTTP %ld", status);
-}
-
-/* Sleeps `ms` milliseconds, through signals. For pacing a poll of some
- * state or for a negative check's window, never to wait for a result. */
-static inline void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
 /* Adds a dev-server fault (POST /admin/faults with `spec`), checked. */
@@ -62,6 +49,45 @@ static inline int admin_fault_pending(const char *base, const char *prefix) {
 static inline void admin_wait_fault_taken(const char *base, const char *prefix) {
     int64_t deadline = mono_ms() + 15000;
     while (mono_ms() < deadline && admin_fault_pending(base, prefix)) sleep_ms(20);
+}
+
+/* How many requests wait out a delay fault at the server now. */
+static inline int admin_held(const char *base) {
+    json_t *reply = NULL;
+    admin_request(base, "GET", "/admin/faults", NULL, &reply);
+    int held = (int)json_integer_value(json_object_get(reply, "held"));
+    json_decref(reply);
+    return held;
+}
+
+/* Waits until at least `n` requests are held at the server (a long
+ * delay_ms holds one until admin_release); 30 s only catch a hang. */
+static inline int admin_wait_held(const char *base, int n) {
+    int64_t deadline = mono_ms() + 30000;
+    while (admin_held(base) < n && mono_ms() < deadline) sleep_ms(5);
+    return admin_held(base) >= n;
+}
+
+/* Ends every delay in progress at the server: the held requests go on. */
+static inline void admin_release(const char *base) {
+    long status = admin_request(base, "POST", "/admin/faults/release", "{}", NULL);
+    CHECK(status == 200, "release the held requests: HTTP %ld", status);
+}
+
+/* How many requests `method` `path` (exactly) the server logged. */
+static inline int admin_logged(const char *base, const char *method, const char *path) {
+    json_t *reply = NULL;
+    admin_request(base, "GET", "/admin/requests", NULL, &reply);
+    int count = 0;
+    size_t i;
+    json_t *entry;
+    json_array_foreach(json_object_get(reply, "requests"), i, entry) {
+        const char *m = json_string_value(json_object_get(entry, "method"));
+        const char *p = json_string_value(json_object_get(entry, "path"));
+        count += m && p && strcmp(m, method) == 0 && strcmp(p, path) == 0;
+    }
+    json_decref(reply);
+    return count;
 }
 
 /* A client of `app` on `base` with the given API and config timeouts

@@ -21,7 +21,9 @@
 #include "support.h"
 
 #define APP "tcancel"
-#define HOLD_MS 20000
+/* A hold: the server keeps the request until admin_release or its stop, so
+ * a call that returns did not wait for it. */
+#define HOLD_MS 600000
 
 static const char *server;
 
@@ -65,9 +67,10 @@ static void test_cancel_ends_a_held_request(void) {
     CHECK(json == NULL, "no result from a cancelled call");
     CHECK(strcmp(appnorth_status_str(APPNORTH_E_CANCELLED), "cancelled") == 0, "status name");
     int64_t after_cancel = returned - cancel.cancelled_at;
-    printf("held request returned %lld ms after the cancel (%lld ms after it started; hold %d ms)\n",
-           (long long)after_cancel, (long long)(returned - start), HOLD_MS);
-    CHECK(after_cancel < 5000, "returned %lld ms after the cancel", (long long)after_cancel);
+    printf("held request returned %lld ms after the cancel (%lld ms after it started)\n",
+           (long long)after_cancel, (long long)(returned - start));
+    CHECK(admin_held(server) == 1, "the cancel ended the call while the server still held its request");
+    admin_release(server);
 
     /* Calls after the cancel run normally. */
     CHECK_STATUS(appnorth_client_list_boards(c, &json, &err), APPNORTH_OK, err);
@@ -139,8 +142,8 @@ static void test_cancelled_flush_loses_nothing(void) {
     int64_t returned = mono_ms();
     pthread_join(thread, NULL);
     printf("cancelled flush returned %lld ms after the cancel\n", (long long)(returned - cancel.cancelled_at));
-    CHECK(returned - cancel.cancelled_at < 5000, "flush returned %lld ms after the cancel",
-          (long long)(returned - cancel.cancelled_at));
+    /* Left held (a release would race the replay below with the same key). */
+    CHECK(admin_held(server) >= 1, "the cancel ended the flush while the server still held its request");
     CHECK(sent == 1, "one sent before the cancel, got %d", sent);
     CHECK(failed == NULL, "a cancel names no failed entry");
     appnorth_string_free(failed);
@@ -202,8 +205,7 @@ static void test_cancelled_events_flush_keeps_the_events(void) {
     int64_t returned = mono_ms();
     pthread_join(thread, NULL);
     printf("cancelled events flush returned %lld ms after the cancel\n", (long long)(returned - cancel.cancelled_at));
-    CHECK(returned - cancel.cancelled_at < 5000, "events flush returned %lld ms after the cancel",
-          (long long)(returned - cancel.cancelled_at));
+    CHECK(admin_held(server) >= 1, "the cancel ended the flush while the server still held the upload");
     int64_t sent = -1;
     CHECK_STATUS(appnorth_events_flush_sent(e, 30000, &sent, &err), APPNORTH_OK, err);
     CHECK(sent == 1, "the kept event is delivered by the next flush, sent %lld", (long long)sent);

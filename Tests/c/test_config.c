@@ -22,12 +22,6 @@ static int app_counter;
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
 /* A fresh App ID per test, so tests never see each other's config. */
 static const char *new_app(char *buf, size_t size) {
     snprintf(buf, size, "ctest-%d-%d", (int)getpid(), ++app_counter);
@@ -63,7 +57,8 @@ static void publish_raw(const char *app, const char *raw_as_json_string) {
  * a reference). Returns the status; *out is NULL on failure. */
 static int32_t open_config(const char *app, const char *data_dir, const char *bundled, int32_t ttl,
                            appnorth_clock *clock, appnorth_config **out, appnorth_error *err) {
-    appnorth_client *client = make_client(server, app, NULL, NULL);
+    /* Fetches outlast a fetch the server holds until the test releases it. */
+    appnorth_client *client = client_with_timeouts(server, app, 3000, 60000);
     appnorth_config_options *o = appnorth_config_options_new();
     CHECK_STATUS(appnorth_config_options_set_client(o, client, err), APPNORTH_OK, *err);
     appnorth_client_free(client);
@@ -100,7 +95,7 @@ typedef struct {
 static void recorder_init(recorder *r) {
     memset(r, 0, sizeof *r);
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    cond_init_mono(&r->cv);
 }
 
 static void recorder_free(recorder *r) {
@@ -112,7 +107,7 @@ static void recorder_free(recorder *r) {
 
 static void on_change(const char *json, const char *keys, int32_t tier, void *user_data) {
     recorder *r = user_data;
-    double at = now_ms();
+    double at = mono_ms();
     pthread_mutex_lock(&r->mu);
     free(r->json);
     free(r->keys);
@@ -138,14 +133,10 @@ static int64_t record_changes(appnorth_config *config, recorder *r) {
 
 /* Waits until the recorder has seen `calls` calls; returns 1 if it did. */
 static int recorder_wait(recorder *r, int calls, int timeout_ms) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+    int64_t deadline = mono_ms() + timeout_ms;
     pthread_mutex_lock(&r->mu);
     while (r->calls < calls)
-        if (pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) break;
+        if (cond_wait_until(&r->cv, &r->mu, deadline) == ETIMEDOUT) break;
     int ok = r->calls >= calls;
     pthread_mutex_unlock(&r->mu);
     return ok;
@@ -410,11 +401,9 @@ static void test_tiers_getters_and_exact_numbers(void) {
      * have confirmed the same content a little later: the stored time is
      * the last successful fetch's, so at least the one read above and not
      * in the future. */
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
-    CHECK(at >= fetched && at <= wall_ms, "the stored fetch time: %lld, read %lld, now %lld", (long long)at,
-          (long long)fetched, (long long)wall_ms);
+    int64_t now = wall_ms();
+    CHECK(at >= fetched && at <= now, "the stored fetch time: %lld, read %lld, now %lld", (long long)at,
+          (long long)fetched, (long long)now);
     CHECK_STATUS(appnorth_config_snapshot(config, &text, &err), APPNORTH_OK, err);
     CHECK(text && strcmp(text, served) == 0, "cached snapshot keeps 9.99: %s", text);
     appnorth_string_free(text);
@@ -488,11 +477,17 @@ static void test_ttl_stale_while_revalidate(void) {
     CHECK(tier_of(config, NULL) == APPNORTH_CONFIG_TIER_CACHED, "no fetch while fresh");
 
     appnorth_clock_advance(clock, 1000, &err); /* TTL reached */
-    double t0 = now_ms();
+    /* The revalidation is held at the server until released below: the
+     * read returns while its fetch is held, so it does not wait for it. */
+    char hold[256];
+    snprintf(hold, sizeof hold, "{\"delay_ms\":600000,\"method\":\"GET\",\"path_prefix\":\"/v1/apps/%s/config\"}", app);
+    admin_add_fault(server, hold);
     appnorth_config_get_int(config, "v", 0, &v, &err);
-    CHECK(now_ms() - t0 < 50, "the read does not wait for the fetch");
     CHECK(v == 1, "stale value served while revalidating");
-    CHECK(recorder_wait(&r, 1, 3000), "background fetch delivered v2");
+    CHECK(admin_wait_held(server, 1), "the read started a background fetch, held at the server");
+    CHECK(recorder_calls(&r) == 0, "nothing delivered while the fetch is held");
+    admin_release(server);
+    CHECK(recorder_wait(&r, 1, 30000), "background fetch delivered v2");
     CHECK(!r.on_main, "a background fetch's change is delivered on the config's thread");
     appnorth_config_get_int(config, "v", 0, &v, &err);
     CHECK(v == 2, "v2 now: %lld", (long long)v);
@@ -503,8 +498,8 @@ static void test_ttl_stale_while_revalidate(void) {
     /* Expired again, nothing new: a 304 only moves the fetch time. */
     appnorth_clock_advance(clock, 61000, &err);
     appnorth_config_get_int(config, "v", 0, &v, &err);
-    double deadline = now_ms() + 3000;
-    while (now_ms() < deadline && (tier_of(config, &fetched), fetched) != 1700000121000LL) sleep_ms(5);
+    double deadline = mono_ms() + 3000;
+    while (mono_ms() < deadline && (tier_of(config, &fetched), fetched) != 1700000121000LL) sleep_ms(5);
     CHECK(fetched == 1700000121000LL, "304 refreshed the fetch time: %lld", (long long)fetched);
     CHECK(recorder_calls(&r) == 1, "no listener call for a 304");
     appnorth_config_free(config);
@@ -606,12 +601,12 @@ static void test_remove_waits_for_a_callback_in_flight(void) {
     int64_t token = 0;
     CHECK_STATUS(appnorth_config_add_listener(config, slow_callback, &s, &token, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
-    double deadline = now_ms() + 3000;
-    while (!atomic_load(&s.entered) && now_ms() < deadline) sleep_ms(1);
+    double deadline = mono_ms() + 3000;
+    while (!atomic_load(&s.entered) && mono_ms() < deadline) sleep_ms(1);
     CHECK(atomic_load(&s.entered), "the callback started on the config's thread");
-    double t0 = now_ms();
+    double t0 = mono_ms();
     CHECK_STATUS(appnorth_config_remove_listener(config, token, &err), APPNORTH_OK, err);
-    double waited = now_ms() - t0;
+    double waited = mono_ms() - t0;
     CHECK(atomic_load(&s.finished) == 1, "remove returned before the callback finished");
     CHECK(waited > 100, "remove waited %.0f ms", waited);
     appnorth_config_free(config);
@@ -654,8 +649,8 @@ static void test_free_from_inside_a_callback(void) {
     int64_t token = 0;
     CHECK_STATUS(appnorth_config_add_listener(config, free_from_callback, &f, &token, &err), APPNORTH_OK, err);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
-    double deadline = now_ms() + 3000;
-    while (!atomic_load(&f.freed) && now_ms() < deadline) sleep_ms(2);
+    double deadline = mono_ms() + 3000;
+    while (!atomic_load(&f.freed) && mono_ms() < deadline) sleep_ms(2);
     CHECK(atomic_load(&f.freed), "freed from inside the callback");
     CHECK(atomic_load(&f.read_ok), "library calls worked inside the callback");
     publish(app, "{\"v\":2}");
@@ -670,10 +665,14 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void test_publish_to_callback_latency(void) {
+/* Live updates are pushed: with the poll interval at 100 ms, every publish
+ * reaches the listener down the one stream, and the server logs no config
+ * fetch meanwhile. The latency is printed, not asserted (make bench). */
+static void test_live_updates_come_down_the_stream(void) {
     enum { N = 20 };
-    char app[64];
+    char app[64], path[128];
     new_app(app, sizeof app);
+    snprintf(path, sizeof path, "/v1/apps/%s/config", app);
     publish(app, "{\"n\":0}");
     appnorth_error err;
     appnorth_config *config = NULL;
@@ -681,29 +680,28 @@ static void test_publish_to_callback_latency(void) {
     recorder r;
     record_changes(config, &r);
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
-    CHECK(recorder_wait(&r, 1, 3000), "connected");
+    CHECK(recorder_wait(&r, 1, 30000), "connected");
+    int fetches = admin_logged(server, "GET", path);
     double samples[N];
     int got = 0;
     for (int i = 1; i <= N; i++) {
         char body[64];
         snprintf(body, sizeof body, "{\"n\":%d}", i);
-        double t0 = now_ms();
+        double t0 = mono_ms();
         publish(app, body);
-        if (!recorder_wait(&r, i + 1, 3000)) break;
+        if (!recorder_wait(&r, i + 1, 30000)) break;
         pthread_mutex_lock(&r.mu);
         samples[got++] = r.at_ms - t0;
         pthread_mutex_unlock(&r.mu);
     }
     CHECK(got == N, "all %d updates arrived (%d)", N, got);
+    CHECK(admin_logged(server, "GET", path) == fetches, "no config fetch while the stream delivered (%d before, %d after)",
+          fetches, admin_logged(server, "GET", path));
     if (got > 0) {
         qsort(samples, got, sizeof samples[0], compare_doubles);
-        double median = got % 2 ? samples[got / 2] : (samples[got / 2 - 1] + samples[got / 2]) / 2;
-        printf("config publish->callback latency: median %.2f ms over %d publishes (min %.2f, max %.2f; target < 50)\n",
-               median, got, samples[0], samples[got - 1]);
-        /* Under valgrind everything is ~30x slower: only check the target natively. */
-        const char *preload = getenv("LD_PRELOAD");
-        int valgrind = preload && strstr(preload, "vgpreload");
-        CHECK(median < (valgrind ? 1000 : 50), "median %.2f ms", median);
+        printf("config publish->callback latency: median %.0f ms over %d publishes (min %.0f, max %.0f)\n",
+               got % 2 ? samples[got / 2] : (samples[got / 2 - 1] + samples[got / 2]) / 2, got, samples[0],
+               samples[got - 1]);
     }
     appnorth_config_free(config);
     recorder_free(&r);
@@ -729,14 +727,14 @@ static int exit_with_live_config(void) {
 }
 
 static void test_exit_without_free(const char *self) {
-    int crashes = 0;
-    for (int i = 0; i < 10; i++) {
+    int crashes = 0, runs = test_count(NULL, 3, 10);
+    for (int i = 0; i < runs; i++) {
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "'%s' --exit-with-live-config", self);
         int status = system(cmd);
         if (status != 0) crashes++;
     }
-    CHECK(crashes == 0, "%d of 10 exits with a live config failed", crashes);
+    CHECK(crashes == 0, "%d of %d exits with a live config failed", crashes, runs);
 }
 
 /* The escape \u0000 is valid JSON and accepted; a raw NUL byte never is
@@ -819,9 +817,9 @@ static void test_stream_line_limit_is_reported(void) {
     snprintf(spec, sizeof spec, "{\"path_prefix\":\"/v1/apps/%s/config/stream\",\"endless_line\":true}", app);
     CHECK(admin_request(server, "POST", "/admin/faults", spec, NULL) == 201, "endless_line fault");
     CHECK_STATUS(appnorth_config_start_live(config, &err), APPNORTH_OK, err);
-    double deadline = now_ms() + 60000;
+    double deadline = mono_ms() + 60000;
     status.code = 0;
-    while (now_ms() < deadline) {
+    while (mono_ms() < deadline) {
         CHECK_STATUS(appnorth_config_last_fetch_status(config, &status, NULL, &err), APPNORTH_OK, err);
         if (status.code != 0) break;
         sleep_ms(20);
@@ -854,7 +852,7 @@ int main(int argc, char **argv) {
     RUN(test_remove_from_inside_the_callback);
     RUN(test_remove_waits_for_a_callback_in_flight);
     RUN(test_free_from_inside_a_callback);
-    RUN(test_publish_to_callback_latency);
+    RUN(test_live_updates_come_down_the_stream);
     RUN_WITH(test_exit_without_free, argv[0]);
     curl_global_cleanup();
     return check_summary();

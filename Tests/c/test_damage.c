@@ -87,12 +87,6 @@ static void put_row(const char *dir, const char *ns, const char *key, const char
     sql(dir, statement);
 }
 
-static int64_t wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static appnorth_client *logging_client(void) {
     appnorth_error err;
     appnorth_client_options *o = appnorth_client_options_new();
@@ -169,7 +163,7 @@ static void test_damaged_config_rows_are_dropped(void) {
     snprintf(good, sizeof good,
              "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":null,\"config_version\":null,"
              "\"fetched_ms\":%lld,\"config\":\"{\\\"a\\\":1}\"}'",
-             (long long)wall_now());
+             (long long)wall_ms());
     put_row(dir, "config", APP, good, "-9223372036854775808");
     config = NULL;
     CHECK_STATUS(open_config(client, dir, &config, &err), APPNORTH_OK, err);
@@ -183,7 +177,7 @@ static void test_damaged_config_rows_are_dropped(void) {
     snprintf(good, sizeof good,
              "'{\"format\":\"appnorth.config-cache\",\"version\":1,\"etag\":\"\\\"1\\\"\\r\\nX-Injected: 1\","
              "\"config_version\":1,\"fetched_ms\":%lld,\"config\":\"{\\\"a\\\":1}\"}'",
-             (long long)wall_now());
+             (long long)wall_ms());
     put_row(dir, "config", APP, good, "1");
     config = NULL;
     log_clear();
@@ -220,7 +214,7 @@ static void test_damaged_cache_entries_are_dropped(void) {
              "{\"kind\":\"nonsense\",\"scope\":\"kind\",\"query\":\"\",\"value\":\"[1]\",\"stored_ms\":1},"
              "{\"kind\":\"boards\",\"scope\":\"value\",\"query\":\"\",\"value\":\"[1\",\"stored_ms\":%lld},"
              "{\"kind\":\"boards\",\"scope\":\"good\",\"query\":\"\",\"value\":\"[2]\",\"stored_ms\":%lld}]}'",
-             (long long)wall_now(), (long long)wall_now());
+             (long long)wall_ms(), (long long)wall_ms());
     static const char *scopes[] = {"min", "max", "neg", "text", "real", "kind", "value"};
     static const char *updated[] = {"-9223372036854775808", "9223372036854775807", "0"};
     for (int round = 0; round < 3; round++) {

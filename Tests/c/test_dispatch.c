@@ -25,12 +25,6 @@ static const char *server;
 static pthread_t main_thread;
 static int app_counter;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
 static const char *new_app(char *buf, size_t size) {
     snprintf(buf, size, "dtest-%d-%d", (int)getpid(), ++app_counter);
     return buf;
@@ -124,8 +118,8 @@ static int64_t config_int(appnorth_config *config, const char *key) {
 /* Waits (on the descriptor, then the getter) until `key` reads `value`,
  * without dispatching. */
 static int wait_for_value(int fd, appnorth_config *config, const char *key, int64_t value) {
-    double deadline = now_ms() + 15000;
-    while (now_ms() < deadline) {
+    double deadline = mono_ms() + 15000;
+    while (mono_ms() < deadline) {
         if (config_int(config, key) == value) return 1;
         fd_readable(fd, 20);
     }
@@ -207,8 +201,8 @@ static void test_every_callback_runs_on_the_dispatching_thread(void) {
 
     /* The host's loop: wait on the descriptor, dispatch, until both kinds arrived. */
     publish(app, "{\"level\":2}");
-    double deadline = now_ms() + 15000;
-    while (now_ms() < deadline && !(seen.changes >= 1 && strstr(seen.json, "\"level\":2"))) {
+    double deadline = mono_ms() + 15000;
+    while (mono_ms() < deadline && !(seen.changes >= 1 && strstr(seen.json, "\"level\":2"))) {
         if (fd_readable(fd, 100)) dispatch_all(client);
     }
     CHECK(strstr(seen.json, "\"level\":2") != NULL, "the listener saw level 2: %s", seen.json);
@@ -435,13 +429,13 @@ static void test_publish_to_dispatched_listener_latency(void) {
         char body[64];
         snprintf(body, sizeof body, "{\"n\":%d}", i);
         int before = seen.changes;
-        double start = now_ms();
+        double start = mono_ms();
         publish(app, body);
         double deadline = start + 10000;
-        while (seen.changes == before && now_ms() < deadline) {
+        while (seen.changes == before && mono_ms() < deadline) {
             if (fd_readable(fd, 1000)) dispatch_all(client);
         }
-        if (seen.changes > before) lat[got++] = now_ms() - start;
+        if (seen.changes > before) lat[got++] = mono_ms() - start;
     }
     CHECK(got == ROUNDS, "every publish reached the listener: %d of %d", got, ROUNDS);
     if (got > 0) {
@@ -458,7 +452,7 @@ static void test_publish_to_dispatched_listener_latency(void) {
 /* A logger that, called on a library thread, blocks for ever (as a runtime's
  * callback does that waits for an interpreter lock the exiting thread holds). */
 static pthread_mutex_t block_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t block_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t block_cv; /* cond_init_mono in exit_with_live_handles */
 static int blocked;
 
 static void on_log_blocking(int32_t level, const char *message, void *user_data) {
@@ -474,6 +468,7 @@ static void on_log_blocking(int32_t level, const char *message, void *user_data)
  * without freeing them. Default mode: a library thread is blocked inside
  * the host's log callback at the moment of exit. */
 static int exit_with_live_handles(int dispatch_mode) {
+    cond_init_mono(&block_cv);
     char app[64], *dir = make_temp_dir("dispatch-exit");
     appnorth_error err;
     appnorth_client_options *o = appnorth_client_options_new();
@@ -495,11 +490,9 @@ static int exit_with_live_handles(int dispatch_mode) {
     (void)config;
     appnorth_events_track(events, "exit", NULL, NULL, &err);
     if (!dispatch_mode) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += 15;
+        int64_t deadline = mono_ms() + 15000;
         pthread_mutex_lock(&block_mu);
-        while (blocked == 0 && pthread_cond_timedwait(&block_cv, &block_mu, &deadline) == 0) {}
+        while (blocked == 0 && cond_wait_until(&block_cv, &block_mu, deadline) == 0) {}
         int ok = blocked > 0;
         pthread_mutex_unlock(&block_mu);
         if (!ok) return 4; /* no library thread ever logged */
@@ -513,7 +506,7 @@ static int exit_with_live_handles(int dispatch_mode) {
 }
 
 static void test_exit_with_live_handles(const char *self, const char *mode) {
-    double start = now_ms();
+    double start = mono_ms();
     pid_t pid = fork();
     if (pid == 0) {
         execl(self, self, "--exit-with-live-handles", mode, (char *)NULL);
@@ -521,7 +514,7 @@ static void test_exit_with_live_handles(const char *self, const char *mode) {
     }
     int status = 0;
     pid_t done = 0;
-    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() - start < 30000) {
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 && mono_ms() - start < 30000) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -532,7 +525,7 @@ static void test_exit_with_live_handles(const char *self, const char *mode) {
     CHECK(done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
           "%s mode: exit with live handles (a thread blocked in a callback) ended %s, status %d",
           mode, done == 0 ? "hung (killed after 30 s)" : "", status);
-    printf("dispatch: %s-mode exit with live handles took %.0f ms\n", mode, now_ms() - start);
+    printf("dispatch: %s-mode exit with live handles took %.0f ms\n", mode, mono_ms() - start);
 }
 
 int main(int argc, char **argv) {

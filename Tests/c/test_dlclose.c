@@ -27,12 +27,6 @@
 
 static const char *server;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
-
 /* The library's functions, looked up with dlsym. */
 #define FUNCTIONS(X)                                   \
     X(appnorth_client_options_new)                     \
@@ -136,21 +130,21 @@ int main(int argc, char **argv) {
     CHECK(still != NULL, "the library is still mapped after dlclose (-z nodelete)");
     if (still) dlclose(still);
 
-    double deadline = now_ms() + 20000;
-    while (server_event_count(app) < 20 && now_ms() < deadline) sleep_ms(20);
+    double deadline = mono_ms() + 20000;
+    while (server_event_count(app) < 20 && mono_ms() < deadline) sleep_ms(20);
     CHECK(server_event_count(app) == 20, "the uploader sent every event after dlclose: %zu",
           server_event_count(app));
     int64_t v = -1;
-    deadline = now_ms() + 10000;
-    while (v != 1 && now_ms() < deadline) {
+    deadline = mono_ms() + 10000;
+    while (v != 1 && mono_ms() < deadline) {
         sleep_ms(20);
         p_appnorth_config_get_int(config, "v", -1, &v, NULL);
     }
     CHECK(v == 1, "the config fetched v=1 (%lld)", (long long)v);
     snprintf(body, sizeof body, "{\"config\":{\"v\":2}}");
     CHECK(admin_request(server, "POST", path, body, NULL) == 201, "publish v=2");
-    deadline = now_ms() + 10000;
-    while (v != 2 && now_ms() < deadline) {
+    deadline = mono_ms() + 10000;
+    while (v != 2 && mono_ms() < deadline) {
         sleep_ms(20);
         p_appnorth_config_get_int(config, "v", -1, &v, NULL);
     }

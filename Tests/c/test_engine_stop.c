@@ -60,13 +60,9 @@ static void signal_locked(round_state *r) { pthread_cond_broadcast(&r->cv); }
 
 /* Waits (the mutex held) until *value >= goal, or `ms`; returns whether it got there. */
 static int wait_at_least(round_state *r, const int *value, int goal, int ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    int64_t until = mono_ms() + ms;
     while (*value < goal)
-        if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT) break;
+        if (cond_wait_until(&r->cv, &r->mu, until) == ETIMEDOUT) break;
     return *value >= goal;
 }
 
@@ -189,7 +185,7 @@ typedef struct {
 static int one_round(int round, totals *t) {
     round_state *r = calloc(1, sizeof *r);
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    cond_init_mono(&r->cv);
     for (int i = 0; i < SLOTS; i++) r->slots[i] = (slot){r, i};
     for (int i = 0; i < STARTERS; i++) r->starter[i] = (slot){r, i};
     r->free_after = 1 + round % 24;
@@ -240,8 +236,7 @@ static int one_round(int round, totals *t) {
 
 static void test_starts_racing_the_last_free_each_complete_once_or_are_refused(void) {
     admin_reset(server);
-    const char *env = getenv("APPNORTH_TEST_ROUNDS");
-    int rounds = env ? atoi(env) : 200;
+    int rounds = test_count("APPNORTH_TEST_ROUNDS", 50, 200);
     totals t;
     memset(&t, 0, sizeof t);
     int ran = 0;

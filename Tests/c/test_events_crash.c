@@ -17,7 +17,7 @@
  * of its rows, or while the child's open imports the journals that earlier
  * children left. Every other child tracks from 3 threads at once (numbers
  * interleaved), so its events sit in several stripes' journal files when it
- * dies. 200 rounds (a kill -9 campaign of about a minute), each child
+ * dies. 20 rounds (200 in make test-soak: about a minute), each child
  * continuing the numbering. Then the parent opens the queue itself,
  * flushes it empty and checks the server: every printed n is there exactly
  * once, no name is there twice, and at most one unprinted event per
@@ -43,8 +43,9 @@
 #include "check.h"
 
 #define APP "tcrash"
-/* Rounds of kill -9; APPNORTH_CRASH_ROUNDS overrides it for a longer campaign. */
-static int kill_rounds = 200;
+/* Rounds of kill -9: 20 in make test, 200 in make test-soak;
+ * APPNORTH_CRASH_ROUNDS overrides both. */
+static int kill_rounds;
 
 static const char *server;
 
@@ -267,7 +268,7 @@ static int parent_main(void) {
     char *dir = mkdtemp(tmpl);
     CHECK(dir != NULL, "mkdtemp");
     if (!dir) return check_summary();
-    srand((unsigned)(time(NULL) ^ getpid()));
+    srand((unsigned)(wall_ms() ^ getpid()));
 
     longs printed = {0};
     long max_printed = -1, first = 0;
@@ -366,10 +367,8 @@ int main(int argc, char **argv) {
     (void)admin_idea;
     if (argc == 5 && strcmp(argv[1], "--child") == 0) return child_main(argv[2], atol(argv[3]), atoi(argv[4]));
     signal(SIGALRM, watchdog);
-    if (getenv("APPNORTH_CRASH_ROUNDS")) {
-        int rounds = atoi(getenv("APPNORTH_CRASH_ROUNDS"));
-        if (rounds > 0 && rounds <= 100000) kill_rounds = rounds;
-    }
+    kill_rounds = test_count("APPNORTH_CRASH_ROUNDS", 20, 200);
+    if (kill_rounds > 100000) kill_rounds = 100000;
     /* A round takes well under a second even on a loaded machine. */
     alarm(getenv("APPNORTH_TEST_TIMEOUT") ? (unsigned)atoi(getenv("APPNORTH_TEST_TIMEOUT"))
                                           : 60 + (unsigned)kill_rounds);

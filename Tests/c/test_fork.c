@@ -122,12 +122,6 @@ static void a_killed_parents_journal_is_recovered_while_its_child_lives(const ch
     if (keeper > 0) kill(keeper, SIGKILL);
 }
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* The parent's busy thread: tracks until told to stop. */
 static atomic_int tracking = 1;
 static atomic_long tracked;
@@ -208,22 +202,21 @@ static int server_child_events(const char *server, int children, int *duplicates
     return once;
 }
 
-/* $APPNORTH_TEST_FORKS children (200 by default), 4 at a time, each
+/* Children 4 at a time (20 in make test, 200 in make test-soak,
+ * $APPNORTH_TEST_FORKS if set), each
  * watched for $APPNORTH_TEST_FORK_HANG_SECONDS (30 by default); a child
  * still running then is killed and counts as hung. */
 static void forks_from_busy_parent(const char *server, const char *dir, appnorth_events *events) {
-    const char *env = getenv("APPNORTH_TEST_FORKS");
-    int children = env ? atoi(env) : 200;
-    if (children <= 0) children = 200;
+    int children = test_count("APPNORTH_TEST_FORKS", 20, 200);
     const char *hang_env = getenv("APPNORTH_TEST_FORK_HANG_SECONDS");
     double hang_seconds = hang_env && atoi(hang_env) > 0 ? atoi(hang_env) : 30;
     enum { PARALLEL = 4 };
     pthread_t tracker;
     pthread_create(&tracker, NULL, track_loop, events);
     pid_t running[PARALLEL] = {0};
-    double started[PARALLEL] = {0};
+    int64_t started[PARALLEL] = {0};
     int next = 0, done = 0, hung = 0, crashed = 0, failed = 0;
-    double t0 = now_seconds();
+    int64_t t0 = mono_ms();
     while (done < children) {
         for (int s = 0; s < PARALLEL; s++) {
             if (running[s] == 0 && next < children) {
@@ -231,7 +224,7 @@ static void forks_from_busy_parent(const char *server, const char *dir, appnorth
                 pid_t pid = fork();
                 if (pid == 0) exit(child_work(server, dir, events, index));
                 running[s] = pid;
-                started[s] = now_seconds();
+                started[s] = mono_ms();
             }
             if (running[s] == 0) continue;
             int status;
@@ -246,7 +239,7 @@ static void forks_from_busy_parent(const char *server, const char *dir, appnorth
                 }
                 running[s] = 0;
                 done++;
-            } else if (now_seconds() - started[s] > hang_seconds) {
+            } else if (mono_ms() - started[s] > hang_seconds * 1000) {
                 kill(running[s], SIGKILL);
                 waitpid(running[s], NULL, 0);
                 hung++;
@@ -256,7 +249,7 @@ static void forks_from_busy_parent(const char *server, const char *dir, appnorth
         }
         usleep(2000);
     }
-    double elapsed = now_seconds() - t0;
+    double elapsed = (double)(mono_ms() - t0) / 1000;
     atomic_store(&tracking, 0);
     pthread_join(tracker, NULL);
     printf("fork: %d children from a busy parent (%ld parent events) in %.1f s: %d hung, %d crashed, %d failed\n",
@@ -267,7 +260,7 @@ static void forks_from_busy_parent(const char *server, const char *dir, appnorth
 
     /* Every child flushed before exiting: its events are on the server. */
     int once = 0, duplicates = 0;
-    for (double end = now_seconds() + 30; now_seconds() < end; usleep(200000)) {
+    for (int64_t end = mono_ms() + 30000; mono_ms() < end; sleep_ms(200)) {
         once = server_child_events(server, children, &duplicates);
         if (once == children * CHILD_EVENTS) break;
     }
@@ -307,7 +300,7 @@ int main(int argc, char **argv) {
     CHECK_STATUS(appnorth_events_new(eo, &events, &err), APPNORTH_OK, err);
     appnorth_events_options_free(eo);
 
-    for (int round = 0; round < 20; round++) {
+    for (int round = 0, rounds = test_count(NULL, 5, 20); round < rounds; round++) {
         appnorth_events_track(events, "before fork", "{\"round\":1}", NULL, NULL);
         pid_t pid = fork();
         if (pid == 0) exit(0); /* runs atexit handlers and stdio flushing */
@@ -327,7 +320,7 @@ int main(int argc, char **argv) {
     /* A host that exits without freeing its handles, while the upload
      * thread is busy, exits cleanly (a fresh process: this program exec'd
      * again). */
-    for (int round = 0; round < 10; round++) {
+    for (int round = 0, rounds = test_count(NULL, 3, 10); round < rounds; round++) {
         char child_dir[64];
         snprintf(child_dir, sizeof child_dir, "%s/child%d", dir, round);
         pid_t pid = fork();

@@ -6,8 +6,8 @@
  *    threads start and cancel reads in a loop on a third client (the
  *    issue's reproduction), one thread tracks events
  *    and a config listener runs on a live config;
- *  - the main thread forks $APPNORTH_TEST_FORKS children (default 500,
- *    4 at a time); each one makes a client, a config and an events handle,
+ *  - the main thread forks 50 children (500 in make test-soak, or
+ *    $APPNORTH_TEST_FORKS), 4 at a time; each one makes a client, a config and an events handle,
  *    makes blocking and non-blocking calls, cancels one, frees everything
  *    and exits 0; each is watched for 10 s, then killed and counted hung;
  *  - dispatch mode: a fork while the parent's completions are queued; the
@@ -206,8 +206,7 @@ static void fork_children(int children, const char *dir, int *hung, int *failed)
 }
 
 static void test_forks_with_operations_in_flight(void) {
-    const char *env = getenv("APPNORTH_TEST_FORKS");
-    int children = env && atoi(env) > 0 ? atoi(env) : 500;
+    int children = test_count("APPNORTH_TEST_FORKS", 50, 500);
     char *dir = make_temp_dir("fork-async");
     admin_reset(server);
     char *board = admin_board(server, CHILD_APP, "child-board");
@@ -314,7 +313,7 @@ static void test_dispatch_mode_fork_with_completions_queued(void) {
         CHECK_STATUS(appnorth_client_list_boards_async(c, count_done, &count, NULL, &err), APPNORTH_OK, err);
     struct pollfd p = {fd, POLLIN, 0};
     CHECK(poll(&p, 1, 10000) == 1, "a completion is queued before the fork");
-    for (int round = 0; round < 10; round++) {
+    for (int round = 0, rounds = test_count(NULL, 3, 10); round < rounds; round++) {
         pid_t pid = fork();
         if (pid == 0) _exit(dispatch_child(c, fd));
         int status = 0;

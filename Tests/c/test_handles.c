@@ -36,17 +36,11 @@ typedef struct {
     char message[APPNORTH_ERROR_MESSAGE_SIZE];
 } fixture;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Waits for *flag to become non-zero; 0 when `ms` passed first. */
 static int wait_for(atomic_int *flag, int ms) {
-    double deadline = now_ms() + ms;
+    double deadline = mono_ms() + ms;
     while (!atomic_load(flag)) {
-        if (now_ms() > deadline) return 0;
+        if (mono_ms() > deadline) return 0;
         sleep_ms(1);
     }
     return 1;
@@ -127,8 +121,8 @@ static void test_free_waits_for_a_call_in_flight(void) {
     int32_t rc = APPNORTH_OK;
     appnorth_error err;
     memset(&err, 0, sizeof err);
-    double deadline = now_ms() + 20000;
-    while (rc == APPNORTH_OK && now_ms() < deadline) {
+    double deadline = mono_ms() + 20000;
+    while (rc == APPNORTH_OK && mono_ms() < deadline) {
         char *json = NULL;
         rc = appnorth_cache_boards(f.cache, "s", &json, &err);
         appnorth_string_free(json);

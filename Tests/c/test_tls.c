@@ -54,16 +54,10 @@ static char *read_file(const char *path, size_t *length) {
     return data;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Counts the server's logged API requests to `path_suffix`, waiting up to
  * `seconds` for at least `want`. */
 static int wait_requests(const char *base, const char *path_suffix, int want, double seconds) {
-    double deadline = now_s() + seconds;
+    int64_t deadline = mono_ms() + (int64_t)(seconds * 1000);
     int count = 0;
     for (;;) {
         json_t *reply = NULL;
@@ -77,9 +71,8 @@ static int wait_requests(const char *base, const char *path_suffix, int want, do
             if (n >= m && strcmp(path + n - m, path_suffix) == 0) count++;
         }
         json_decref(reply);
-        if (count >= want || now_s() > deadline) return count;
-        struct timespec pause = {0, 20 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        if (count >= want || mono_ms() > deadline) return count;
+        sleep_ms(20);
     }
 }
 
@@ -109,14 +102,13 @@ static void on_change(const char *json, const char *keys, int32_t tier, void *us
 }
 
 static int theme_is(seen_theme *s, const char *want, double seconds) {
-    double deadline = now_s() + seconds;
+    int64_t deadline = mono_ms() + (int64_t)(seconds * 1000);
     for (;;) {
         pthread_mutex_lock(&s->mu);
         int same = strcmp(s->theme, want) == 0;
         pthread_mutex_unlock(&s->mu);
-        if (same || now_s() > deadline) return same;
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        if (same || mono_ms() > deadline) return same;
+        sleep_ms(10);
     }
 }
 

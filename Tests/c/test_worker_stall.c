@@ -54,7 +54,7 @@ typedef struct {
 static void batch_init(batch *b, slot *slots) {
     memset(b, 0, sizeof *b);
     pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
+    cond_init_mono(&b->cv);
     for (int i = 0; i < OPS; i++) slots[i] = (slot){b, i};
 }
 
@@ -72,12 +72,10 @@ static void on_done(uint64_t op, int32_t status, const appnorth_error *err, cons
 
 /* Waits until slot `index` completed (or 30 s pass); returns its call count. */
 static int wait_slot(batch *b, int index) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 30;
+    int64_t deadline = mono_ms() + 30000;
     pthread_mutex_lock(&b->mu);
     while (b->calls[index] == 0) {
-        if (pthread_cond_timedwait(&b->cv, &b->mu, &deadline) != 0) break;
+        if (cond_wait_until(&b->cv, &b->mu, deadline) != 0) break;
     }
     int calls = b->calls[index];
     pthread_mutex_unlock(&b->mu);

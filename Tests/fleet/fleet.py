@@ -70,9 +70,10 @@ class Profile:
 
 
 PROFILES = {
-    # make test: a reduced fleet, short intervals; the reconnect cap is cut
-    # to 1.5 s so that the run takes about half a minute per mode.
-    "test": Profile(clients=100, processes=2, events=3, scale=0.1, retry_base_ms=100, flush_ms=3000,
+    # make test: a reduced fleet (40 installs; 100 in make test-soak, see
+    # main), short intervals; the reconnect cap is cut to 1.5 s so that the
+    # run takes about half a minute per mode.
+    "test": Profile(clients=40, processes=2, events=3, scale=0.1, retry_base_ms=100, flush_ms=3000,
                     backoff_base_ms=100, backoff_max_ms=1500, poll_ms=6000, outage_s=6, retry_after_s=1,
                     fault_ms=2000, deadline_s=90),
     # make bench: the full fleet, every seed interval at one fifth (a 100 s
@@ -429,6 +430,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, databases)")
     args = parser.parse_args()
     p = PROFILES[args.profile]
+    if args.profile == "test" and os.environ.get("APPNORTH_SOAK", "0") not in ("", "0"):
+        p.clients = 100  # make test-soak
     if args.clients:
         p.clients = args.clients
     if args.processes:

@@ -99,7 +99,10 @@ class AdminEndpoints:
         return json_response(201, {"id": fault.id, "fault": fault.describe()})
 
     def list_faults(self, req: Request) -> Response:
-        return json_response(200, {"faults": self.server.faults.list()})
+        return json_response(200, {"faults": self.server.faults.list(), "held": self.server.faults.held()})
+
+    def release_faults(self, req: Request) -> Response:
+        return json_response(200, {"released": self.server.faults.release()})
 
     def clear_faults(self, req: Request) -> Response:
         self.server.faults.clear()

@@ -60,6 +60,10 @@ class FaultQueue:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._next_id = 1
+        # Requests waiting out a delay now, and the releases that end them.
+        self._released = threading.Condition(self._lock)
+        self._releases = 0
+        self._held = 0
 
     def add(self, spec: dict) -> Fault:
         fault = self._parse(spec)
@@ -82,6 +86,34 @@ class FaultQueue:
                         self._faults.remove(fault)
                     return fault
         return None
+
+    def hold(self, seconds: float, stopped: threading.Event) -> None:
+        """Waits out a delay fault: `seconds`, or until release() or the server stops."""
+        deadline = time.monotonic() + seconds
+        with self._released:
+            releases = self._releases
+            self._held += 1
+            try:
+                while self._releases == releases and not stopped.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._released.wait(min(left, 0.05))
+            finally:
+                self._held -= 1
+
+    def release(self) -> int:
+        """Ends every delay in progress now; returns how many requests it freed."""
+        with self._released:
+            freed = self._held
+            self._releases += 1
+            self._released.notify_all()
+            return freed
+
+    def held(self) -> int:
+        """How many requests wait out a delay now."""
+        with self._lock:
+            return self._held
 
     def list(self) -> list[dict]:
         with self._lock:

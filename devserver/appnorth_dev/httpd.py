@@ -106,7 +106,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     log["fault"] = fault.kind
                     if fault.delay_ms:  # a slow server, then its answer (or none)
                         resets = dev.resets
-                        dev.stopped.wait(fault.delay_ms / 1000)
+                        dev.faults.hold(fault.delay_ms / 1000, dev.stopped)
                         if dev.resets != resets:
                             # Reset while held: it belongs to a test that has
                             # ended; storing it would leak into the next one.

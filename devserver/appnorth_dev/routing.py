@@ -70,6 +70,7 @@ def build_router(api: ApiEndpoints, admin: AdminEndpoints) -> Router:
     r.add("GET", "/admin/faults", admin.list_faults)
     r.add("POST", "/admin/faults", admin.add_fault)
     r.add("DELETE", "/admin/faults", admin.clear_faults)
+    r.add("POST", "/admin/faults/release", admin.release_faults)
     r.add("GET", "/admin/settings", admin.get_settings)
     r.add("POST", "/admin/settings", admin.update_settings)
     return r

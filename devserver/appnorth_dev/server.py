@@ -118,5 +118,6 @@ class DevServer:
         self.request_log.clear()
         self.settings.update(dict(self._initial_settings))
         self.hub.reset()
+        self.faults.release()  # a request held across the reset is dropped now, unanswered
         if seed_demo:
             self.store.seed_demo()

@@ -28,6 +28,16 @@ APP = "pytest-app"
 FAST_TIMEOUT_MS = 2000
 
 
+def campaign(env: Optional[str], quick: int, soak: int) -> int:
+    """The size of a campaign (forks, kill -9 rounds): ``quick`` in make
+    test, ``soak`` in make test-soak (APPNORTH_SOAK=1); a positive number in
+    the environment variable ``env`` overrides both."""
+    given = os.environ.get(env, "") if env else ""
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return soak if os.environ.get("APPNORTH_SOAK", "0") not in ("", "0") else quick
+
+
 class Admin:
     """The dev server's /admin endpoints, through urllib."""
 
@@ -102,18 +112,36 @@ class Admin:
     def clear_faults(self) -> None:
         self._call("DELETE", "/admin/faults")
 
+    def held(self) -> int:
+        """How many requests wait out a delay fault at the server now."""
+        held: int = self._call("GET", "/admin/faults")["held"]
+        return held
+
+    def wait_held(self, count: int, timeout: float = 30.0) -> None:
+        """Waits until ``count`` requests are held (a long ``delay_ms``
+        holds one until release()); the timeout only catches a hang."""
+        deadline = time.monotonic() + timeout
+        while self.held() < count:
+            assert time.monotonic() < deadline, f"{self.held()} of {count} requests held at the server"
+            time.sleep(0.005)
+
+    def release(self) -> int:
+        """Ends every delay in progress: the held requests go on."""
+        released: int = self._call("POST", "/admin/faults/release", {})["released"]
+        return released
+
     def outage(self, count: int = 50) -> None:
         """Every API request drops its connection until clear_faults().
         (One drop is not an outage: libcurl retries a request once when a
         reused connection turns out to be closed.)"""
         self.add_fault(drop=True, count=count)
 
-    def requests(self, expect: int = 0, since: int = 0, timeout: float = 3.0) -> List[Dict[str, Any]]:
+    def requests(self, expect: int = 0, since: int = 0, timeout: float = 30.0) -> List[Dict[str, Any]]:
         """API requests the server received (admin calls are not logged).
 
         The dev server logs a request just after answering it, so a test
         that asks right after a call may be early: ``expect`` waits (up to
-        ``timeout`` s) until at least that many entries are there."""
+        ``timeout`` s, a watchdog) until at least that many entries are there."""
         deadline = time.monotonic() + timeout
         while True:
             result: List[Dict[str, Any]] = self._call("GET", f"/admin/requests?since={since}")["requests"]

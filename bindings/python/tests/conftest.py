@@ -3,7 +3,9 @@ uses it, and admin helpers that arrange server state and read what arrived.
 
 The server is devserver/appnorth_devserver.py, started once per session as a
 subprocess on a free port (or reused from ``APPNORTH_TEST_SERVER``, a base
-URL such as ``http://127.0.0.1:8080``). Nothing here mocks HTTP.
+URL such as ``http://127.0.0.1:8080``). Under pytest-xdist (make test-python
+runs ``-n 2``) every worker starts its own, since tests reset the server
+and read its whole request log. Nothing here mocks HTTP.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a running dev server for the whole session."""
-    reuse = os.environ.get("APPNORTH_TEST_SERVER")
+    reuse = None if os.environ.get("PYTEST_XDIST_WORKER") else os.environ.get("APPNORTH_TEST_SERVER")
     if reuse:
         yield reuse.rstrip("/")
         return

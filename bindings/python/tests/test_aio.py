@@ -30,15 +30,17 @@ import appnorth
 from appnorth import _ops, aio
 from appnorth_test_support import APP, Admin
 
-HOLD_MS = 20000
-BOUND_S = 5.0
+# A hold: the server keeps the request until the next test's reset drops
+# it, so a cancelled operation that ends did not wait for it.
+HOLD_MS = 600_000
+WATCHDOG_S = 30.0  # catches a hang only
 
 
 def _patient(server_url: str, **kwargs: Any) -> appnorth.Client:
     return appnorth.Client(server_url, APP, api_timeout_ms=60000, resource_timeout_ms=60000, **kwargs)
 
 
-def _wait_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
+def _wait_taken(admin: Admin, prefix: str, timeout: float = WATCHDOG_S) -> None:
     deadline = time.monotonic() + timeout
     while any(f.get("path_prefix") == prefix for f in admin.faults()):
         assert time.monotonic() < deadline, f"the server never took the request to {prefix}"
@@ -47,7 +49,7 @@ def _wait_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
 
 async def _wait_taken_async(admin: Admin, prefix: str) -> None:
     # The admin calls block briefly (loopback); run them between awaits.
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + WATCHDOG_S
     while any(f.get("path_prefix") == prefix for f in admin.faults()):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
@@ -113,8 +115,8 @@ def test_cancelling_one_task_cancels_its_operation_alone(server_url: str, admin:
 
         took = asyncio.run(main())
     print(f"cancelled task's operation ended, next read done, {took * 1000:.0f} ms after cancel")
-    assert took < BOUND_S
-    deadline = time.monotonic() + BOUND_S
+    assert admin.held() == 1, "it ended while the server still held its request"
+    deadline = time.monotonic() + WATCHDOG_S
     while _ops.pending():  # the cancelled op's completion arrives too
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -128,10 +130,9 @@ def test_wait_for_timeout_cancels_the_operation(server_url: str, admin: Admin) -
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(aio.list_boards(client), 0.5)
 
-        start = time.monotonic()
         asyncio.run(main())
-        assert time.monotonic() - start < BOUND_S
     assert _ops.pending() == 0  # close() waited for its completion
+    assert admin.held() == 1, "the timeout ended it while the server still held its request"
 
 
 def test_many_in_flight_use_no_thread_per_call(client: appnorth.Client) -> None:
@@ -259,7 +260,8 @@ def test_ctrl_c_cancels_the_operation(server_url: str, admin: Admin) -> None:
     lines = out.split("\n")
     interrupted = [line for line in lines if line.startswith("interrupted")]
     assert interrupted, out
-    assert float(interrupted[0].split()[1]) - sent < BOUND_S
+    print(f"KeyboardInterrupt {(float(interrupted[0].split()[1]) - sent) * 1000:.0f} ms after SIGINT")
+    assert admin.held() == 1, "interrupted while the server still held the request"
     assert "pending 0" in lines, out
     assert "boards 0" in lines, out
 

@@ -7,7 +7,8 @@ each number after track() returned; the parent SIGKILLs it at a random
 moment. The next child's open imports the journals the dead ones left.
 At the end the parent opens the queue, flushes it, and every printed event
 must be on the server exactly once. The C campaign (test_events_crash.c)
-runs 200 rounds; APPNORTH_CRASH_ROUNDS makes this one longer too.
+runs 200 rounds in make test-soak; here 3 rounds, 10 in make test-soak, and
+APPNORTH_CRASH_ROUNDS makes both longer.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import appnorth
-from appnorth_test_support import APP, Admin
+from appnorth_test_support import APP, Admin, campaign
 
 CHILD = r"""
 import sys
@@ -64,7 +65,7 @@ def test_killed_hosts_lose_and_duplicate_no_event(tmp_path: Path, server_url: st
     data_dir = tmp_path / "events"
     printed: List[int] = []
     first = 0
-    rounds = int(os.environ.get("APPNORTH_CRASH_ROUNDS", "10"))
+    rounds = campaign("APPNORTH_CRASH_ROUNDS", 3, 10)
     for _ in range(rounds):
         child = subprocess.Popen([sys.executable, "-c", CHILD, server_url, APP, str(data_dir), str(first)],
                                  stdout=subprocess.PIPE, text=True, env=dict(os.environ))

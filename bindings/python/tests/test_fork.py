@@ -16,12 +16,12 @@ import pytest
 
 import appnorth
 from appnorth import _lib
-from appnorth_test_support import Admin, fork_child
+from appnorth_test_support import Admin, campaign, fork_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
 APP_FORK = "pyfork"
-CHILDREN = int(os.environ.get("APPNORTH_TEST_FORKS", "200"))
+CHILDREN = campaign("APPNORTH_TEST_FORKS", 20, 200)
 CHILD_EVENTS = 3
 PARALLEL = 4
 HANG_SECONDS = 30.0

@@ -25,13 +25,13 @@ import pytest
 
 import appnorth
 from appnorth import aio
-from appnorth_test_support import Admin, fork_child
+from appnorth_test_support import Admin, campaign, fork_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
 APP_PARENT = "pyforkaio"
 APP_WORKER = "pyforkworker"
-FORKS = int(os.environ.get("APPNORTH_TEST_FORKS", "40"))
+FORKS = campaign("APPNORTH_TEST_FORKS", 10, 40)
 IN_FLIGHT = 64
 HANG_SECONDS = 10.0
 
@@ -202,7 +202,7 @@ def test_forks_while_completions_enter_python_on_the_transfer_thread(server_url:
             while answered[0] < 500:
                 time.sleep(0.005)
             hung = 0
-            for _ in range(int(os.environ.get("APPNORTH_TEST_HOLD_FORKS", "1000"))):
+            for _ in range(campaign("APPNORTH_TEST_HOLD_FORKS", 100, 1000)):
                 pid = fork_child(lambda: 0)
                 hung += not _fork_exits(pid)
         finally:

@@ -25,8 +25,9 @@ import pytest
 import appnorth
 from appnorth_test_support import APP, Admin
 
-HOLD_MS = 20000
-BOUND_S = 2.0
+# A hold: the server keeps the request until the next test's reset drops
+# it, so an interrupted or cancelled call that returns did not wait for it.
+HOLD_MS = 600_000
 
 def held_call_child(opening: str, call: str, before: str = "", after: str = "") -> str:
     """The script of a child that opens its handles (``opening``, a ``with``
@@ -54,7 +55,7 @@ def hold(admin: Admin, path: str) -> str:
     return prefix
 
 
-def wait_until_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
+def wait_until_taken(admin: Admin, prefix: str, timeout: float = 30.0) -> None:
     """Until the server has taken the held request (its fault is gone)."""
     deadline = time.monotonic() + timeout
     while any(f.get("path_prefix") == prefix for f in admin.faults()):
@@ -66,7 +67,8 @@ def wait_until_taken(admin: Admin, prefix: str, timeout: float = 15.0) -> None:
 def interrupt_held_child(admin: Admin, prefix: str, script: str, *args: str) -> "subprocess.Popen[str]":
     """Run `script` in a child that prints "calling" before a call the server
     holds, send it SIGINT once the server has the request, and check that it
-    prints "interrupted <time>" within BOUND_S. Returns the running child,
+    prints "interrupted <time>" while the server still holds the request.
+    Returns the running child,
     whose stdout has the rest of its output; the caller waits for it."""
     child = subprocess.Popen([sys.executable, "-c", script, *args],
                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
@@ -79,8 +81,8 @@ def interrupt_held_child(admin: Admin, prefix: str, script: str, *args: str) -> 
         line = child.stdout.readline().split()
         assert line and line[0] == "interrupted", line
         latency = float(line[1]) - sent
-        print(f"{prefix}: KeyboardInterrupt {latency * 1000:.1f} ms after SIGINT (server hold {HOLD_MS} ms)")
-        assert latency < BOUND_S
+        print(f"{prefix}: KeyboardInterrupt {latency * 1000:.1f} ms after SIGINT")
+        assert admin.held() == 1, "interrupted while the server still holds the request"
     except BaseException:
         stop(child)
         raise
@@ -117,13 +119,11 @@ def cancel_when_taken(admin: Admin, prefix: str, client: appnorth.Client) -> thr
 def test_cancel_from_another_thread_ends_the_call(server_url: str, admin: Admin) -> None:
     with appnorth.Client(server_url, APP, api_timeout_ms=60000) as client:
         thread = cancel_when_taken(admin, hold(admin, "/boards"), client)
-        start = time.monotonic()
         with pytest.raises(appnorth.CancelledError) as info:
             client.list_boards()
-        elapsed = time.monotonic() - start
         thread.join()
         assert info.value.code == appnorth.Status.E_CANCELLED
-        assert elapsed < HOLD_MS / 1000 / 2
+        assert admin.held() == 1, "cancelled while the server still holds the request"
         client.cancel()  # nothing in flight: later calls are unaffected
         assert client.list_boards() == {"boards": []}
     with pytest.raises(appnorth.WrongStateError):

@@ -356,9 +356,9 @@ test-hosts: $(DIST_LIB) $(PYTEST) $(BUILD)/tests/cpp_layer_test
 
 # The Node.js binding: both tarballs installed offline into an empty folder,
 # then node --test bindings/node/test/ against that install and the dev
-# server, and the README's Node quickstart, with the machine's node, the
-# official Node 22, 24 and 26 builds, Debian 13's node in its root and
-# Node 22 in the Debian 11 root (scripts/test-node.sh; skipped, with the
+# server, and the README's Node quickstart, with the machine's node and
+# Debian 13's node in its root (test-soak: also the official Node 22, 24 and
+# 26 builds, and Node 22 in the Debian 11 root) (scripts/test-node.sh; skipped, with the
 # command to run, without a working node); then the short round of the
 # addon's memory probe (scripts/test-node-leak.sh).
 test-node: $(DIST_LIB)

@@ -11,12 +11,14 @@
 #     the quickstart's event;
 #  5. installs appnorth alone (optional dependencies omitted): require()
 #     fails with the loader's error, which names the platform package;
-#  6. installs the tarballs with the official builds of Node 22, 24 and 26
-#     (scripts/node-builds.sh), each with its own npm, and runs the tests
-#     and the quickstart with each;
+#  6. (make test-soak: APPNORTH_SOAK=1) installs the tarballs with the
+#     official builds of Node 22, 24 and 26 (scripts/node-builds.sh, about
+#     190 MB from PyPI), each with its own npm, and runs the tests and the
+#     quickstart with each;
 #  7. runs the tests and the quickstart in the Debian roots
 #     (scripts/platform-roots.sh): with Debian 13's own Node 20, which links
-#     libuv as a shared library, and in Debian 11 (glibc 2.31) with Node 22.
+#     libuv as a shared library, and (test-soak) in Debian 11 (glibc 2.31)
+#     with Node 22.
 # Without a working node (scripts/toolchains.sh; as root Debian's nodejs and
 # libnode-dev are installed) it says what to install and skips.
 # Usage: test-node.sh BUILD_DIR DIST_DIR
@@ -96,7 +98,9 @@ echo "test-node: appnorth installed alone fails at require() with: $(grep -m1 'c
 
 # The official builds of the other supported majors, each installing with its own npm.
 builds=()
-while IFS= read -r build; do builds+=("$build"); done < <("$root/scripts/node-builds.sh" "$out/builds")
+if [ "${APPNORTH_SOAK:-0}" = 1 ]; then
+    while IFS= read -r build; do builds+=("$build"); done < <("$root/scripts/node-builds.sh" "$out/builds")
+fi
 for build in "${builds[@]}"; do
     node_x="$build/bin/node" npm_cli="$build/lib/node_modules/npm/bin/npm-cli.js"
     app="$work/app-$("$node_x" --version)"
@@ -134,4 +138,6 @@ in_root() { # NAME APP NODE WHERE: NODE ('' for the root's own) runs the tests a
 "$roots" run debian13 'command -v node >/dev/null || { apt-get update -q >/dev/null &&
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends nodejs >/dev/null; }'
 in_root debian13 "$work/app" "" "Debian 13's /usr/bin/node, in its root"
-in_root debian11 "$work/app-$("${builds[0]}/bin/node" --version)" "${builds[0]}/bin/node" "nodejs.org's build, in the Debian 11 root"
+if [ ${#builds[@]} -gt 0 ]; then
+    in_root debian11 "$work/app-$("${builds[0]}/bin/node" --version)" "${builds[0]}/bin/node" "nodejs.org's build, in the Debian 11 root"
+fi

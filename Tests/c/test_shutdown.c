@@ -10,7 +10,6 @@
  * last test of this program. */
 #define _XOPEN_SOURCE 700
 #include <appnorth.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,29 +18,10 @@
 
 #include "fixtures.h"
 #include "support.h"
+#include "threads.h"
 
 static const char *base;
 static atomic_int logged, listened, completed, shutdown_inside;
-
-/* Threads of this process whose name is `name` (/proc/self/task/N/comm). */
-static int threads_named(const char *name) {
-    DIR *tasks = opendir("/proc/self/task");
-    if (tasks == NULL) return -1;
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(tasks)) != NULL) {
-        if (entry->d_name[0] == '.') continue;
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) continue;
-        if (fgets(comm, sizeof comm, f) != NULL) comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-        count += strcmp(comm, name) == 0;
-    }
-    closedir(tasks);
-    return count;
-}
 
 static void count_log(int32_t level, const char *message, void *user_data) {
     (void)level, (void)message, (void)user_data;

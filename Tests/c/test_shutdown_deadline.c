@@ -9,7 +9,6 @@
  * Shutdown is for good: one program, one story. */
 #define _XOPEN_SOURCE 700
 #include <appnorth.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -19,6 +18,7 @@
 
 #include "fixtures.h"
 #include "support.h"
+#include "threads.h"
 
 static const char *base;
 static atomic_int in_listener, returned, released_by_releaser;
@@ -53,25 +53,6 @@ static void *releaser(void *arg) {
         release_listener();
     }
     return NULL;
-}
-
-static int threads_named(const char *name) {
-    DIR *tasks = opendir("/proc/self/task");
-    if (tasks == NULL) return -1;
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir(tasks)) != NULL) {
-        if (entry->d_name[0] == '.') continue;
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) continue;
-        if (fgets(comm, sizeof comm, f) != NULL) comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-        count += strcmp(comm, name) == 0;
-    }
-    closedir(tasks);
-    return count;
 }
 
 static void test_shutdown_returns_at_its_timeout_while_a_listener_is_held(void) {

@@ -105,7 +105,7 @@ final class LockOrderTests: XCTestCase {
     func testAViolationNamesBothLocks() {
         let held = UInt(1) << UInt(LockLevel.signal) | 1 << UInt(LockLevel.drain)
         XCTAssertTrue(LockOrder.violationMessage(LockLevel.operations, held: held).hasPrefix(
-            "appnorth: lock order violated: taking OperationTable (level 29) while holding WakeSignal/GenerationWaiter (level 30)"))
+            "appnorth: lock order violated: taking OperationTable (level 29) while holding WakeSignal/GenerationWaiter/LibraryGate waits (level 30)"))
         XCTAssertTrue(LockOrder.checked, "debug builds check")
     }
 }

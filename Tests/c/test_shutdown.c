@@ -147,14 +147,8 @@ static void test_shutdown_stops_every_thread_and_callback(void) {
 }
 
 int main(void) {
-    test_name = "test_shutdown";
-    signal(SIGALRM, test_watchdog);
-    alarm(120);
-    base = getenv("APPNORTH_TEST_SERVER");
-    if (base == NULL) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set\n");
-        return 2;
-    }
+    base = test_start("test_shutdown", 120);
+    if (base == NULL) return 2;
     RUN(test_shutdown_refused_inside_a_callback);
     RUN(test_shutdown_stops_every_thread_and_callback); /* last: for good */
     return check_summary();

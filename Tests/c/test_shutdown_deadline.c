@@ -89,14 +89,8 @@ static void test_shutdown_returns_at_its_timeout_while_a_listener_is_held(void) 
 }
 
 int main(void) {
-    test_name = "test_shutdown_deadline";
-    signal(SIGALRM, test_watchdog);
-    alarm(120);
-    base = getenv("APPNORTH_TEST_SERVER");
-    if (base == NULL) {
-        fprintf(stderr, "APPNORTH_TEST_SERVER is not set\n");
-        return 2;
-    }
+    base = test_start("test_shutdown_deadline", 120);
+    if (base == NULL) return 2;
     RUN(test_shutdown_returns_at_its_timeout_while_a_listener_is_held);
     return check_summary();
 }

@@ -12,7 +12,7 @@
 #   make install   PREFIX=/usr/local by default
 #   make fuzz      libFuzzer harnesses (Swift, ASan) for FUZZ_SECONDS each; never part of test/dist
 
-VERSION      := 0.3.0
+VERSION      := 0.4.0
 SOVERSION    := 0
 PREFIX       ?= /usr/local
 DIST         := dist

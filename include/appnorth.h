@@ -148,9 +148,9 @@ extern "C" {
  * --------------------------------------------------------------------- */
 
 #define APPNORTH_VERSION_MAJOR 0
-#define APPNORTH_VERSION_MINOR 3
+#define APPNORTH_VERSION_MINOR 4
 #define APPNORTH_VERSION_PATCH 0
-#define APPNORTH_VERSION_STRING "0.3.0"
+#define APPNORTH_VERSION_STRING "0.4.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
 #define APPNORTH_VERSION_NUMBER 300
 

@@ -5,7 +5,7 @@ import Glibc
 
 // Version, status names and string ownership.
 
-private let versionString: StaticString = "0.3.0"
+private let versionString: StaticString = "0.4.0"
 
 @c @implementation
 public func appnorth_version() -> UnsafePointer<CChar>? {

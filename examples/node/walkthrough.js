@@ -6,7 +6,7 @@
 //
 //     node examples/node/walkthrough.js API_URL APP_ID DATA_DIR
 //
-// The package: `npm install appnorth-0.3.0.tgz` (make node-package), or
+// The package: `npm install appnorth-0.4.0.tgz` (make node-package), or
 // APPNORTH_NODE_PACKAGE=build/node/appnorth as make demo sets it.
 //
 // Every callback (each Promise's completion, the logger, the listener) runs

@@ -145,7 +145,7 @@ else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: The binding's own version (the library's is :func:`version`).
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 
 def version() -> str:

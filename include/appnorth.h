@@ -1635,6 +1635,35 @@ APPNORTH_API int32_t appnorth_events_options_set_secure_store(appnorth_events_op
                                                               appnorth_release_fn release,
                                                               void *user_data, appnorth_error *err);
 
+/**
+ * Automatic sessions: a new session id after idle_timeout_ms without an
+ * event (default 1800000, 30 min) and once a session is max_length_ms old
+ * (default 86400000, 24 h); 0 turns that rotation off (both 0: the session
+ * only changes with appnorth_events_start_session()). Each 0 to INT32_MAX;
+ * else APPNORTH_E_INVALID_ARGUMENT and the options are unchanged.
+ *
+ * A rotation happens when an event is made, never on a timer: the event
+ * appnorth_events_track() makes after the gap (by its own timestamp, the
+ * options' clock) carries the new id, and so do the events after it. A
+ * session starts when the handle opens, at appnorth_events_start_session()
+ * (both counts restart then), and at such a rotation. A wall clock set back
+ * never ends a session. appnorth_events_foreground() does not start one: an
+ * app back after the idle timeout gets a new session with its next event.
+ * Each handle has its own session. Not thread-safe, like every options
+ * setter.
+ */
+APPNORTH_API int32_t appnorth_events_options_set_session_policy(appnorth_events_options *options,
+                                                                int32_t idle_timeout_ms,
+                                                                int32_t max_length_ms, appnorth_error *err);
+
+/** The clock event timestamps, session rotation and the upload timers read:
+ *  an appnorth_clock_new_manual() clock for tests; NULL (the default) for
+ *  the system clock. The events handle keeps its own reference. With a
+ *  manual clock the automatic flush timer only fires when the clock is
+ *  advanced; appnorth_events_flush() works as ever. Not thread-safe. */
+APPNORTH_API int32_t appnorth_events_options_set_clock(appnorth_events_options *options,
+                                                       appnorth_clock *clock, appnorth_error *err);
+
 /** Open the event queue and start its upload thread. */
 APPNORTH_API int32_t appnorth_events_new(const appnorth_events_options *options,
                                          appnorth_events **out_events, appnorth_error *err);
@@ -1719,8 +1748,15 @@ APPNORTH_API int32_t appnorth_events_flush_async(appnorth_events *events, int32_
 APPNORTH_API int32_t appnorth_events_set_network_type(appnorth_events *events, int32_t network_type,
                                                       appnorth_error *err);
 
-/** A new app session: new session id; uploads resume if paused. */
+/** A new app session: new session id; uploads resume if paused. The
+ *  automatic rotation's idle and maximum-length counts restart now. */
 APPNORTH_API int32_t appnorth_events_start_session(appnorth_events *events, appnorth_error *err);
+
+/** The session id the next event carries (unless that event starts a new
+ *  session: see appnorth_events_options_set_session_policy()). *out_id:
+ *  32 hex characters, freed with appnorth_string_free(). Thread-safe. */
+APPNORTH_API int32_t appnorth_events_session_id(appnorth_events *events, char **out_id,
+                                                appnorth_error *err);
 
 /** The app came to the foreground: uploads resume and a flush starts. */
 APPNORTH_API int32_t appnorth_events_foreground(appnorth_events *events, appnorth_error *err);

@@ -410,6 +410,10 @@ struct EventsOptions {
     int32_t flush_interval_ms = 30000;
     int32_t batch_threshold = 20;
     bool require_consent = false;
+    /* Automatic sessions (appnorth_events_options_set_session_policy());
+     * 0 turns a rotation off. */
+    int32_t session_idle_timeout_ms = 1800000;
+    int32_t session_max_length_ms = 86400000;
 };
 
 /** The analytics event queue. */
@@ -431,6 +435,10 @@ public:
         });
         detail::call([&](appnorth_error *e) {
             return appnorth_events_options_set_require_consent(opts.get(), options.require_consent ? 1 : 0, e);
+        });
+        detail::call([&](appnorth_error *e) {
+            return appnorth_events_options_set_session_policy(opts.get(), options.session_idle_timeout_ms,
+                                                              options.session_max_length_ms, e);
         });
         appnorth_events *raw = nullptr;
         detail::call([&](appnorth_error *e) { return appnorth_events_new(opts.get(), &raw, e); });
@@ -465,6 +473,16 @@ public:
     /** A new app session: new session id; uploads resume if paused. */
     void start_session() {
         detail::call([&](appnorth_error *e) { return appnorth_events_start_session(get(), e); });
+    }
+
+    /** The session id the next event carries (appnorth_events_session_id()). */
+    std::string session_id() const {
+        char *out = nullptr;
+        appnorth_error err;
+        appnorth_status status = appnorth_events_session_id(get(), &out, &err);
+        std::string text = detail::take(out);
+        detail::check(status, err);
+        return text;
     }
 
     void set_network_type(appnorth_network_type type) {

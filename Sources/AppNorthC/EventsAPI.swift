@@ -9,6 +9,7 @@ final class EventsOptionsBox {
     var dataDir: String?
     var options = AppNorthEventsOptions()
     var secureStore: HostSecureStore?
+    var clock: any AppNorthClock = SystemClock()
 }
 
 /// Identity values through the host's get/set callbacks.
@@ -148,6 +149,22 @@ public func appnorth_events_options_set_secure_store(_ options: OpaquePointer?, 
 }
 
 @c @implementation
+public func appnorth_events_options_set_session_policy(_ options: OpaquePointer?, _ idleMs: Int32, _ maxMs: Int32,
+                                                       _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        let policy = SessionPolicy(idleMilliseconds: Int(idleMs), maxMilliseconds: Int(maxMs))
+        try policy.validate()
+        box.options.session = policy
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_clock(_ options: OpaquePointer?, _ clock: OpaquePointer?,
+                                              _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { $0.clock = try clockArgument(clock) }
+}
+
+@c @implementation
 public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMutablePointer<OpaquePointer?>?,
                                 _ err: ErrorOut?) -> Int32 {
     outEvents?.pointee = nil
@@ -157,7 +174,7 @@ public func appnorth_events_new(_ options: OpaquePointer?, _ outEvents: UnsafeMu
         guard let client = box.client else { throw AppNorthError.invalidArgument("options have no client") }
         guard let dataDir = box.dataDir else { throw AppNorthError.invalidArgument("options have no data directory") }
         let events = try AppNorthEvents(client: client, directory: DataDirectory(path: dataDir), options: box.options,
-                                        secureStore: box.secureStore)
+                                        secureStore: box.secureStore, clock: box.clock)
         out.pointee = Handle.make(events)
         ThreadOwners.register(events) { [weak events] in
             guard let events else { return }
@@ -250,6 +267,12 @@ public func appnorth_events_set_network_type(_ events: OpaquePointer?, _ type: I
 @c @implementation
 public func appnorth_events_start_session(_ events: OpaquePointer?, _ err: ErrorOut?) -> Int32 {
     withEvents(events, err) { try $0.startSession() }
+}
+
+@c @implementation
+public func appnorth_events_session_id(_ events: OpaquePointer?, _ outID: OutString?, _ err: ErrorOut?) -> Int32 {
+    outID?.pointee = nil
+    return withEvents(events, err) { events in try returnString(outID, "out_id") { try events.sessionID } }
 }
 
 @c @implementation

@@ -29,7 +29,7 @@ final class EventSenderTests: XCTestCase {
         XCTAssertGreaterThan(sender.tail.generation, generation)
         XCTAssertEqual(try tailJSON(sender)["user_id"]?.stringValue, "user-7")
         generation = sender.tail.generation
-        sender.newSession("s2")
+        sender.newSession("s2", nowMs: 0)
         XCTAssertGreaterThan(sender.tail.generation, generation)
         XCTAssertEqual(try tailJSON(sender)["session_id"]?.stringValue, "s2")
         XCTAssertEqual(sender.sessionID, "s2")

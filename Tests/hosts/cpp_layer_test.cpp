@@ -278,7 +278,10 @@ void test_logger_outlives_its_client(const appnorth::Client &) {
     appnorth::Events events(*client, events_options);
     client.reset();  // the C client is freed; the Events still log through its logger
     size_t before = lines->count();
+    std::string session = events.session_id();
+    expect(session.size() == 32, "a session id of 32 hex characters");
     expect(events.track("cpp_logger_event"), "track after the client went");
+    expect(events.session_id() == session, "the default policy keeps the session");
     expect(events.flush(30000) >= 1, "the event is uploaded");
     expect(lines->count() > before, "log lines still arrive after the client was destroyed");
     events.close(0);

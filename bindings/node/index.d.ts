@@ -104,6 +104,12 @@ export interface EventsOptions {
   breakerThreshold?: number;
   retryJitterPercent?: number;
   requireConsent?: boolean;
+  /** A new session after this long without an event (default 1800000; 0: off). */
+  sessionIdleTimeoutMs?: number;
+  /** A new session once one is this old (default 86400000; 0: off). */
+  sessionMaxLengthMs?: number;
+  /** Event timestamps, sessions and upload timers read it (tests). */
+  clock?: ManualClock;
 }
 
 export declare class Events {
@@ -120,6 +126,8 @@ export declare class Events {
   identify(userId: string): void;
   setPushToken(token: string | null): void;
   readonly anonymousId: string;
+  /** The session id the next event carries, unless that event starts a new session. */
+  readonly sessionId: string;
   stats(): Record<string, any>;
   close(): void;
   /** Uploads for up to timeoutMs (2000), then close(). */

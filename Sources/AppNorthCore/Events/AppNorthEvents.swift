@@ -67,7 +67,8 @@ package final class AppNorthEvents: Sendable {
                                     lifecycle: lifecycle, clock: clock, logger: logger)
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
-        sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: logger))
+        sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: logger), policy: options.session,
+                             nowMs: clock.wallMilliseconds())
         // The rows get the byte limit less the files' other needs (FileBudget).
         drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, FileBudget.rowBytes(options.maxQueuedBytes)),
                            logger: logger)
@@ -187,10 +188,20 @@ package final class AppNorthEvents: Sendable {
     // MARK: Sessions and network
 
     /// A new app session: a new session id, and uploads resume if the
-    /// circuit breaker had paused them.
+    /// circuit breaker had paused them. The automatic rotation's idle gap
+    /// and maximum length count from now.
     package func startSession() throws(AppNorthError) {
         guard uploader.resume("a new session", flush: false) else { throw .wrongState("the event queue is closed") }
-        sender.newSession()
+        sender.newSession(nowMs: clock.wallMilliseconds())
+    }
+
+    /// The session id the next event carries, unless it starts a new
+    /// session (`SessionPolicy`: the rotation happens when an event is made).
+    package var sessionID: String {
+        get throws(AppNorthError) {
+            try requireOpen()
+            return sender.sessionID
+        }
     }
 
     /// The app came to the foreground: uploads resume and a flush starts.

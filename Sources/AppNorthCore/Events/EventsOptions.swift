@@ -20,6 +20,9 @@ package struct AppNorthEventsOptions: Sendable {
     /// false (the default), events are queued until consent is revoked.
     package var requireConsent = false
     package var networkType = NetworkType.unknown
+    /// Automatic sessions: a new one after 30 min without an event and
+    /// at most every 24 h (`SessionPolicy`; 0 turns either off).
+    package var session = SessionPolicy()
 
     package init() {}
 
@@ -33,6 +36,7 @@ package struct AppNorthEventsOptions: Sendable {
         try check((1...600_000).contains(retry.baseMilliseconds), "retry base must be 1 ms to 600 s")
         try check((0...10).contains(retry.retries), "retries must be 0 to 10")
         try check((1...100).contains(breakerThreshold), "breaker threshold must be 1 to 100")
+        try session.validate()
     }
 }
 

@@ -16,7 +16,9 @@ class Events {
    * @param {Client} client
    * @param {object} opts dataDir (required), flushIntervalMs, batchThreshold,
    *   maxEvents, maxBytes, maxEventBytes, retryBaseDelayMs, retries,
-   *   retryAfterCapMs, breakerThreshold, retryJitterPercent, requireConsent.
+   *   retryAfterCapMs, breakerThreshold, retryJitterPercent, requireConsent,
+   *   sessionIdleTimeoutMs (default 30 min), sessionMaxLengthMs (default
+   *   24 h; 0 turns a rotation off), clock (a ManualClock, for tests).
    */
   constructor(client, opts) {
     this.#native = native.eventsNew(client?.[kNative], options(opts));
@@ -60,6 +62,10 @@ class Events {
   setPushToken(token) { native.eventsSetPushToken(this.#native, token ?? null); }
 
   get anonymousId() { return native.eventsText(this.#native, 0); }
+
+  /** The session id the next event carries, unless that event starts a new
+   *  session (after the idle timeout or the maximum length). */
+  get sessionId() { return native.eventsText(this.#native, 2); }
 
   stats() { return JSON.parse(native.eventsText(this.#native, 1)); }
 

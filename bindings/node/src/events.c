@@ -34,7 +34,24 @@ static bool set_policy(napi_env env, napi_value o, appnorth_events_options *opti
            an_ok(env, appnorth_events_options_set_require_consent(options, require ? 1 : 0, err), err);
 }
 
-/* eventsNew(client, {dataDir, ...policy}) */
+/* The automatic session policy (sessionIdleTimeoutMs, sessionMaxLengthMs)
+ * and the clock (a ManualClock, for tests). */
+static bool set_session(napi_env env, napi_value o, appnorth_events_options *options, appnorth_error *err) {
+    int32_t idle = 1800000, max_length = 86400000;
+    napi_value clock_value = an_prop(env, o, "clock");
+    napi_valuetype t;
+    napi_typeof(env, clock_value, &t);
+    an_handle *clock = NULL;
+    if (t != napi_undefined && t != napi_null && (clock = an_unwrap(env, clock_value, AN_CLOCK, "clock")) == NULL)
+        return false;
+    bool ok = an_optional_int32(env, o, "sessionIdleTimeoutMs", 0, INT32_MAX, &idle) &&
+              an_optional_int32(env, o, "sessionMaxLengthMs", 0, INT32_MAX, &max_length) &&
+              an_ok(env, appnorth_events_options_set_session_policy(options, idle, max_length, err), err);
+    if (ok && clock != NULL) ok = an_ok(env, appnorth_events_options_set_clock(options, clock->ptr, err), err);
+    return ok;
+}
+
+/* eventsNew(client, {dataDir, ...policy, ...session}) */
 static napi_value events_new(napi_env env, napi_callback_info info) {
     an_args a;
     appnorth_error err;
@@ -47,7 +64,7 @@ static napi_value events_new(napi_env env, napi_callback_info info) {
     bool ok = options != NULL && h != NULL &&
               an_ok(env, appnorth_events_options_set_client(options, c->h.ptr, &err), &err) &&
               an_ok(env, appnorth_events_options_set_data_dir(options, dir, &err), &err) &&
-              set_policy(env, a.argv[1], options, &err) && an_ok(env, appnorth_events_new(options, &events, &err), &err);
+              set_policy(env, a.argv[1], options, &err) && set_session(env, a.argv[1], options, &err) && an_ok(env, appnorth_events_new(options, &events, &err), &err);
     appnorth_events_options_free(options);
     an_free_string(dir);
     if (!ok) {
@@ -154,16 +171,17 @@ static napi_value events_set_push_token(napi_env env, napi_callback_info info) {
     return events_set_identity(env, info, true);
 }
 
-/* eventsText(events, which): 0 anonymous id, 1 stats JSON. */
+/* eventsText(events, which): 0 anonymous id, 1 stats JSON, 2 session id. */
 static napi_value events_text(napi_env env, napi_callback_info info) {
     an_args a;
     appnorth_error err;
     int32_t which = 0;
     char *text = NULL;
     an_handle *h = events_arg(env, info, &a);
-    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 1, &which)) return NULL;
-    int32_t rc = which == 0 ? appnorth_events_anonymous_id(h->ptr, &text, &err)
-                            : appnorth_events_stats(h->ptr, &text, &err);
+    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 2, &which)) return NULL;
+    int32_t rc = which == 0   ? appnorth_events_anonymous_id(h->ptr, &text, &err)
+                 : which == 1 ? appnorth_events_stats(h->ptr, &text, &err)
+                              : appnorth_events_session_id(h->ptr, &text, &err);
     return an_ok(env, rc, &err) ? an_take(env, text) : NULL;
 }
 

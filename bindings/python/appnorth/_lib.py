@@ -499,6 +499,9 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_require_consent",
                 [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_session_policy",
+                [EventsOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_clock", [EventsOptionsPtr, ClockPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_secure_store",
                 [EventsOptionsPtr, SECURE_GET_FN, SECURE_SET_FN, RELEASE_FN, c_void_p, ErrorPtr], c_int32, _S),
     # Analytics events
@@ -512,6 +515,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_set_network_type", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_start_session", [EventsPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_foreground", [EventsPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_session_id", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_set_consent", [EventsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_consent", [EventsPtr, Int32Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_identify", [EventsPtr, c_char_p, ErrorPtr], c_int32, _S),

@@ -24,6 +24,7 @@ from ._fork import reopenable
 from ._handle import Handle
 from ._lib import C, appnorth_error
 from .client import Client, json_text, parse_json
+from .offline import ManualClock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
@@ -45,6 +46,8 @@ DEFAULT_RETRY_BASE_DELAY_MS = 1000
 DEFAULT_RETRIES = 3
 DEFAULT_RETRY_AFTER_CAP_MS = 120000
 DEFAULT_BREAKER_THRESHOLD = 5
+DEFAULT_SESSION_IDLE_TIMEOUT_MS = 30 * 60 * 1000
+DEFAULT_SESSION_MAX_LENGTH_MS = 24 * 60 * 60 * 1000
 #: How long close(), ``with`` exit and the interpreter-exit hook upload what
 #: is queued before stopping, unless ``close_timeout_ms`` says otherwise.
 DEFAULT_CLOSE_TIMEOUT_MS = 2000
@@ -103,6 +106,13 @@ class Events(Handle):
             this share of it (default 20; 0 to 100). Keeps a fleet that
             failed together from retrying in step.
         require_consent: store nothing until consent is granted.
+        session_idle_timeout_ms, session_max_length_ms: automatic sessions:
+            a new session id with the first event after this long without
+            one (default 30 min), and once a session is this old (default
+            24 h); 0 turns that rotation off. Never on a timer: the event
+            that ends a session starts the next one (``session_id``).
+        clock: a :class:`ManualClock` event timestamps, sessions and the
+            upload timers read (tests), or None for the system clock.
         secure_store: a ``MutableMapping[str, str]`` for identity values
             (keys "anonymous_id", "user_id", "push_token"), instead of the
             0600 file.
@@ -141,6 +151,9 @@ class Events(Handle):
         breaker_threshold: Optional[int] = None,
         retry_jitter_percent: Optional[int] = None,
         require_consent: bool = False,
+        session_idle_timeout_ms: Optional[int] = None,
+        session_max_length_ms: Optional[int] = None,
+        clock: Optional[ManualClock] = None,
         secure_store: Optional[MutableMapping[str, str]] = None,
         close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
     ) -> None:
@@ -180,6 +193,16 @@ class Events(Handle):
                     options, _lib.to_int32(retry_jitter_percent, "retry_jitter_percent"), err)
             if require_consent:
                 C.appnorth_events_options_set_require_consent(options, 1, err)
+            if session_idle_timeout_ms is not None or session_max_length_ms is not None:
+                C.appnorth_events_options_set_session_policy(
+                    options,
+                    _pick(session_idle_timeout_ms, DEFAULT_SESSION_IDLE_TIMEOUT_MS, "session_idle_timeout_ms"),
+                    _pick(session_max_length_ms, DEFAULT_SESSION_MAX_LENGTH_MS, "session_max_length_ms"), err)
+            if clock is not None:
+                if not isinstance(clock, ManualClock):
+                    raise TypeError(f"clock must be a ManualClock or None, not {type(clock).__name__}")
+                with clock._use() as clock_ptr:
+                    C.appnorth_events_options_set_clock(options, clock_ptr, err)
             if secure_store is not None:
                 self._cannot_reopen = ("its secure_store is host state the child would share with the parent, "
                                        "or hold a diverging copy of")
@@ -316,6 +339,13 @@ class Events(Handle):
     def start_session(self) -> None:
         """A new app session: new session id; uploads resume if paused."""
         self._call(C.appnorth_events_start_session)
+
+    @property
+    def session_id(self) -> str:
+        """The session id the next event carries, unless that event starts a
+        new session (after the idle timeout or the maximum length)."""
+        with self._use() as events, _lib.callback_errors():
+            return _lib.call_returning_string(C.appnorth_events_session_id, events)
 
     def foreground(self) -> None:
         """The app came to the foreground: uploads resume and a flush starts."""

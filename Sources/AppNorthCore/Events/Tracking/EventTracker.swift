@@ -32,6 +32,8 @@ final class EventTracker: Sendable {
     /// `clock` is the system's (a host's own clock or a test's is not):
     /// read directly, not through the existential (about 15 instructions).
     let systemClock: Bool
+    /// The session policy has a limit (`EventSender.rotateIfDue`).
+    let rotatesSessions: Bool
 
     init(store: EventStore, options: AppNorthEventsOptions, consent: EventConsent, sender: EventSender,
          lifecycle: EventsLifecycle, counters: EventCounters, uploader: EventUploader, drain: QueueDrain,
@@ -52,6 +54,7 @@ final class EventTracker: Sendable {
         self.drain = drain
         self.clock = clock
         systemClock = clock is SystemClock
+        rotatesSessions = !options.session.isOff
     }
 
     /// `track` from text in memory (the C entry's: no String is made).
@@ -69,6 +72,9 @@ final class EventTracker: Sendable {
         // rotates every stripe under its lock: a write that passed the
         // check is in the segment it purges, and a later one sees the flag.
         let timestampMs = systemClock ? SystemClock().wallMilliseconds() : clock.wallMilliseconds()
+        // A new session when the event ends the last one (SessionPolicy),
+        // before the stripe reads the tail that carries its id.
+        if rotatesSessions { sender.rotateIfDue(nowMs: timestampMs) }
         let shared = store.limits.shared.load(ordering: .relaxed)
         let text = TrackInput.Text(name: name, properties: properties)
         let outcome = try journalRef._withUnsafeGuaranteedRef { journal in

@@ -1,0 +1,61 @@
+'use strict';
+// The events features of issue 40, at the dev server: automatic sessions
+// on a ManualClock.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { appnorth, admin, tempDir, client } = require('./support');
+
+const quiet = { flushIntervalMs: 600000, batchThreshold: 1000, retryBaseDelayMs: 10 };
+
+function freshApp(tag) {
+  return `node-${tag}-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
+}
+
+async function storedEvents(app) {
+  return (await admin('GET', `/admin/apps/${app}/state`)).events;
+}
+
+test('a session rotates after the idle timeout and after the max length', async () => {
+  const app = freshApp('sessions');
+  const c = client({ appId: app });
+  const clock = new appnorth.ManualClock(1700000000000);
+  const events = new appnorth.Events(c, { dataDir: tempDir(), ...quiet, clock,
+    sessionIdleTimeoutMs: 1000, sessionMaxLengthMs: 5000 });
+  try {
+    const first = events.sessionId;
+    assert.match(first, /^[0-9a-f]{32}$/);
+    events.track('a');
+    clock.advance(999);
+    events.track('b');
+    clock.advance(1000);
+    events.track('after_idle');
+    const second = events.sessionId;
+    assert.notEqual(second, first);
+    for (let i = 0; i < 5; i++) {
+      clock.advance(900);
+      events.track('busy');
+    }
+    const third = events.sessionId;
+    assert.notEqual(third, second);
+    await events.flush(10000);
+    const sessions = (await storedEvents(app)).map((e) => [e.name, e.session_id]);
+    assert.deepEqual(sessions, [['a', first], ['b', first], ['after_idle', second],
+      ['busy', second], ['busy', second], ['busy', second], ['busy', second], ['busy', third]]);
+  } finally {
+    events.close();
+    clock.close();
+    c.close();
+  }
+});
+
+test('bad session policies are refused', () => {
+  const c = client();
+  try {
+    for (const bad of [{ sessionIdleTimeoutMs: -1 }, { sessionMaxLengthMs: 2 ** 31 }, { sessionIdleTimeoutMs: 'x' }]) {
+      assert.throws(() => new appnorth.Events(c, { dataDir: tempDir(), ...bad }), /session/);
+    }
+    assert.throws(() => new appnorth.Events(c, { dataDir: tempDir(), clock: {} }), /clock/);
+  } finally {
+    c.close();
+  }
+});

@@ -1,0 +1,74 @@
+"""The events features of issue 40 through the binding, at the dev server:
+automatic sessions on a manual clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import appnorth
+from appnorth_test_support import APP, Admin
+
+QUIET: Dict[str, Any] = {"retry_base_delay_ms": 10, "flush_interval_ms": 600_000, "batch_threshold": 1000}
+
+
+def sessions_by_name(admin: Admin) -> Dict[str, List[str]]:
+    out: Dict[str, List[str]] = {}
+    for event in admin.state(APP)["events"]:
+        out.setdefault(event["name"], []).append(event["session_id"])
+    return out
+
+
+def test_a_session_rotates_after_the_idle_timeout_and_after_the_max_length(
+        client: appnorth.Client, tmp_path: Path, admin: Admin) -> None:
+    clock = appnorth.ManualClock(1_700_000_000_000)
+    with appnorth.Events(client, tmp_path, session_idle_timeout_ms=1000, session_max_length_ms=5000,
+                         clock=clock, **QUIET) as ev:
+        first = ev.session_id
+        assert len(first) == 32
+        ev.track("a")
+        clock.advance(999)
+        ev.track("b")
+        assert ev.session_id == first
+        clock.advance(1000)
+        ev.track("after_idle")
+        second = ev.session_id
+        assert second != first
+        for _ in range(5):
+            clock.advance(900)
+            ev.track("busy")
+        third = ev.session_id
+        assert third != second, "4,500 ms of events every 900 ms, then 5,400 ms since the session started"
+        ev.flush(10_000)
+    got = sessions_by_name(admin)
+    assert got["a"] == got["b"] == [first]
+    assert got["after_idle"] == [second]
+    assert got["busy"] == [second] * 4 + [third]
+
+
+def test_zero_turns_the_rotation_off_and_start_session_still_works(
+        client: appnorth.Client, tmp_path: Path) -> None:
+    clock = appnorth.ManualClock(1_700_000_000_000)
+    with appnorth.Events(client, tmp_path, session_idle_timeout_ms=0, session_max_length_ms=0,
+                         clock=clock, **QUIET) as ev:
+        first = ev.session_id
+        ev.track("a")
+        clock.advance(10 ** 10)
+        ev.track("b")
+        assert ev.session_id == first
+        ev.start_session()
+        assert ev.session_id != first
+
+
+@pytest.mark.parametrize("idle, max_length", [(-1, 0), (0, -5), (2 ** 31, 0)])
+def test_bad_session_policies_are_refused(client: appnorth.Client, tmp_path: Path, idle: int,
+                                          max_length: int) -> None:
+    with pytest.raises((appnorth.InvalidArgumentError, OverflowError, ValueError)):
+        appnorth.Events(client, tmp_path, session_idle_timeout_ms=idle, session_max_length_ms=max_length)
+
+
+def test_clock_must_be_a_manual_clock(client: appnorth.Client, tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        appnorth.Events(client, tmp_path, clock=object())  # type: ignore[arg-type]

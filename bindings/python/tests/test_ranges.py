@@ -313,6 +313,10 @@ TABLE: Dict[Tuple[str, str], Row] = {
         "int32_t", 0, 100, lambda f, v: f.raw.appnorth_events_options_set_retry_jitter(f.events_options, v, f.e)),
     ("appnorth_config_options_set_reconnect_jitter", "percent"): Row(
         "int32_t", 0, 100, lambda f, v: f.raw.appnorth_config_options_set_reconnect_jitter(f.config_options, v, f.e)),
+    ("appnorth_events_options_set_session_policy", "idle_timeout_ms"): Row(
+        "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_options_set_session_policy(f.events_options, v, 0, f.e)),
+    ("appnorth_events_options_set_session_policy", "max_length_ms"): Row(
+        "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_options_set_session_policy(f.events_options, 0, v, f.e)),
     ("appnorth_events_options_set_require_consent", "require"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_require_consent(f.events_options, v, f.e)),
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),

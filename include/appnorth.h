@@ -152,7 +152,7 @@ extern "C" {
 #define APPNORTH_VERSION_PATCH 0
 #define APPNORTH_VERSION_STRING "0.4.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
-#define APPNORTH_VERSION_NUMBER 300
+#define APPNORTH_VERSION_NUMBER 400
 
 /**
  * The library's version string, "MAJOR.MINOR.PATCH", as built.

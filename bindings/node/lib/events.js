@@ -21,7 +21,9 @@ class Events {
    *   24 h; 0 turns a rotation off), clock (a ManualClock, for tests).
    */
   constructor(client, opts) {
-    this.#native = native.eventsNew(client?.[kNative], options(opts));
+    const o = options(opts);
+    // The native handle of a ManualClock (anything else is passed as is, and refused).
+    this.#native = native.eventsNew(client?.[kNative], { ...o, clock: o.clock?.[kNative] ?? o.clock });
     this.#client = client;
     this.#release = client[kAdopt](this);
   }

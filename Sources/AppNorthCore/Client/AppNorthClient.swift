@@ -120,15 +120,13 @@ public final class AppNorthClient: Sendable {
     /// to a compressed body means the server does not take gzip: the same
     /// request (same idempotency key) goes again as it is, and this client
     /// compresses nothing from then on.
-    /// `packed`: the body gzipped ahead (`compression.pack`). `whileWaiting`
-    /// runs at most once, on this thread, once the request is sent and
-    /// before its answer is read (`HTTPTransport.perform`).
+    /// `packed`: the body gzipped ahead (`compression.pack`).
     func upload(_ request: HTTPRequest, as body: UploadCompression.Body, packed: [UInt8]? = nil,
-                cancel: CancellationToken? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
+                cancel: CancellationToken? = nil) throws(AppNorthError) -> HTTPResponse {
         guard let packed = compression.compressed(request, as: body, packed: packed) else {
-            return try transport.perform(request, cancel: cancel, whileWaiting: whileWaiting)
+            return try transport.perform(request, cancel: cancel)
         }
-        let response = try transport.perform(packed, cancel: cancel, whileWaiting: whileWaiting)
+        let response = try transport.perform(packed, cancel: cancel)
         guard response.status == 415 else { return response }
         if compression.noteRefused() {
             configuration.logger.log(.info, "the server answered 415 to a gzip body: "

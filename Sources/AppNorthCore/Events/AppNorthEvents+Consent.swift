@@ -22,5 +22,7 @@ extension AppNorthEvents {
     package func setConsent(analytics granted: Bool) throws(AppNorthError) {
         try requireOpen()
         try consentOwner.set(analytics: granted)
+        // A retry delay in progress ends now (`StoreUploadWorld.sleep`).
+        if !granted { uploader.wake() }
     }
 }

@@ -46,17 +46,10 @@ package final class HTTPTransport: Sendable {
     /// `cancel`, when given and set from another thread, aborts the
     /// transfer within about a second (a `.network` error). `logger`: where
     /// the request's DEBUG trace goes (default: the transport's).
-    /// `whileWaiting` runs at most once, on this thread, as soon as the whole
-    /// request has gone out and before the answer is read: work that can
-    /// overlap the server's (the event upload prepares its next batch). It
-    /// should take milliseconds, not seconds; it does not run when the
-    /// transfer ends first.
     package func perform(_ request: HTTPRequest, cancel: CancellationToken? = nil,
-                        logger: Logger? = nil, whileWaiting: (() -> Void)? = nil) throws(AppNorthError) -> HTTPResponse {
+                        logger: Logger? = nil) throws(AppNorthError) -> HTTPResponse {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.stop = cancel
-        context.whileWaiting = whileWaiting
-        context.requestBodyBytes = request.body?.count ?? 0
         return try exchange(request, context, operation: OperationScope.current, logger: logger,
                             totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
     }

@@ -25,9 +25,6 @@ final class TransferContext {
     /// When bytes last arrived (monotonic ns), for the stream idle timeout.
     var lastActivityNs: UInt64 = 0
     var idledOut = false
-    /// `perform`'s work to overlap the server's, until it has run.
-    var whileWaiting: (() -> Void)?
-    var requestBodyBytes = 0
 
     init(limit: Int, onData: (([UInt8]) -> Bool)?) {
         self.limit = limit

@@ -37,7 +37,7 @@ final class TransferSlot: @unchecked Sendable {
     }
 
     /// Drives the transfer added to `multi` until it ends, is cancelled or
-    /// idles out; runs `whileWaiting` once the request has gone out.
+    /// idles out.
     private func pump(_ h: UnsafeMutableRawPointer, _ context: TransferContext, idleTimeoutMs: Int) -> CURLcode {
         context.lastActivityNs = monotonicNow()
         var running: Int32 = 0
@@ -56,11 +56,6 @@ final class TransferSlot: @unchecked Sendable {
                 // wakes once per server keepalive, not once a second.
                 waitMs = Int32(clamping: idle.sleepMilliseconds(at: now))
             }
-            if let waiting = context.whileWaiting, Self.requestSent(h, context) {
-                context.whileWaiting = nil
-                waiting()
-                if context.isCancelled { break }
-            }
             mcode = curl_multi_poll(multi, nil, 0, waitMs, nil)
             if mcode != CURLM_OK || context.isCancelled { break }
             mcode = curl_multi_perform(multi, &running)
@@ -73,13 +68,5 @@ final class TransferSlot: @unchecked Sendable {
             if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
         }
         return result
-    }
-
-    /// Whether the request, body included, has gone out (curl counts the
-    /// body bytes it has sent; the headers go before them).
-    private static func requestSent(_ h: UnsafeMutableRawPointer, _ context: TransferContext) -> Bool {
-        var sent: curl_off_t = 0
-        guard cshim_getinfo_offset(h, CURLINFO_SIZE_UPLOAD_T, &sent) == CURLE_OK else { return false }
-        return sent >= curl_off_t(context.requestBodyBytes)
     }
 }

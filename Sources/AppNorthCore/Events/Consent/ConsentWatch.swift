@@ -103,15 +103,23 @@ final class ConsentWatch: Sendable {
 
     // MARK: The upload fence
 
-    /// Runs one upload attempt registered in a slot; `body` checks the
-    /// revocation counter first, and sends only if it has not moved. Nil
-    /// when no slot came free within about a second (510 attempts in
-    /// flight on one directory): the attempt does not go.
-    func withUploadRegistered<T>(_ body: () -> T) -> T? {
+    /// One upload attempt registered in a slot, from before its revocation
+    /// check until `end()`, once its answer is in: a revoking handle waits
+    /// for it (`waitForUploads`). Used on the upload thread only.
+    struct UploadRegistration {
+        fileprivate let slot: UnsafeMutablePointer<UInt64>
+        fileprivate let value: UInt64
+
+        func end() { _ = appnorth_shared_compare_exchange(slot, value, 0) }
+    }
+
+    /// Registers one upload attempt in a slot; the caller then checks the
+    /// revocation counter (`EventConsent.beginAttempt`) and sends only if it
+    /// has not moved. Nil when no slot came free within about a second (510
+    /// attempts in flight on one directory): the attempt does not go.
+    func registerUpload() -> UploadRegistration? {
         let value = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | tag
-        guard let slot = claimSlot(value) else { return nil }
-        defer { _ = appnorth_shared_compare_exchange(slot, value, 0) }
-        return body()
+        return claimSlot(value).map { UploadRegistration(slot: $0, value: value) }
     }
 
     /// A free slot (or one whose process is gone), now holding `value`.

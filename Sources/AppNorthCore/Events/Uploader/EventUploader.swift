@@ -1,31 +1,18 @@
 import Synchronization
 
 /// The uploader: the library thread that moves journaled events into the
-/// table and uploads them, and everything it decides by (the circuit
-/// breaker, the flushes asked for, the network type, the last errors, a
-/// server's Retry-After). One owner with its own lock (`state`); the
-/// thread's turns are `UploadTrigger` (when a cycle starts), `UploadCycle`
-/// (batches until empty or failed) and `BatchDriver` (one batch), each
-/// driven through a port that tests replace.
+/// table and uploads them, and what it decides by (`UploaderState`: the
+/// circuit breaker, the flushes asked for, the network type, the last
+/// errors, a server's Retry-After). The thread's turns are `UploadTrigger`
+/// (when a cycle starts) and `UploadLoop` (the cycle: batches until empty
+/// or failed, each one a `BatchUpload`), which does everything outside
+/// itself through one `UploadWorld` (`StoreUploadWorld` here; tests give
+/// their own).
 ///
 /// The thread holds the uploader only while it works, never while it
 /// sleeps: the queue's `close` or deinit stops it (`stop`).
 final class EventUploader: Sendable {
-    struct State: Sendable {
-        var networkType: NetworkType
-        var breaker: CircuitBreaker
-        var flushRequested: UInt64 = 0
-        /// The most recent upload error, for stats.
-        var lastError: AppNorthError?
-        /// The error that ended the last upload cycle, for flush callers.
-        var cycleError: AppNorthError?
-        var lastFlushMs: Int64?
-        var lastAttemptMs: Int64?
-        /// The uploader waits for this before its next request (Retry-After).
-        var notBeforeMono: UInt64 = 0
-    }
-
-    let state: Lock<State>
+    let state: UploaderState
     let options: AppNorthEventsOptions
     let client: AppNorthClient
     let store: EventStore
@@ -46,8 +33,7 @@ final class EventUploader: Sendable {
 
     init(options: AppNorthEventsOptions, client: AppNorthClient, store: EventStore, db: SQLiteStore, consent: EventConsent,
          counters: EventCounters, lifecycle: EventsLifecycle, drain: QueueDrain, clock: any AppNorthClock, logger: Logger) {
-        state = Lock(State(networkType: options.networkType, breaker: CircuitBreaker(threshold: options.breakerThreshold)),
-                     level: LockLevel.uploaderState)
+        state = UploaderState(networkType: options.networkType, breakerThreshold: options.breakerThreshold)
         self.options = options
         self.client = client
         self.store = store
@@ -133,6 +119,16 @@ final class EventUploader: Sendable {
         }
     }
 
+    /// One upload cycle (`UploadLoop`) through this queue's world: the
+    /// store, consent and the client's transport.
+    func cycle(_ thread: BackgroundThread) -> UploadTrigger.CycleResult {
+        let world = StoreUploadWorld(store: store, drain: drain, consent: consent, client: client, thread: thread,
+                                     clock: clock, logger: logger, longestSleepMs: longestSleepMs)
+        var loop = UploadLoop(world: world, state: state, counters: counters, logger: logger, clock: clock,
+                              schedule: options.retry, retryAfterCapMilliseconds: options.retryAfterCapMilliseconds)
+        return loop.cycle()
+    }
+
     // MARK: What the host asks of it
 
     /// A flush asked for: the cycle that completes it, and the delivered
@@ -181,32 +177,11 @@ final class EventUploader: Sendable {
     }
 
     /// Changes state unless the queue is closed.
-    func whileOpen(_ change: (inout State) -> Void) -> Bool {
+    func whileOpen(_ change: (inout UploaderState.Value) -> Void) -> Bool {
         state.withLock { s -> Bool in
             guard !lifecycle.isClosed else { return false }
             change(&s)
             return true
         }
-    }
-
-    // MARK: What a cycle records
-
-    /// A failed flush: one more toward the circuit breaker.
-    func recordFailedFlush(_ error: AppNorthError) {
-        let opened = state.withLock { s -> Bool in
-            let wasOpen = s.breaker.isOpen
-            s.breaker.recordFailure()
-            s.cycleError = error
-            return !wasOpen && s.breaker.isOpen
-        }
-        if opened {
-            logger.log(.warning, "events: circuit breaker open after \(options.breakerThreshold) failed flushes; "
-                       + "uploads paused until start_session or foreground")
-        }
-    }
-
-    func record(_ error: AppNorthError) {
-        state.withLock { $0.lastError = error }
-        logger.log(.warning, "event upload failed: \(error.message)")
     }
 }

@@ -51,9 +51,12 @@ let package = Package(
         // AppNorthCore is named although AppNorth re-exports it: without it
         // an incremental build does not recompile these tests when a core
         // type they use changes layout (a stale build that crashes).
-        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth", "AppNorthCore"],
+        // The dev server a test process takes when `swift test --parallel`
+        // runs each test in a process of its own (make test-swift).
+        .target(name: "TestServerClaim", path: "Tests/TestServerClaim", swiftSettings: swift6),
+        .testTarget(name: "AppNorthTests", dependencies: ["AppNorth", "AppNorthCore", "TestServerClaim"],
                     swiftSettings: swift6Strict),
-        .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore"],
+        .testTarget(name: "AppNorthCoreTests", dependencies: ["AppNorthCore", "TestServerClaim"],
                     swiftSettings: swift6),
     ]
 )

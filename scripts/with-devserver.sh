@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Runs a command with the local API server up on a free loopback port, then
 # stops the server. The command sees APPNORTH_TEST_SERVER=http://127.0.0.1:PORT.
+# DEVSERVER_COUNT=N (default 1) starts N plain servers, each with its own
+# database, for test processes that run in parallel: the command also sees
+# APPNORTH_TEST_SERVERS (their URLs, space-separated; the first is
+# APPNORTH_TEST_SERVER) and APPNORTH_TEST_SERVER_LOCKS, a directory where a
+# test process takes server K by holding an flock on K.lock (TestServer.swift).
 # Extra server flags come from DEVSERVER_FLAGS (for instance --seed-demo).
 # DEVSERVER_TLS=1 also makes a throwaway test PKI and starts an HTTPS dev
 # server, TLS listeners with bad certificates and a forward proxy; it exports
@@ -17,11 +22,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
-portfile="$work/port"
-python3 "$root/devserver/appnorth_devserver.py" --host 127.0.0.1 --port 0 \
-    --db "$work/server.sqlite3" --port-file "$portfile" ${DEVSERVER_FLAGS:-} >"$work/server.log" 2>&1 &
-server=$!
-pids="$server"
+pids=""
 cleanup() {
     for pid in $pids; do kill "$pid" 2>/dev/null || true; done
     for pid in $pids; do wait "$pid" 2>/dev/null || true; done
@@ -37,8 +38,24 @@ wait_for() {
     done
     echo "$1 was not written in time" >&2; exit 1
 }
-wait_for "$portfile" "$server" "$work/server.log"
-export APPNORTH_TEST_SERVER="http://127.0.0.1:$(cat "$portfile")"
+count="${DEVSERVER_COUNT:-1}"
+urls=""
+for k in $(seq 1 "$count"); do
+    python3 "$root/devserver/appnorth_devserver.py" --host 127.0.0.1 --port 0 \
+        --db "$work/server$k.sqlite3" --port-file "$work/port$k" ${DEVSERVER_FLAGS:-} >"$work/server$k.log" 2>&1 &
+    eval "server$k=$!"; pids="$pids $!"
+done
+for k in $(seq 1 "$count"); do
+    eval "pid=\$server$k"
+    wait_for "$work/port$k" "$pid" "$work/server$k.log"
+    urls="$urls http://127.0.0.1:$(cat "$work/port$k")"
+done
+urls="${urls# }"
+export APPNORTH_TEST_SERVER="${urls%% *}"
+if [ "$count" -gt 1 ]; then
+    mkdir -p "$work/locks"
+    export APPNORTH_TEST_SERVERS="$urls" APPNORTH_TEST_SERVER_LOCKS="$work/locks"
+fi
 
 if [ "${DEVSERVER_TLS:-0}" = 1 ]; then
     pki="$work/pki"

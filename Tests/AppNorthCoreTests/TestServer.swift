@@ -1,3 +1,4 @@
+import TestServerClaim
 import XCTest
 @testable import AppNorthCore
 
@@ -5,7 +6,7 @@ import XCTest
 /// scripts/with-devserver.sh), and its admin endpoints.
 enum TestServer {
     static func url() throws -> String {
-        guard let url = getenvString("APPNORTH_TEST_SERVER") else {
+        guard let url = claimedTestServer else {
             throw XCTSkip("APPNORTH_TEST_SERVER is not set: run through `make test-swift`")
         }
         return url

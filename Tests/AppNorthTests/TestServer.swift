@@ -1,6 +1,7 @@
 import AppNorth
 import AppNorthCore
 import Foundation
+import TestServerClaim
 import XCTest
 
 /// The local API server these tests run against ($APPNORTH_TEST_SERVER, set
@@ -8,7 +9,7 @@ import XCTest
 /// through its admin endpoints.
 enum TestServer {
     static func url() throws -> String {
-        guard let url = ProcessInfo.processInfo.environment["APPNORTH_TEST_SERVER"] else {
+        guard let url = claimedTestServer else {
             throw XCTSkip("APPNORTH_TEST_SERVER is not set: run through `make test-swift`")
         }
         return url

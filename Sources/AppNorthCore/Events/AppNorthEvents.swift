@@ -72,7 +72,7 @@ package final class AppNorthEvents: Sendable {
         // The rows get the byte limit less the files' other needs (FileBudget).
         drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, FileBudget.rowBytes(options.maxQueuedBytes)),
                            logger: logger)
-        uploader = EventUploader(options: options, client: client, store: store, db: db, consent: consentOwner,
+        uploader = EventUploader(options: options, client: client, store: store, consent: consentOwner,
                                  counters: counters, lifecycle: lifecycle, drain: drain, clock: clock, logger: logger)
         tracker = EventTracker(store: store, options: options, consent: consentOwner, sender: sender, lifecycle: lifecycle,
                                counters: counters, uploader: uploader, drain: drain, clock: clock)

@@ -16,7 +16,6 @@ final class EventUploader: Sendable {
     let options: AppNorthEventsOptions
     let client: AppNorthClient
     let store: EventStore
-    let db: SQLiteStore
     let consent: EventConsent
     let counters: EventCounters
     let lifecycle: EventsLifecycle
@@ -31,13 +30,12 @@ final class EventUploader: Sendable {
     /// while it has no use for a wake-up).
     let wakeAt = Atomic<Int>(Int.max)
 
-    init(options: AppNorthEventsOptions, client: AppNorthClient, store: EventStore, db: SQLiteStore, consent: EventConsent,
+    init(options: AppNorthEventsOptions, client: AppNorthClient, store: EventStore, consent: EventConsent,
          counters: EventCounters, lifecycle: EventsLifecycle, drain: QueueDrain, clock: any AppNorthClock, logger: Logger) {
         state = UploaderState(networkType: options.networkType, breakerThreshold: options.breakerThreshold)
         self.options = options
         self.client = client
         self.store = store
-        self.db = db
         self.consent = consent
         self.counters = counters
         self.lifecycle = lifecycle

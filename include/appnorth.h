@@ -1791,12 +1791,53 @@ APPNORTH_API int32_t appnorth_events_consent(appnorth_events *events, int32_t *o
 APPNORTH_API int32_t appnorth_events_identify(appnorth_events *events, const char *user_id,
                                               appnorth_error *err);
 
-/** Clear the user id (logout). The anonymous id stays. */
+/** Clear the user id and the super properties (logout). The anonymous id
+ *  stays. */
 APPNORTH_API int32_t appnorth_events_reset(appnorth_events *events, appnorth_error *err);
 
 /** Set the push token, kept in the secure store. token: NULL clears it. */
 APPNORTH_API int32_t appnorth_events_set_push_token(appnorth_events *events, const char *token,
                                                     appnorth_error *err);
+
+/**
+ * Super properties: save the members of properties_json (a JSON object) in
+ * the data directory (super_properties.json, 0600), to be added to the
+ * properties of every event that any events handle on that directory, in
+ * this process or another, makes from its next appnorth_events_track() on.
+ * A key already registered gets the new value. A property passed to
+ * appnorth_events_track() wins over a super property of the same key; the
+ * values keep their spelling. They survive a restart;
+ * appnorth_events_reset() clears them. They count toward max_event_bytes:
+ * an event that would exceed it with them is refused by track() with
+ * APPNORTH_E_TOO_LARGE.
+ * Refused, nothing saved: APPNORTH_E_INVALID_JSON (not a JSON object, or
+ * nested more than 32 deep), APPNORTH_E_INVALID_UTF8,
+ * APPNORTH_E_TOO_LARGE (the registered set would exceed half of
+ * max_event_bytes), APPNORTH_E_INVALID_ARGUMENT (NULL, or a reserved key:
+ * id, name, timestamp, anonymous_id, user_id, session_id, properties).
+ * Thread-safe. Blocks for a file write and fsync, and for another
+ * process's change in progress. track() reads no file: it merges from
+ * memory and reads the file again once after each change (a counter in
+ * the directory's shared consent.watch mapping tells it; docs/events.md,
+ * "Super properties").
+ */
+APPNORTH_API int32_t appnorth_events_register(appnorth_events *events, const char *properties_json,
+                                              appnorth_error *err);
+
+/** appnorth_events_register(), except that a key already registered keeps
+ *  its value. Same refusals; thread-safe. */
+APPNORTH_API int32_t appnorth_events_register_once(appnorth_events *events, const char *properties_json,
+                                                   appnorth_error *err);
+
+/** Remove one super property (key: UTF-8; a key not registered is no
+ *  error). Thread-safe; blocks for a file write. */
+APPNORTH_API int32_t appnorth_events_unregister(appnorth_events *events, const char *key,
+                                                appnorth_error *err);
+
+/** The registered super properties as a JSON object ("{}" for none).
+ *  *out_json: freed with appnorth_string_free(). Thread-safe. */
+APPNORTH_API int32_t appnorth_events_super_properties(appnorth_events *events, char **out_json,
+                                                      appnorth_error *err);
 
 /** The anonymous id, made on first use and persisted. *out_id: freed with
  *  appnorth_string_free(). */

@@ -475,6 +475,28 @@ public:
         detail::call([&](appnorth_error *e) { return appnorth_events_start_session(get(), e); });
     }
 
+    /** Super properties (appnorth_events_register()): a JSON object's text. */
+    void register_properties(const std::string &properties_json, bool once = false) {
+        detail::call([&](appnorth_error *e) {
+            return once ? appnorth_events_register_once(get(), properties_json.c_str(), e)
+                        : appnorth_events_register(get(), properties_json.c_str(), e);
+        });
+    }
+
+    void unregister_property(const std::string &key) {
+        detail::call([&](appnorth_error *e) { return appnorth_events_unregister(get(), key.c_str(), e); });
+    }
+
+    /** The registered super properties as JSON. */
+    std::string super_properties() const {
+        char *out = nullptr;
+        appnorth_error err;
+        appnorth_status status = appnorth_events_super_properties(get(), &out, &err);
+        std::string text = detail::take(out);
+        detail::check(status, err);
+        return text;
+    }
+
     /** The session id the next event carries (appnorth_events_session_id()). */
     std::string session_id() const {
         char *out = nullptr;

@@ -314,6 +314,39 @@ public func appnorth_events_set_push_token(_ events: OpaquePointer?, _ token: Un
 }
 
 @c @implementation
+public func appnorth_events_register(_ events: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ err: ErrorOut?) -> Int32 {
+    registerSuperProperties(events, json, once: false, err)
+}
+
+@c @implementation
+public func appnorth_events_register_once(_ events: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ err: ErrorOut?) -> Int32 {
+    registerSuperProperties(events, json, once: true, err)
+}
+
+private func registerSuperProperties(_ events: OpaquePointer?, _ json: UnsafePointer<CChar>?, once: Bool,
+                                     _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { events in
+        let json = try required(json, "properties_json")
+        let maxBytes = events.options.maxEventBytes
+        let length = strnlen(json, maxBytes + 1)
+        guard length <= maxBytes else { throw AppNorthError.tooLarge("properties_json is longer than \(maxBytes) bytes") }
+        try events.register(UnsafeBufferPointer(start: UnsafeRawPointer(json).assumingMemoryBound(to: UInt8.self),
+                                                count: length), once: once)
+    }
+}
+
+@c @implementation
+public func appnorth_events_unregister(_ events: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ err: ErrorOut?) -> Int32 {
+    withEvents(events, err) { try $0.unregister(try requiredString(key, "key")) }
+}
+
+@c @implementation
+public func appnorth_events_super_properties(_ events: OpaquePointer?, _ outJSON: OutString?, _ err: ErrorOut?) -> Int32 {
+    outJSON?.pointee = nil
+    return withEvents(events, err) { events in try returnString(outJSON, "out_json") { try events.superPropertiesJSON() } }
+}
+
+@c @implementation
 public func appnorth_events_anonymous_id(_ events: OpaquePointer?, _ outID: OutString?, _ err: ErrorOut?) -> Int32 {
     outID?.pointee = nil
     return withEvents(events, err) { events in try returnString(outID, "out_id") { events.anonymousID } }

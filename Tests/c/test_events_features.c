@@ -1,5 +1,6 @@
 /* The events features of issue 40 through the real .so, observed at the
- * dev server: automatic sessions on a manual clock. */
+ * dev server: automatic sessions on a manual clock; super properties
+ * across handles and restarts. */
 #include "events_support.h"
 
 #define FAPP "tfeatures"
@@ -104,10 +105,129 @@ static void test_session_bad_input(void) {
     remove_tree(dir);
 }
 
+
+/* The properties text the server stored for the event named `name` (its last). */
+static char *stored_properties(const char *name) {
+    json_t *events = server_events_of(FAPP);
+    size_t i;
+    json_t *e;
+    char *out = NULL;
+    json_array_foreach(events, i, e) {
+        if (str_eq(str_of(e, "name"), name)) {
+            free(out);
+            const char *raw = str_of(e, "properties_raw");
+            out = strdup(raw ? raw : "(none)");
+        }
+    }
+    json_decref(events);
+    return out ? out : strdup("(missing)");
+}
+
+static void expect_properties(const char *name, const char *want) {
+    char *got = stored_properties(name);
+    CHECK(str_eq(got, want), "%s: properties %s, want %s", name, got, want);
+    free(got);
+}
+
+static void register_ok(appnorth_events *e, const char *json, int once) {
+    appnorth_error err;
+    CHECK_STATUS(once ? appnorth_events_register_once(e, json, &err) : appnorth_events_register(e, json, &err),
+                 APPNORTH_OK, err);
+}
+
+static void test_super_properties_reach_every_handle_and_survive_a_restart(void) {
+    admin_reset(server);
+    char *dir = make_temp_dir("features");
+    appnorth_client *c = make_client_for(FAPP, NULL, NULL);
+    appnorth_error err;
+    appnorth_events *a = open_quiet(c, dir), *b = open_quiet(c, dir);
+    register_ok(a, "{\"plan\":\"pro\", \"build\": 1.50}", 0);
+    track_ok(b, "from_b", "{\"screen\":\"home\"}");
+    track_ok(a, "override", "{\"plan\":\"free\"}");
+    register_ok(b, "{\"plan\":\"team\",\"first_seen\":\"mon\"}", 1);
+    track_ok(a, "once", NULL);
+    register_ok(a, "{\"first_seen\":\"tue\"}", 1);
+    CHECK_STATUS(appnorth_events_unregister(b, "build", &err), APPNORTH_OK, err);
+    CHECK_STATUS(appnorth_events_unregister(b, "never_set", &err), APPNORTH_OK, err);
+    track_ok(a, "after_unregister", "{}");
+    char *text = NULL;
+    CHECK_STATUS(appnorth_events_super_properties(b, &text, &err), APPNORTH_OK, err);
+    CHECK(str_eq(text, "{\"plan\":\"pro\",\"first_seen\":\"mon\"}"), "read back: %s", text);
+    appnorth_string_free(text);
+    CHECK_STATUS(flush(a, 10000, &err), APPNORTH_OK, err);
+    CHECK_STATUS(flush(b, 10000, &err), APPNORTH_OK, err);
+    appnorth_events_free(a);
+    appnorth_events_free(b);
+
+    a = open_quiet(c, dir); /* a restart */
+    track_ok(a, "after_restart", "{\"n\":1}");
+    CHECK_STATUS(appnorth_events_reset(a, &err), APPNORTH_OK, err);
+    track_ok(a, "after_reset", "{\"n\":2}");
+    CHECK_STATUS(flush(a, 10000, &err), APPNORTH_OK, err);
+    expect_properties("from_b", "{\"plan\":\"pro\",\"build\":1.50,\"screen\":\"home\"}");
+    expect_properties("override", "{\"build\":1.50,\"plan\":\"free\"}");
+    expect_properties("once", "{\"plan\":\"pro\",\"build\":1.50,\"first_seen\":\"mon\"}");
+    expect_properties("after_unregister", "{\"plan\":\"pro\",\"first_seen\":\"mon\"}");
+    expect_properties("after_restart", "{\"plan\":\"pro\",\"first_seen\":\"mon\",\"n\":1}");
+    expect_properties("after_reset", "{\"n\":2}");
+    CHECK(!path_exists(dir, "super_properties.json"), "reset removed the file");
+    appnorth_events_free(a);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
+static void expect_register_refused(appnorth_events *e, const char *json, int32_t want, const char *what) {
+    appnorth_error err;
+    int32_t rc = appnorth_events_register(e, json, &err);
+    CHECK(rc == want && strlen(err.message) > 0, "%s: got %d (%s), want %d", what, rc, err.message, want);
+}
+
+static void test_super_properties_bad_input_and_the_size_limit(void) {
+    admin_reset(server);
+    char *dir = make_temp_dir("features");
+    appnorth_client *c = make_client_for(FAPP, NULL, NULL);
+    appnorth_error err;
+    appnorth_events_options *o = quiet_options(c, dir);
+    CHECK_STATUS(appnorth_events_options_set_limits(o, 10000, 5 << 20, 1024, &err), APPNORTH_OK, err);
+    appnorth_events *e = open_events(o);
+    CHECK(appnorth_events_register(NULL, "{}", &err) == APPNORTH_E_INVALID_ARGUMENT, "NULL events");
+    expect_register_refused(e, NULL, APPNORTH_E_INVALID_ARGUMENT, "NULL json");
+    CHECK(appnorth_events_unregister(e, NULL, &err) == APPNORTH_E_INVALID_ARGUMENT, "NULL key");
+    char *out = (char *)1;
+    CHECK(appnorth_events_super_properties(e, NULL, &err) == APPNORTH_E_INVALID_ARGUMENT, "NULL out");
+    expect_register_refused(e, "[1]", APPNORTH_E_INVALID_JSON, "an array");
+    expect_register_refused(e, "{\"a\":", APPNORTH_E_INVALID_JSON, "cut JSON");
+    expect_register_refused(e, "{\"a\":\"\xff\"}", APPNORTH_E_INVALID_UTF8, "invalid UTF-8");
+    expect_register_refused(e, "{\"ok\":1,\"session_id\":\"x\"}", APPNORTH_E_INVALID_ARGUMENT, "a reserved key");
+    char big[700];
+    snprintf(big, sizeof big, "{\"big\":\"%0*d\"}", 600, 0);
+    expect_register_refused(e, big, APPNORTH_E_TOO_LARGE, "over half of max_event_bytes");
+    CHECK_STATUS(appnorth_events_super_properties(e, &out, &err), APPNORTH_OK, err);
+    CHECK(str_eq(out, "{}"), "nothing was saved: %s", out);
+    appnorth_string_free(out);
+
+    /* 400 bytes registered, then an event whose own properties fit alone but not with them. */
+    char half[500];
+    snprintf(half, sizeof half, "{\"s\":\"%0*d\"}", 400, 0);
+    register_ok(e, half, 0);
+    char props[700];
+    snprintf(props, sizeof props, "{\"p\":\"%0*d\"}", 600, 0);
+    int32_t queued = -1;
+    int32_t rc = appnorth_events_track(e, "too_big_with_supers", props, &queued, &err);
+    CHECK(rc == APPNORTH_E_TOO_LARGE && queued == 0, "the super properties count toward the limit: %d %s", rc, err.message);
+    track_ok(e, "fits", "{\"p\":1}");
+    CHECK(queued(e) == 1, "one event queued: %ld", queued(e));
+    appnorth_events_free(e);
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
 int main(void) {
     if (!events_suite_start("test_events_features")) return 2;
     RUN(test_sessions_rotate_after_the_idle_timeout_and_the_max_length);
     RUN(test_session_bad_input);
+    RUN(test_super_properties_reach_every_handle_and_survive_a_restart);
+    RUN(test_super_properties_bad_input_and_the_size_limit);
     curl_global_cleanup();
     return check_summary();
 }

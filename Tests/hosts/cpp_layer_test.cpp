@@ -282,6 +282,11 @@ void test_logger_outlives_its_client(const appnorth::Client &) {
     expect(session.size() == 32, "a session id of 32 hex characters");
     expect(events.track("cpp_logger_event"), "track after the client went");
     expect(events.session_id() == session, "the default policy keeps the session");
+    events.register_properties("{\"plan\":\"pro\"}");
+    events.register_properties("{\"plan\":\"team\"}", true);
+    expect(events.super_properties() == "{\"plan\":\"pro\"}", "super properties read back");
+    events.unregister_property("plan");
+    expect(events.super_properties() == "{}", "unregistered");
     expect(events.flush(30000) >= 1, "the event is uploaded");
     expect(lines->count() > before, "log lines still arrive after the client was destroyed");
     events.close(0);

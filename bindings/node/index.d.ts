@@ -126,6 +126,12 @@ export declare class Events {
   identify(userId: string): void;
   setPushToken(token: string | null): void;
   readonly anonymousId: string;
+  /** Super properties: saved in the data directory, added to every event; track()'s own win. */
+  register(properties: Record<string, unknown>): void;
+  /** register(), but a key already registered keeps its value. */
+  registerOnce(properties: Record<string, unknown>): void;
+  unregister(key: string): void;
+  readonly superProperties: Record<string, unknown>;
   /** The session id the next event carries, unless that event starts a new session. */
   readonly sessionId: string;
   stats(): Record<string, any>;

@@ -12,10 +12,12 @@ extension AppNorthEvents {
         try sender.identify(userID)
     }
 
-    /// Clears the user id (logout). The anonymous id stays.
+    /// Clears the user id and the data directory's super properties
+    /// (logout). The anonymous id stays.
     package func reset() throws(AppNorthError) {
         try requireOpen()
         try sender.identify(nil)
+        try clearSuperProperties()
     }
 
     package func setPushToken(_ token: String?) throws(AppNorthError) {

@@ -68,7 +68,9 @@ package final class AppNorthEvents: Sendable {
         let secrets: any AppNorthSecureStore
         if let secureStore { secrets = secureStore } else { secrets = try FileSecureStore(directory: directory) }
         sender = EventSender(identity: try Identity(store: secrets, clock: clock, logger: logger), policy: options.session,
-                             nowMs: clock.wallMilliseconds())
+                             nowMs: clock.wallMilliseconds(),
+                             superFile: SuperPropertiesFile(directory: directory, watch: watch,
+                                                            maxEventBytes: options.maxEventBytes, logger: logger))
         // The rows get the byte limit less the files' other needs (FileBudget).
         drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, FileBudget.rowBytes(options.maxQueuedBytes)),
                            logger: logger)

@@ -72,36 +72,12 @@ package final class FileSecureStore: AppNorthSecureStore {
         }
     }
 
-    /// Runs `body` holding the identity lock: this process's writer lock,
-    /// then a POSIX record lock on the lock file for other processes.
-    /// Record locks, unlike flock, are not inherited by a forked child, so
-    /// a child can never keep other processes waiting; they exclude
-    /// processes, not threads, hence the process lock around them.
     private func locked<T>(_ body: () throws(AppNorthError) -> T) throws(AppNorthError) -> T {
-        try IdentityWriters.shared.lock.withLock { _ throws(AppNorthError) -> T in
-            let fd = try directory.openOrCreate(lockName)
-            defer { close(fd) }  // closing releases the record lock
-            var whole = Glibc.flock()
-            whole.l_type = Int16(F_WRLCK)
-            whole.l_whence = Int16(SEEK_SET)
-            while fcntl(fd, F_SETLKW, &whole) != 0 {
-                guard errno == EINTR else { throw .storage("cannot lock the identity file: \(String(cString: strerror(errno)))") }
-            }
-            return try body()
-        }
+        try directory.withFileLock(lockName, body)
     }
 
     private static func read(_ directory: DataDirectory, _ name: String) throws(AppNorthError) -> (values: [String: String], damaged: Bool) {
-        guard let fd = try directory.openExisting(name) else { return ([:], false) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 4096) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
+        guard let bytes = try directory.readWhole(name) else { return ([:], false) }
         // A damaged file loses identity values, not the SDK: start afresh.
         guard let root = try? JSON.parse(bytes), root.kind == .object else { return ([:], true) }
         var out: [String: String] = [:]
@@ -115,23 +91,14 @@ package final class FileSecureStore: AppNorthSecureStore {
     private static func save(_ values: [String: String], in directory: DataDirectory, as name: String) throws(AppNorthError) {
         let root = JSON.object()
         for (key, value) in values.sorted(by: { $0.key < $1.key }) { root.set(key, .string(value)) }
-        let bytes = Array(root.serialized().utf8)
-        // A new file under an unpredictable name (O_EXCL), renamed over the
-        // old one: nothing planted under a temporary name is written to.
-        let (fd, temporary) = try directory.createTemporary(name + ".tmp-")
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd)
-        close(fd)
-        guard written == bytes.count, synced == 0, directory.rename(temporary, to: name) else {
-            let reason = String(cString: strerror(errno))
-            directory.remove(temporary)
-            throw .storage("cannot write the identity file: \(reason)")
-        }
+        try directory.replaceWhole(name, with: Array(root.serialized().utf8), what: "identity file")
     }
 }
 
-/// The process-wide turn for identity file changes (every FileSecureStore
-/// of the process, whatever its folder: changes are rare and short). Like
+/// The process-wide turn for changes of the data directory's small files
+/// (`DataDirectory.withFileLock`: every FileSecureStore and super
+/// properties file of the process, whatever its folder: changes are rare
+/// and short). Like
 /// every `Lock`, it is held across fork() by ForkGuard; a child has its own.
 final class IdentityWriters: Sendable {
     static var shared: IdentityWriters { current.value }

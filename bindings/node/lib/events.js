@@ -7,6 +7,15 @@ const { operation, options, disposable, kNative, kAdopt } = require('./operation
 const NetworkType = Object.freeze({ UNKNOWN: 0, WIFI: 1, CELLULAR: 2, EXPENSIVE_CELLULAR: 3 });
 const consentNames = { '-1': 'unknown', 0: 'revoked', 1: 'granted' };
 
+function objectText(properties) {
+  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) {
+    const error = new TypeError('properties must be a plain object');
+    error.code = 'ERR_INVALID_ARG_TYPE';
+    throw error;
+  }
+  return JSON.stringify(properties);
+}
+
 class Events {
   #native;
   #client;
@@ -30,15 +39,24 @@ class Events {
 
   /** Queues an event; true when stored, false when consent drops it. */
   track(name, properties) {
-    if (properties !== undefined && properties !== null &&
-        (typeof properties !== 'object' || Array.isArray(properties))) {
-      const error = new TypeError('properties must be a plain object');
-      error.code = 'ERR_INVALID_ARG_TYPE';
-      throw error;
-    }
-    const text = properties == null ? null : JSON.stringify(properties);
+    const text = properties == null ? null : objectText(properties);
     return native.eventsTrack(this.#native, name, text);
   }
+
+  /**
+   * Super properties: saved in the data directory and added to every
+   * event's properties by every handle on it, from its next track(); a key
+   * already registered gets the new value (registerOnce: keeps it). A
+   * property passed to track() wins; reset() clears them.
+   */
+  register(properties) { native.eventsRegister(this.#native, objectText(properties), false); }
+
+  registerOnce(properties) { native.eventsRegister(this.#native, objectText(properties), true); }
+
+  unregister(key) { native.eventsUnregister(this.#native, key); }
+
+  /** The registered super properties. */
+  get superProperties() { return JSON.parse(native.eventsText(this.#native, 3)); }
 
   /** Uploads now; resolves {sent} or rejects (the error has .resultJson). */
   async flush(timeoutMs = 10000, { signal } = {}) {

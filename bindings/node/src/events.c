@@ -171,17 +171,45 @@ static napi_value events_set_push_token(napi_env env, napi_callback_info info) {
     return events_set_identity(env, info, true);
 }
 
-/* eventsText(events, which): 0 anonymous id, 1 stats JSON, 2 session id. */
+/* eventsRegister(events, json, once) / eventsUnregister(events, key): super properties. */
+static napi_value events_register(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    char *json = NULL;
+    bool once = false;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_string(env, a.argv[1], "properties", false, &json)) return NULL;
+    bool ok = an_bool(env, a.argv[2], "once", &once) &&
+              an_ok(env, once ? appnorth_events_register_once(h->ptr, json, &err)
+                              : appnorth_events_register(h->ptr, json, &err), &err);
+    an_free_string(json);
+    return ok ? an_undefined(env) : NULL;
+}
+
+static napi_value events_unregister(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    char *key = NULL;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_string(env, a.argv[1], "key", false, &key)) return NULL;
+    bool ok = an_ok(env, appnorth_events_unregister(h->ptr, key, &err), &err);
+    an_free_string(key);
+    return ok ? an_undefined(env) : NULL;
+}
+
+/* eventsText(events, which): 0 anonymous id, 1 stats JSON, 2 session id,
+ * 3 super properties JSON. */
 static napi_value events_text(napi_env env, napi_callback_info info) {
     an_args a;
     appnorth_error err;
     int32_t which = 0;
     char *text = NULL;
     an_handle *h = events_arg(env, info, &a);
-    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 2, &which)) return NULL;
+    if (h == NULL || !an_int32(env, a.argv[1], "which", 0, 3, &which)) return NULL;
     int32_t rc = which == 0   ? appnorth_events_anonymous_id(h->ptr, &text, &err)
                  : which == 1 ? appnorth_events_stats(h->ptr, &text, &err)
-                              : appnorth_events_session_id(h->ptr, &text, &err);
+                 : which == 2 ? appnorth_events_session_id(h->ptr, &text, &err)
+                              : appnorth_events_super_properties(h->ptr, &text, &err);
     return an_ok(env, rc, &err) ? an_take(env, text) : NULL;
 }
 
@@ -197,6 +225,8 @@ void an_init_events(napi_env env, napi_value exports) {
         {"eventsIdentify", events_identify},
         {"eventsSetPushToken", events_set_push_token},
         {"eventsText", events_text},
+        {"eventsRegister", events_register},
+        {"eventsUnregister", events_unregister},
         {NULL, NULL},
     };
     an_export_all(env, exports, list);

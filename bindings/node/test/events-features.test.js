@@ -59,3 +59,44 @@ test('bad session policies are refused', () => {
     c.close();
   }
 });
+
+test('super properties reach a second handle and survive a restart; track() wins; reset clears', async () => {
+  const app = freshApp('supers');
+  const c = client({ appId: app });
+  const dir = tempDir();
+  const a = new appnorth.Events(c, { dataDir: dir, ...quiet });
+  const b = new appnorth.Events(c, { dataDir: dir, ...quiet });
+  try {
+    a.register({ plan: 'pro', n: 1 });
+    assert.deepEqual(b.superProperties, { plan: 'pro', n: 1 });
+    b.track('from_b', { screen: 'home' });
+    a.track('override', { plan: 'free' });
+    b.registerOnce({ plan: 'team', first: true });
+    b.unregister('n');
+    await a.flush(10000);
+    await b.flush(10000);
+  } finally {
+    a.close();
+    b.close();
+  }
+  const again = new appnorth.Events(c, { dataDir: dir, ...quiet });
+  try {
+    assert.deepEqual(again.superProperties, { plan: 'pro', first: true });
+    again.track('restarted', { k: 1 });
+    again.reset();
+    again.track('after_reset', { k: 2 });
+    await again.flush(10000);
+    const got = Object.fromEntries((await storedEvents(app)).map((e) => [e.name, e.properties_raw]));
+    assert.equal(got.from_b, '{"plan":"pro","n":1,"screen":"home"}');
+    assert.equal(got.override, '{"n":1,"plan":"free"}');
+    assert.equal(got.restarted, '{"plan":"pro","first":true,"k":1}');
+    assert.equal(got.after_reset, '{"k":2}');
+    assert.throws(() => again.register({ session_id: 'x' }), /reserved/);
+    assert.throws(() => again.register([1]), TypeError);
+    assert.throws(() => again.register({ big: 'x'.repeat(40000) }), /limit/);
+    assert.deepEqual(again.superProperties, {});
+  } finally {
+    again.close();
+    c.close();
+  }
+});

@@ -89,6 +89,14 @@ def _secure_store_thunks(store: MutableMapping[str, str]) -> Any:
 _TRACK = _lib.thin("appnorth_events_track")
 
 
+def _required_json(properties: JSONArg) -> bytes:
+    if properties is None:
+        raise TypeError("properties must be a dict or JSON object text, not None")
+    text = json_text(properties, "properties")
+    assert text is not None
+    return text
+
+
 class Events(Handle):
     """The analytics event queue and its upload thread (``appnorth_events``).
 
@@ -371,8 +379,36 @@ class Events(Handle):
         self._call(C.appnorth_events_identify, _lib.to_c_string(user_id, "user_id"))
 
     def reset(self) -> None:
-        """Clear the user id (logout); the anonymous id stays."""
+        """Clear the user id and the super properties (logout); the
+        anonymous id stays."""
         self._call(C.appnorth_events_reset)
+
+    def register(self, properties: JSONArg) -> None:
+        """Super properties: save these (a dict, or JSON object text) in the
+        data directory, to be added to every event's properties by every
+        handle on it, from its next ``track()``; a key already registered
+        gets the new value. A property passed to ``track()`` wins. They
+        survive a restart; ``reset()`` clears them. Raises
+        InvalidJSONError (not an object), TooLargeError (over half of
+        ``max_event_bytes``) or InvalidArgumentError (a reserved key: id,
+        name, timestamp, anonymous_id, user_id, session_id, properties)."""
+        self._call(C.appnorth_events_register, _required_json(properties))
+
+    def register_once(self, properties: JSONArg) -> None:
+        """``register()``, but a key already registered keeps its value."""
+        self._call(C.appnorth_events_register_once, _required_json(properties))
+
+    def unregister(self, key: TextArg) -> None:
+        """Remove one super property (a key not registered is no error)."""
+        self._call(C.appnorth_events_unregister, _lib.to_c_string(key, "key"))
+
+    @property
+    def super_properties(self) -> Dict[str, Any]:
+        """The registered super properties (the data directory's)."""
+        with self._use() as events, _lib.callback_errors():
+            text = _lib.call_returning_string(C.appnorth_events_super_properties, events)
+        result: Dict[str, Any] = parse_json(text)
+        return result
 
     def set_push_token(self, token: TextArg) -> None:
         """Set, or with None clear, the push token (kept in the secure store)."""

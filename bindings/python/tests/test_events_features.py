@@ -72,3 +72,54 @@ def test_bad_session_policies_are_refused(client: appnorth.Client, tmp_path: Pat
 def test_clock_must_be_a_manual_clock(client: appnorth.Client, tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         appnorth.Events(client, tmp_path, clock=object())  # type: ignore[arg-type]
+
+
+def properties_by_name(admin: Admin) -> Dict[str, str]:
+    return {event["name"]: event["properties_raw"] for event in admin.state(APP)["events"]}
+
+
+def test_super_properties_across_two_handles_and_a_restart(client: appnorth.Client, tmp_path: Path,
+                                                           admin: Admin) -> None:
+    with appnorth.Events(client, tmp_path, **QUIET) as a, appnorth.Events(client, tmp_path, **QUIET) as b:
+        a.register({"plan": "pro", "n": 1})
+        assert b.super_properties == {"plan": "pro", "n": 1}
+        b.track("from_b", {"screen": "home"})
+        a.track("override", '{"plan": "free"}')
+        b.register_once({"plan": "team", "first": True})
+        b.unregister("n")
+        a.track("after", None)
+        a.flush(10_000)
+        b.flush(10_000)
+    with appnorth.Events(client, tmp_path, **QUIET) as again:
+        assert again.super_properties == {"plan": "pro", "first": True}
+        again.track("restarted", {"k": 1})
+        again.reset()
+        assert again.super_properties == {}
+        again.track("after_reset", {"k": 2})
+        again.flush(10_000)
+    got = properties_by_name(admin)
+    assert got["from_b"] == '{"plan":"pro","n":1,"screen": "home"}'
+    assert got["override"] == '{"n":1,"plan": "free"}'
+    assert got["after"] == '{"plan":"pro","first":true}'
+    assert got["restarted"] == '{"plan":"pro","first":true,"k": 1}'
+    assert got["after_reset"] == '{"k": 2}'
+
+
+@pytest.mark.parametrize("bad, error", [
+    ("[1]", appnorth.InvalidJSONError),
+    ('{"a":', appnorth.InvalidJSONError),
+    ({"session_id": "x"}, appnorth.InvalidArgumentError),
+    ({"big": "x" * 40_000}, appnorth.TooLargeError),
+    (None, TypeError),
+])
+def test_bad_super_properties_are_refused_and_nothing_is_saved(events_dir: appnorth.Events, bad: Any,
+                                                               error: type) -> None:
+    with pytest.raises(error):
+        events_dir.register(bad)
+    assert events_dir.super_properties == {}
+
+
+@pytest.fixture
+def events_dir(client: appnorth.Client, tmp_path: Path) -> Any:
+    with appnorth.Events(client, tmp_path, **QUIET) as ev:
+        yield ev

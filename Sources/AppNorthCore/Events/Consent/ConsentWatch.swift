@@ -27,8 +27,12 @@ final class ConsentWatch: Sendable {
     static let fileName = "consent.watch"
     /// The two counters, then `slotCount` slots of uploads in flight: one
     /// page. (Libraries before the slots map the first 16 bytes only.)
+    /// Then, on a second page no earlier library maps, the super
+    /// properties' change counter (`SuperProperties`): 0.3 libraries map
+    /// and write the first page only, and grow the file only when shorter.
     private static let slotCount = 510
-    private static let wordCount = 2 + slotCount
+    private static let superPropertiesWord = 512
+    private static let wordCount = 1024
 
     private let directory: DataDirectory
     private let fd: Int32
@@ -100,6 +104,14 @@ final class ConsentWatch: Sendable {
         if revocation { _ = appnorth_shared_increment(words + 1) }
         _ = appnorth_shared_increment(words)
     }
+
+    /// The super properties' change counter: moves after every change
+    /// to `super_properties.json` (`SuperProperties`), in any handle or
+    /// process. One load.
+    var superPropertiesChanges: UInt64 { appnorth_shared_load(words + Self.superPropertiesWord) }
+
+    /// Rings it after the file was replaced.
+    func announceSuperPropertiesChange() { _ = appnorth_shared_increment(words + Self.superPropertiesWord) }
 
     // MARK: The upload fence
 

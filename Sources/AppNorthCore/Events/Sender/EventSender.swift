@@ -19,6 +19,8 @@ final class EventSender: Sendable {
     private struct Current {
         var sessionID: String
         var tail: [UInt8]
+        /// The data directory's super properties as last read.
+        var superProperties = SuperProperties()
     }
     private let current: Lock<Current>
     /// Moves whenever the tail changes.
@@ -28,16 +30,49 @@ final class EventSender: Sendable {
     /// `track` when it moves forward).
     private let sessionStartMs: Atomic<Int64>
     private let lastEventMs: Atomic<Int64>
+    /// The directory's super properties (nil: none, in tests), the change
+    /// counter as of the copy in `current`, and whether that copy has any.
+    let superFile: SuperPropertiesFile?
+    private let superSeen = Atomic<UInt64>(.max)
+    private let hasSuperProperties = Atomic<Bool>(false)
 
     init(identity: Identity, sessionID: String = Random.hexToken(bytes: 16), policy: SessionPolicy = SessionPolicy(),
-         nowMs: Int64 = 0) {
+         nowMs: Int64 = 0, superFile: SuperPropertiesFile? = nil) {
         self.identity = identity
         self.policy = policy
+        self.superFile = superFile
         sessionStartMs = Atomic(nowMs)
         lastEventMs = Atomic(nowMs)
         let who = identity.both
         current = Lock(Current(sessionID: sessionID, tail: EventPayload.identityTail(
             anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)), level: LockLevel.eventSender)
+        if let superFile { reloadSuperProperties(superFile, superFile.changes) }
+    }
+
+    /// The super properties `track` merges into an event, nil when there
+    /// are none: one shared load, one compare and one flag while nothing
+    /// changed; after a change (any handle's, any process's: the counter
+    /// in `consent.watch` moved) the file is read again, once.
+    @inline(__always)
+    func superProperties() -> SuperProperties? {
+        guard let superFile else { return nil }
+        let changes = superFile.changes
+        if changes != superSeen.load(ordering: .relaxed) { reloadSuperProperties(superFile, changes) }
+        guard hasSuperProperties.load(ordering: .relaxed) else { return nil }
+        return current.withLock { $0.superProperties }
+    }
+
+    /// Reads the file (no lock held) and keeps what it holds as of
+    /// `changes`, read before it. Two racing reloads may keep the older
+    /// copy, with the older counter: the next event reads it again.
+    @inline(never)
+    private func reloadSuperProperties(_ file: SuperPropertiesFile, _ changes: UInt64) {
+        let value = file.read()
+        current.withLock {
+            $0.superProperties = value
+            hasSuperProperties.store(!value.isEmpty, ordering: .relaxed)
+            superSeen.store(changes, ordering: .relaxed)
+        }
     }
 
     var sessionID: String { current.withLock { $0.sessionID } }

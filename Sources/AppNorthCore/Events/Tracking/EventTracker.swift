@@ -63,6 +63,19 @@ final class EventTracker: Sendable {
     func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
                       unchecked: (name: String, properties: String)? = nil) throws(AppNorthError) -> Bool {
         try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: maxEventBytes)
+        // The directory's super properties, merged under the host's own
+        // (which win): their text counts toward the event's size.
+        if let supers = sender.superProperties() {
+            var merged = supers.merged(into: properties)
+            return try EventTracker.withBytes(&merged) { merged throws(AppNorthError) in try queue(name, merged) }
+        }
+        return try queue(name, properties)
+    }
+
+    /// `track` past the checks of the host's text: consent, the session,
+    /// the journal, the thresholds.
+    @inline(__always)
+    private func queue(_ name: UnsafeBufferPointer<UInt8>, _ properties: UnsafeBufferPointer<UInt8>?) throws(AppNorthError) -> Bool {
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
         consent.refresh()
@@ -210,6 +223,12 @@ final class EventTracker: Sendable {
     static func withBytes<R>(_ text: inout String,
                              _ body: (UnsafeBufferPointer<UInt8>) throws(AppNorthError) -> R) throws(AppNorthError) -> R {
         try text.withUTF8 { bytes in Result { () throws(AppNorthError) in try body(bytes) } }.get()
+    }
+
+    /// An array's bytes, for a body that throws AppNorthError.
+    static func withBytes<R>(_ bytes: inout [UInt8],
+                             _ body: (UnsafeBufferPointer<UInt8>) throws(AppNorthError) -> R) throws(AppNorthError) -> R {
+        try bytes.withUnsafeBufferPointer { buffer in Result { () throws(AppNorthError) in try body(buffer) } }.get()
     }
 
     /// The deepest properties `track` accepts: 32 objects and arrays, the

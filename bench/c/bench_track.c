@@ -396,6 +396,38 @@ static void empty_queues(appnorth_events *ev, bare_db *bare) {
     if (bare) exec_or_die(bare->db, "DELETE FROM events");
 }
 
+/* #40: the features' cost. Each on a handle of its own, emptied like the
+ * plain one, timed in the same rounds as the plain handle and the raw
+ * append (writev): track() with 5 super properties registered. */
+#define FEATURE_SUPERS "{\"plan\":\"pro\",\"app_version\":\"4.2.1\",\"platform\":\"linux\",\"locale\":\"en-GB\",\"cohort\":17}"
+enum { F_PLAIN, F_SUPERS, F_RAW, F_COUNT };
+static const char *const feature_keys[F_COUNT] = {"plain", "super_properties_5", "raw_append"};
+
+static void time_features(appnorth_client *client, appnorth_events *plain, raw_file *append, size_t per_round,
+                          int rounds, run_result out[F_COUNT][64]) {
+    char *dir = scratch_dir("track-supers");
+    appnorth_events *supers = make_events(client, dir, 10000, 10000000, 0);
+    CHECK(appnorth_events_register(supers, FEATURE_SUPERS, &E));
+    run_result warm = time_library(supers, 2000);
+    free(warm.lat_us);
+    for (int r = 0; r < rounds; r++) {
+        empty_queues(plain, NULL);
+        empty_queues(supers, NULL);
+        raw_reopen(append);
+        for (int k = 0; k < F_COUNT; k++) {
+            int f = (r % 2 == 0) ? k : F_COUNT - 1 - k;
+            out[f][r] = f == F_PLAIN ? time_library(plain, per_round)
+                        : f == F_SUPERS ? time_library(supers, per_round)
+                                        : time_raw(append, per_round);
+        }
+        fprintf(stderr, "track features round %2d: plain p50 %.2f us, 5 super properties p50 %.2f us, raw append p50 %.2f us\n",
+                r + 1, quantile(out[F_PLAIN][r].lat_us, per_round, 0.5), quantile(out[F_SUPERS][r].lat_us, per_round, 0.5),
+                quantile(out[F_RAW][r].lat_us, per_round, 0.5));
+    }
+    appnorth_events_free(supers);
+    remove_tree(dir);
+}
+
 /* `bench_track profile library|bare N`: only that side's loop, N events in
  * rounds of 5,000 on emptied queues, for a profiler (perf, callgrind). */
 static int profile_main(const char *side, size_t n) {
@@ -498,6 +530,8 @@ int main(int argc, char **argv) {
                 quantile(lim[r].lat_us, lim[r].n, 0.5), quantile(lim[r].lat_us, lim[r].n, 0.99),
                 quantile(ctl[r].lat_us, ctl[r].n, 0.5), quantile(ctl[r].lat_us, ctl[r].n, 0.99));
     }
+    static run_result feat[F_COUNT][64];
+    time_features(client, ev, &append, per_round, rounds, feat);
     close(append.fd);
     unlink(append.path);
     double lib_eps[64], raw_eps[64], tratio[64];
@@ -601,6 +635,9 @@ int main(int argc, char **argv) {
     jw_array(&w, "round_library_events_per_s", mt_lib, (size_t)mt_rounds);
     jw_array(&w, "round_library_single_events_per_s", st_lib, (size_t)mt_rounds);
     jw_array(&w, "round_bare_events_per_s", mt_raw, (size_t)mt_rounds);
+    jw_close(&w);
+    jw_open(&w, "features");
+    for (int f = 0; f < F_COUNT; f++) write_side(&w, feature_keys[f], feat[f], rounds);
     jw_close(&w);
     jw_open(&w, "offline_at_cap");
     jw_num(&w, "p50_us", quantile(at_cap.lat_us, at_cap.n, 0.5));

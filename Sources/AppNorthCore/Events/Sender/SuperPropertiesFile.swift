@@ -72,9 +72,16 @@ final class SuperPropertiesFile: Sendable {
     /// The members of a host's object for `register`: a JSON object (at
     /// most 32 deep, as event properties), no reserved key.
     static func members(of object: UnsafeBufferPointer<UInt8>) throws(AppNorthError) -> [SuperProperties.Member] {
-        guard try JSONValidator.validate(object, what: "properties_json", integersAsReals: true,
-                                         maxNesting: EventTracker.maxPropertiesNesting) == .object,
-              let members = SuperProperties.members(of: object) else {
+        let top: JSONValidator.TopLevel
+        do {
+            top = try JSONValidator.validate(object, what: "properties_json", integersAsReals: true,
+                                             maxNesting: EventTracker.maxPropertiesNesting)
+        } catch {
+            // Bad UTF-8 is what the host hears of first, as at track().
+            if !JSONValidator.isValidUTF8(object) { throw .invalidUTF8("properties_json is not valid UTF-8") }
+            throw error
+        }
+        guard top == .object, let members = SuperProperties.members(of: object) else {
             throw .invalidJSON("properties_json must be a JSON object", position: 0)
         }
         for m in members where SuperProperties.reservedKeys.contains(m.key) {

@@ -118,6 +118,14 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
               f"same moment ({rate(th['library_single_events_per_s'])}; rounds of {th['events_per_round']:,} events)"
               f"{cpu}{control}; bare insert, {th['threads']} threads on one connection: {rate(th['bare_events_per_s'])}",
               "≥ 1.5× the single-thread figure", scale >= 1.5)
+        feats = tr.get("features")
+        if feats:
+            names = {"plain": "no hook, no super properties", "super_properties_5": "5 super properties",
+                     "before_send_trivial": "a trivial C before_send hook (keeps every event)",
+                     "raw_append": "`writev()` of the same record (no library)"}
+            parts = [f"{names.get(k, k)}: p50 {us(v['p50_us'])}, p99 {us(v['p99_us'])}" for k, v in feats.items()]
+            t.add("`track()` with the #40 features, one thread", "; ".join(parts)
+                  + f" (each on its own handle, median of {tr['rounds']} interleaved rounds)", "", None)
     py = data.get("python_track")
     if py:
         p = py["peers"]

@@ -181,7 +181,8 @@ APPNORTH_API int32_t appnorth_version_number(void);
 /*
  * Every enumeration below has an int32_t typedef that names what a value
  * means (appnorth_status, appnorth_log_level, appnorth_read_source,
- * appnorth_network_type, appnorth_consent, appnorth_config_tier); functions
+ * appnorth_network_type, appnorth_consent, appnorth_config_tier,
+ * appnorth_config_state); functions
  * take and return plain int32_t, the same type. Each enum also holds a
  * *_INT32_MIN_ member (= INT32_MIN) so that compilers and FFI generators (bindgen,
  * cffi) give its constants a signed 32-bit type, equal to int32_t, rather
@@ -2274,6 +2275,106 @@ APPNORTH_API int32_t appnorth_config_last_fetch_status(appnorth_config *config,
                                                        appnorth_error *out_status,
                                                        int64_t *out_time_ms,
                                                        appnorth_error *err);
+
+/* Data-source status (0.4.0): a state, since when, and the last error,
+ * read with appnorth_config_status() or delivered to status listeners,
+ * after LaunchDarkly's data-source status. docs/config.md has the table of
+ * what each server answer does to the data source: none stops it for
+ * good; a 401 or 403 holds back every request of the config's background
+ * thread for APPNORTH_CONFIG_AUTH_HOLD_MS instead (the host's own
+ * appnorth_config_refresh() is not held back). */
+
+/** The state of a config's data source: APPNORTH_CONFIG_STATE_*. The
+ *  state is the outcome of the latest exchange with the config endpoints
+ *  (a refresh, a background fetch or poll, a stream connection or event)
+ *  or of the host's start_live/stop_live, whichever came last. */
+typedef int32_t appnorth_config_state;
+
+enum {
+    /** Nothing has ended yet since appnorth_config_new(), or since
+     *  appnorth_config_start_live() after a stop. */
+    APPNORTH_CONFIG_STATE_INITIALIZING = 0,
+    /** The server answered with a config or a 304. */
+    APPNORTH_CONFIG_STATE_VALID = 1,
+    /** The server answered with an error status or an invalid payload, or
+     *  a connected stream ended; the library retries. */
+    APPNORTH_CONFIG_STATE_INTERRUPTED = 2,
+    /** No answer: connection refused or dropped, DNS, TLS, timeout
+     *  (APPNORTH_E_NETWORK, APPNORTH_E_TIMEOUT); the library retries. */
+    APPNORTH_CONFIG_STATE_OFFLINE = 3,
+    /** The host stopped live updates with appnorth_config_stop_live(). */
+    APPNORTH_CONFIG_STATE_OFF = 4,
+    APPNORTH_CONFIG_STATE_INT32_MIN_ = INT32_MIN
+};
+
+/** How long a 401 or 403 answer holds back the config's background
+ *  thread (stream, polls, background fetches), in ms: 5 minutes. */
+#define APPNORTH_CONFIG_AUTH_HOLD_MS 300000
+
+/**
+ * A config's data-source status. The host owns the struct (usually on its
+ * stack); the library only writes into it. last_error is kept after a
+ * recovery (the state then says VALID): its message is the error's
+ * message cut as every appnorth_error's is (a server's text at most a
+ * bounded excerpt, then truncated to APPNORTH_ERROR_MESSAGE_SIZE on a
+ * UTF-8 boundary).
+ */
+typedef struct appnorth_data_source_status {
+    int32_t state;             /* an APPNORTH_CONFIG_STATE_* value */
+    int64_t since_ms;          /* when that state began, wall ms since the epoch */
+    int64_t last_error_ms;     /* when the last failure happened, wall ms; 0 if none yet */
+    appnorth_error last_error; /* the last failure; code 0 and empty if none yet */
+} appnorth_data_source_status;
+
+/**
+ * The config's data-source status. out_status: required, filled on
+ * success (zeroed on failure). Reads memory only: never blocks on I/O and,
+ * unlike the getters, never starts a fetch.
+ * Returns APPNORTH_OK unless the arguments are bad.
+ */
+APPNORTH_API int32_t appnorth_config_status(appnorth_config *config, appnorth_data_source_status *out_status,
+                                            appnorth_error *err);
+
+/**
+ * A status listener. status: the new status, valid only during the call.
+ * Called when the state changes, or when the last error's code or HTTP
+ * status changes; a repeated failure of the same kind (a poll failing again
+ * during an outage) only updates last_error_ms and the message, which
+ * appnorth_config_status() reads, and calls nothing.
+ * THREAD: the same as appnorth_config_listener_fn: default mode, the
+ * config's background thread, the thread whose appnorth_config_refresh(),
+ * _start_live() or _stop_live() changed the status, or the library worker
+ * of an appnorth_config_refresh_async(). Dispatch mode (the config's client
+ * made with appnorth_client_options_set_dispatch_mode): only inside
+ * appnorth_dispatch() on that client, on the thread calling it; statuses
+ * that change between two dispatches come as one call with the latest.
+ * Status callbacks of one config never run concurrently and see changes in
+ * order. No library lock is held while it runs, and the same calls are
+ * allowed inside it as in a config listener.
+ */
+typedef void (*appnorth_config_status_fn)(const appnorth_data_source_status *status, void *user_data);
+
+/**
+ * Register a status listener. fn: required. user_data: passed back
+ * unchanged; the host keeps it valid until the listener is removed or the
+ * config freed. *out_token (required) receives a token (1 or more) for
+ * appnorth_config_remove_status_listener(). A new listener is not called
+ * for the current status: read it with appnorth_config_status() after
+ * registering.
+ */
+APPNORTH_API int32_t appnorth_config_add_status_listener(appnorth_config *config,
+                                                         appnorth_config_status_fn fn, void *user_data,
+                                                         int64_t *out_token, appnorth_error *err);
+
+/**
+ * Unregister a status listener; it is never called after this returns. If
+ * its callback is running on another thread, waits for it to return;
+ * called from inside that callback, returns at once.
+ * token: any value. Returns APPNORTH_E_INVALID_ARGUMENT for an unknown or
+ * already removed token.
+ */
+APPNORTH_API int32_t appnorth_config_remove_status_listener(appnorth_config *config, int64_t token,
+                                                            appnorth_error *err);
 
 #ifdef __cplusplus
 }

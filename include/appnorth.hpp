@@ -572,6 +572,8 @@ class Config {
 
 public:
     using ListenerFn = std::function<void(const ConfigChange &)>;
+    /** A status listener (appnorth_config_add_status_listener()). */
+    using StatusFn = std::function<void(const appnorth_data_source_status &)>;
 
     /** Removes its listener when destroyed or reset(). Move-only. It may
      *  outlive the Config: it then does nothing. */
@@ -579,12 +581,13 @@ public:
     public:
         Listener() = default;
         Listener(Listener &&other) noexcept
-            : state_(std::move(other.state_)), token_(std::exchange(other.token_, 0)) {}
+            : state_(std::move(other.state_)), token_(std::exchange(other.token_, 0)), status_(other.status_) {}
         Listener &operator=(Listener &&other) noexcept {
             if (this != &other) {
                 reset();
                 state_ = std::move(other.state_);
                 token_ = std::exchange(other.token_, 0);
+                status_ = other.status_;
             }
             return *this;
         }
@@ -595,7 +598,7 @@ public:
         /** Removes the listener now; it is never called after this returns
          *  (called from inside the listener: after the listener returns). */
         void reset() noexcept {
-            if (std::shared_ptr<State> state = state_.lock()) state->remove(token_);
+            if (std::shared_ptr<State> state = state_.lock()) state->remove(token_, status_);
             state_.reset();
             token_ = 0;
         }
@@ -605,9 +608,11 @@ public:
 
     private:
         friend class Config;
-        Listener(std::weak_ptr<State> state, int64_t token) : state_(std::move(state)), token_(token) {}
+        Listener(std::weak_ptr<State> state, int64_t token, bool status = false)
+            : state_(std::move(state)), token_(token), status_(status) {}
         std::weak_ptr<State> state_;
         int64_t token_ = 0;
+        bool status_ = false;  /* a status listener */
     };
 
     Config(const Client &client, const ConfigOptions &options = ConfigOptions()) {
@@ -645,6 +650,19 @@ public:
     /** Registers fn; keep the returned Listener for as long as fn should run. */
     [[nodiscard]] Listener listen(ListenerFn fn) {
         return Listener(state_, state_->add(std::move(fn)));
+    }
+
+    /** Registers a status listener; keep the returned Listener for as long
+     *  as fn should run. Same threads as listen(). */
+    [[nodiscard]] Listener listen_status(StatusFn fn) {
+        return Listener(state_, state_->add_status(std::move(fn)), true);
+    }
+
+    /** The data-source status: state, since when, last error. */
+    appnorth_data_source_status status() const {
+        appnorth_data_source_status value{};
+        detail::call([&](appnorth_error *e) { return appnorth_config_status(get(), &value, e); });
+        return value;
     }
 
     std::string get_string(const std::string &key, const std::string &default_value = std::string()) const {
@@ -716,6 +734,7 @@ private:
     struct Slot {
         ListenerFn fn;
         bool removed_while_running = false;
+        StatusFn status_fn;
     };
 
     /** The slot running on this thread, if any (callbacks of one config
@@ -739,6 +758,18 @@ private:
         if (slot->removed_while_running) delete slot;
     }
 
+    static void status_trampoline(const appnorth_data_source_status *status, void *user_data) noexcept {
+        Slot *slot = static_cast<Slot *>(user_data);
+        Slot *outer = std::exchange(running_slot(), slot);
+        try {
+            slot->status_fn(*status);
+        } catch (...) {
+            /* An exception must not unwind through the C library. */
+        }
+        running_slot() = outer;
+        if (slot->removed_while_running) delete slot;
+    }
+
     /** Shared by the Config and its Listeners (weakly); frees the C config,
      *  then the functions, when the Config goes. */
     struct State {
@@ -752,10 +783,11 @@ private:
              * this runs inside one), so no slot is called afterwards. */
             appnorth_config_free(handle);
             for (auto &entry : slots) retire(entry.second);
+            for (auto &entry : status_slots) retire(entry.second);
         }
 
         int64_t add(ListenerFn fn) {
-            std::unique_ptr<Slot> slot(new Slot{std::move(fn), false});
+            std::unique_ptr<Slot> slot(new Slot{std::move(fn), false, StatusFn()});
             int64_t token = 0;
             std::lock_guard<std::mutex> lock(mutex);
             detail::call([&](appnorth_error *e) {
@@ -765,18 +797,31 @@ private:
             return token;
         }
 
-        void remove(int64_t token) noexcept {
+        int64_t add_status(StatusFn fn) {
+            std::unique_ptr<Slot> slot(new Slot{ListenerFn(), false, std::move(fn)});
+            int64_t token = 0;
+            std::lock_guard<std::mutex> lock(mutex);
+            detail::call([&](appnorth_error *e) {
+                return appnorth_config_add_status_listener(handle, status_trampoline, slot.get(), &token, e);
+            });
+            status_slots[token] = slot.release();
+            return token;
+        }
+
+        void remove(int64_t token, bool status) noexcept {
             Slot *slot = nullptr;
+            std::map<int64_t, Slot *> &from = status ? status_slots : slots;
             {
                 std::lock_guard<std::mutex> lock(mutex);
-                auto found = slots.find(token);
-                if (found == slots.end()) return;
+                auto found = from.find(token);
+                if (found == from.end()) return;
                 slot = found->second;
-                slots.erase(found);
+                from.erase(found);
             }
             /* Not under the mutex: this waits for a call in flight, which may
              * itself be adding or removing listeners. */
-            appnorth_config_remove_listener(handle, token, nullptr);
+            if (status) appnorth_config_remove_status_listener(handle, token, nullptr);
+            else appnorth_config_remove_listener(handle, token, nullptr);
             retire(slot);
         }
 
@@ -790,6 +835,7 @@ private:
         appnorth_config *handle;
         std::mutex mutex;
         std::map<int64_t, Slot *> slots;
+        std::map<int64_t, Slot *> status_slots;
     };
 
     std::shared_ptr<State> state_;

@@ -12,6 +12,7 @@ declare global {
 export type LogLevelName = 'debug' | 'info' | 'warning' | 'error';
 export declare const LogLevel: Readonly<{ DEBUG: 0; INFO: 1; WARNING: 2; ERROR: 3 }>;
 export declare const ConfigTier: Readonly<{ DEFAULT: 0; BUNDLED: 1; CACHED: 2; REMOTE: 3 }>;
+export declare const ConfigState: Readonly<{ INITIALIZING: 0; VALID: 1; INTERRUPTED: 2; OFFLINE: 3; OFF: 4 }>;
 export declare const NetworkType: Readonly<{ UNKNOWN: 0; WIFI: 1; CELLULAR: 2; EXPENSIVE_CELLULAR: 3 }>;
 
 /** The library's version, "MAJOR.MINOR.PATCH". */
@@ -159,14 +160,29 @@ export interface ConfigChange {
   tier: TierName;
 }
 
+export type ConfigStateName = 'initializing' | 'valid' | 'interrupted' | 'offline' | 'off';
+export interface ConfigStatus {
+  state: ConfigStateName;
+  /** When that state began, wall ms since the epoch. */
+  sinceMs: number;
+  /** When the last failure happened, wall ms; 0 if none yet. */
+  lastErrorMs: number;
+  /** The last failure, kept after a recovery; null if none yet. */
+  lastError: { status: number; httpStatus: number; message: string } | null;
+}
+
 export declare class Config {
   constructor(client: Client, options?: ConfigOptions);
   /** 'change' runs on this thread; a live config does not keep the process alive. */
   on(event: 'change', listener: (change: ConfigChange) => void): this;
+  /** 'status' runs on this thread when the state, or the last error's kind, changes. */
+  on(event: 'status', listener: (status: ConfigStatus) => void): this;
+  once(event: 'status', listener: (status: ConfigStatus) => void): this;
+  off(event: 'status', listener: (status: ConfigStatus) => void): this;
   once(event: 'change', listener: (change: ConfigChange) => void): this;
   off(event: 'change', listener: (change: ConfigChange) => void): this;
-  removeAllListeners(event?: 'change'): this;
-  listenerCount(event: 'change'): number;
+  removeAllListeners(event?: 'change' | 'status'): this;
+  listenerCount(event: 'change' | 'status'): number;
   getString(key: string, defaultValue?: string | null): string | null;
   getInt(key: string, defaultValue?: number | bigint): number | bigint;
   getDouble(key: string, defaultValue?: number): number;
@@ -178,6 +194,7 @@ export declare class Config {
   startLive(): void;
   stopLive(): void;
   lastFetchStatus(): { status: number; httpStatus: number; message: string; timeMs: number };
+  readonly status: ConfigStatus;
   close(): void;
   [Symbol.dispose](): void;
   [Symbol.asyncDispose](): Promise<void>;

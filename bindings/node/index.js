@@ -6,7 +6,7 @@
 const native = require('./lib/native');
 const errors = require('./lib/errors');
 const { Client, LogLevel } = require('./lib/client');
-const { Config, ConfigTier } = require('./lib/config');
+const { Config, ConfigTier, ConfigState } = require('./lib/config');
 const { Events, NetworkType } = require('./lib/events');
 const { Storage, OfflineQueue, ManualClock, ReadCache, Feedback } = require('./lib/offline');
 
@@ -34,7 +34,7 @@ if (require('node:worker_threads').isMainThread) {
 
 module.exports = {
   Client, Config, Events, Storage, OfflineQueue, ManualClock, ReadCache, Feedback,
-  LogLevel, ConfigTier, NetworkType,
+  LogLevel, ConfigTier, ConfigState, NetworkType,
   AppNorthError: errors.AppNorthError,
   InvalidArgumentError: errors.InvalidArgumentError,
   InvalidJsonError: errors.InvalidJsonError,

@@ -14,6 +14,21 @@ extension ConfigEngine {
         ListenerRegistry(dispatcher: client.dispatcher, merge: ConfigChange.merged)
     }
 
+    /// Status listeners, routed like the config listeners; in dispatch
+    /// mode the statuses posted between two dispatches come as the latest.
+    static func statusListenerRegistry(of client: AppNorthClient) -> ListenerRegistry<ConfigStatus> {
+        ListenerRegistry(dispatcher: client.dispatcher, merge: { _, later in later })
+    }
+
+    func addStatusListener(_ listener: @escaping @Sendable (ConfigStatus) -> Void) throws(AppNorthError) -> Int64 {
+        guard let token = statusListeners.add(listener) else { throw .wrongState("the config is closed") }
+        return token
+    }
+
+    func removeStatusListener(_ token: Int64) throws(AppNorthError) {
+        guard statusListeners.remove(token) else { throw .invalidArgument("no status listener has token \(token)") }
+    }
+
     func addListener(_ listener: @escaping @Sendable (ConfigChange) -> Void) throws(AppNorthError) -> Int64 {
         guard let token = listeners.add(listener) else { throw .wrongState("the config is closed") }
         return token

@@ -62,6 +62,7 @@ extension ConfigEngine {
     func startLive() throws(AppNorthError) {
         guard !isClosed else { throw .wrongState("the config is closed") }
         send(.startLive)
+        noteStatus(.liveStarted)
         guard ensureWorker() else {
             send(.startLiveFailed)
             throw .internal("cannot start the config thread")
@@ -69,12 +70,15 @@ extension ConfigEngine {
     }
 
     func stopLive() {
+        let wall = clock.wallMilliseconds()
         let running = step("stop") { s, now -> WorkerThread? in
+            if s.worker.live { noteStatus(.liveStopped, in: &s, wallMilliseconds: wall) }
             s.worker.handle(.stopLive, now: now)
             let running = s.thread
             s.thread = nil
             return running
         }
+        statusListeners.deliverPending()
         guard let running else { return }
         running.cancel.cancel()
         running.thread.stop()
@@ -90,6 +94,7 @@ extension ConfigEngine {
     func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         listeners.close()
+        statusListeners.close()
         stopLive()
         if let claimKey { ConfigCacheClaims.release(claimKey) }
     }
@@ -109,6 +114,7 @@ extension ConfigEngine {
             case .openStream:
                 let outcome = runStream(thread, cancel)
                 if thread.isStopping { return }
+                if case .connected = outcome { noteStatus(.streamDropped) }
                 send(.streamEnded(outcome))
             case .fetch(let kind):
                 let ok = backgroundFetch(thread, cancel, what: kind.rawValue)

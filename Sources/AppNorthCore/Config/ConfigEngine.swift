@@ -16,13 +16,16 @@ final class ConfigEngine: Sendable {
     /// Why the bundled file was skipped at open, if it was.
     let bundledError: AppNorthError?
     let listeners: ListenerRegistry<ConfigChange>
+    /// Status listeners: the same delivery rules as `listeners`.
+    let statusListeners: ListenerRegistry<ConfigStatus>
     /// Waits between attempts use real time, whatever the TTL clock.
     let timer = SystemClock()
     let closed = Atomic<Bool>(false)
 
     struct State: Sendable {
         var current: ResolvedConfig
-        var lastStatus = ConfigFetchStatus.none
+        /// The data-source status, with the latest exchange's outcome.
+        var status: ConfigStatus
         /// Persist order of fetched records.
         var sequence: UInt64 = 0
         /// What the background thread does next; its times are on `timer`.
@@ -51,6 +54,7 @@ final class ConfigEngine: Sendable {
         clock = options.clock
         logger = Self.logger(options.logger, of: client)
         listeners = Self.listenerRegistry(of: client)
+        statusListeners = Self.statusListenerRegistry(of: client)
         endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
         streamIdleTimeoutMilliseconds = options.streamIdleTimeoutMilliseconds
@@ -88,7 +92,8 @@ final class ConfigEngine: Sendable {
         let initial = ResolvedConfig.initial(cached: cache?.load(), bundled: bundled, clock: options.clock)
         let worker = ConfigWorkerState(backoff: options.reconnectBackoff,
                                        pollIntervalMilliseconds: options.pollIntervalMilliseconds)
-        state = Lock(State(current: initial, worker: worker), level: LockLevel.configState)
+        state = Lock(State(current: initial, status: ConfigStatus(openedWallMilliseconds: options.clock.wallMilliseconds()),
+                           worker: worker), level: LockLevel.configState)
         logger.log(.info, "config opened from the \(initial.tier) tier")
     }
 
@@ -115,7 +120,22 @@ final class ConfigEngine: Sendable {
         return resolved
     }
 
-    var lastStatus: ConfigFetchStatus { state.withLock { $0.lastStatus } }
+    var lastStatus: ConfigFetchStatus { state.withLock { $0.status.lastExchange } }
+
+    var status: ConfigStatus { state.withLock { $0.status } }
+
+    /// Feeds the status an event, with the state lock held; a change a
+    /// listener sees is posted under it, so events keep their order.
+    func noteStatus(_ event: ConfigStatus.Event, in s: inout State, wallMilliseconds: Int64) {
+        if s.status.handle(event, wallMilliseconds: wallMilliseconds) { statusListeners.post(s.status) }
+    }
+
+    /// `noteStatus` outside the lock, then the delivery.
+    func noteStatus(_ event: ConfigStatus.Event) {
+        let wall = clock.wallMilliseconds()
+        state.withLock { noteStatus(event, in: &$0, wallMilliseconds: wall) }
+        statusListeners.deliverPending()
+    }
 
     var isLive: Bool { state.withLock { $0.worker.live } }
 
@@ -131,7 +151,7 @@ final class ConfigEngine: Sendable {
         let persist = state.withLock { s -> (ConfigCache.Record, UInt64)? in
             tierBefore = s.current.tier
             tierAfter = tierBefore
-            s.lastStatus = ConfigFetchStatus(error: nil, wallMilliseconds: wall)
+            noteStatus(.answered, in: &s, wallMilliseconds: wall)
             s.worker.handle(.serverAnswered, now: 0)
             switch outcome {
             case .notModified(let etag):
@@ -163,12 +183,18 @@ final class ConfigEngine: Sendable {
         case .document: logger.log(.debug, "config: fetched; \(changedCount) top-level key(s) changed")
         }
         listeners.deliverPending()
+        statusListeners.deliverPending()
     }
 
+    /// Records a failed exchange in the status; a refused credential also
+    /// holds back the config's thread (`ConfigStatus.holdBackMilliseconds`).
     func recordFailure(_ error: AppNorthError, _ what: String) {
-        let wall = clock.wallMilliseconds()
-        state.withLock { $0.lastStatus = ConfigFetchStatus(error: error, wallMilliseconds: wall) }
+        noteStatus(.failed(error))
         logger.log(.warning, "config \(what) failed: \(error.message)")
+        if let hold = ConfigStatus.holdBackMilliseconds(after: error) {
+            send(.serverAskedToWait(milliseconds: hold))
+            logger.log(.info, "config: the credential was refused (HTTP \(error.httpStatus)); no request for \(hold) ms")
+        }
     }
 
     private func conditionalETag() -> String? {

@@ -158,6 +158,10 @@ package final class AppNorthRemoteConfig: Sendable {
     /// The outcome of the latest exchange with the server.
     package var lastFetchStatus: ConfigFetchStatus { engine.lastStatus }
 
+    /// The data-source status: its state, since when, and the last error
+    /// (kept after a recovery). See `ConfigStatus`.
+    package var status: ConfigStatus { engine.status }
+
     // MARK: Fetching and live updates
 
     /// Fetches now on the calling thread (conditional GET) and applies the
@@ -178,6 +182,20 @@ package final class AppNorthRemoteConfig: Sendable {
     package var isLive: Bool { engine.isLive }
 
     // MARK: Listeners
+
+    /// Registers a status listener; returns its token. Called when the
+    /// state changes, or the last error's kind or HTTP status does, on the
+    /// threads (and in dispatch mode, the dispatch) of the config
+    /// listeners; a new listener is not called for the current status.
+    package func addStatusListener(_ listener: @escaping @Sendable (ConfigStatus) -> Void) throws(AppNorthError) -> Int64 {
+        try engine.addStatusListener(listener)
+    }
+
+    /// Unregisters a status listener, waiting for its callback if it runs
+    /// on another thread. Throws `.invalidArgument` for an unknown token.
+    package func removeStatusListener(_ token: Int64) throws(AppNorthError) {
+        try engine.removeStatusListener(token)
+    }
 
     /// Registers a listener; returns its token. See `ListenerRegistry` for
     /// the threading rules: callbacks run one at a time, in order, with no

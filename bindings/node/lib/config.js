@@ -7,12 +7,21 @@ const { operation, options, disposable, kNative, kAdopt } = require('./operation
 
 const ConfigTier = Object.freeze({ DEFAULT: 0, BUNDLED: 1, CACHED: 2, REMOTE: 3 });
 const tierNames = ['default', 'bundled', 'cached', 'remote'];
+const ConfigState = Object.freeze({ INITIALIZING: 0, VALID: 1, INTERRUPTED: 2, OFFLINE: 3, OFF: 4 });
+const stateNames = ['initializing', 'valid', 'interrupted', 'offline', 'off'];
+
+/** The native status object with the state's name (a state this package
+ *  does not know, from a newer library, stays a number). */
+function status(s) {
+  return { ...s, state: stateNames[s.state] ?? s.state };
+}
 
 class Config extends EventEmitter {
   #native;
   #client;
   #release;
   #listening = false;
+  #statusListening = false;
 
   /**
    * @param {Client} client
@@ -24,8 +33,13 @@ class Config extends EventEmitter {
     this.#native = native.configNew(client?.[kNative], options(opts));
     this.#client = client;
     this.#release = client[kAdopt](this);
-    // One library listener while anyone listens for 'change'.
+    // One library listener while anyone listens for 'change', and one
+    // status listener while anyone listens for 'status'.
     this.on('newListener', (event) => {
+      if (event === 'status' && !this.#statusListening) {
+        native.configStatusListen(this.#native, (s) => this.emit('status', status(s)));
+        this.#statusListening = true;
+      }
       if (event === 'change' && !this.#listening) {
         native.configListen(this.#native, (config, keys, tier) => this.emit('change', {
           config: JSON.parse(config), changedKeys: JSON.parse(keys), tier: tierNames[tier] ?? tier,
@@ -34,6 +48,10 @@ class Config extends EventEmitter {
       }
     });
     this.on('removeListener', (event) => {
+      if (event === 'status' && this.#statusListening && this.listenerCount('status') === 0) {
+        this.#statusListening = false;
+        native.configStatusListen(this.#native, null);
+      }
       if (event === 'change' && this.#listening && this.listenerCount('change') === 0) {
         this.#listening = false;
         native.configListen(this.#native, null);
@@ -80,6 +98,11 @@ class Config extends EventEmitter {
 
   lastFetchStatus() { return native.configLastFetchStatus(this.#native); }
 
+  /** The data source's status: {state: 'initializing'|'valid'|'interrupted'|
+   *  'offline'|'off', sinceMs, lastErrorMs, lastError: {status, httpStatus,
+   *  message} | null}; the last error is kept after a recovery. */
+  get status() { return status(native.configStatus(this.#native)); }
+
   close() {
     native.close(this.#native);
     this.#release();
@@ -87,4 +110,4 @@ class Config extends EventEmitter {
 }
 disposable(Config);
 
-module.exports = { Config, ConfigTier };
+module.exports = { Config, ConfigTier, ConfigState };

@@ -72,6 +72,8 @@ typedef struct an_config {
     an_handle h;
     napi_ref on_change;        /* JS function(configJson, changedKeysJson, tier) */
     int64_t token;             /* the listener's token, 0 when none */
+    napi_ref on_status;        /* JS function(status object) */
+    int64_t status_token;      /* the status listener's token, 0 when none */
 } an_config;
 
 /* Per env (main thread or worker): never shared between threads. */

@@ -71,6 +71,9 @@ void an_config_release(an_config *c) {
     if (c->on_change != NULL && !c->h.env->finalized) napi_delete_reference(c->h.env->env, c->on_change);
     c->on_change = NULL;
     c->token = 0;
+    if (c->on_status != NULL && !c->h.env->finalized) napi_delete_reference(c->h.env->env, c->on_status);
+    c->on_status = NULL;
+    c->status_token = 0;
 }
 
 static void on_change(const char *config_json, const char *changed_keys_json, int32_t tier, void *user_data) {
@@ -103,6 +106,67 @@ static napi_value config_listen(napi_env env, napi_callback_info info) {
         return NULL;
     }
     return an_undefined(env);
+}
+
+/* A status as {state, sinceMs, lastErrorMs, lastError: {status, httpStatus, message} | null}. */
+static napi_value status_object(napi_env env, const appnorth_data_source_status *s) {
+    napi_value result, error;
+    napi_create_object(env, &result);
+    napi_set_named_property(env, result, "state", an_i32(env, s->state));
+    napi_set_named_property(env, result, "sinceMs", an_i64(env, s->since_ms));
+    napi_set_named_property(env, result, "lastErrorMs", an_i64(env, s->last_error_ms));
+    if (s->last_error.code == APPNORTH_OK) {
+        napi_get_null(env, &error);
+    } else {
+        napi_create_object(env, &error);
+        napi_set_named_property(env, error, "status", an_i32(env, s->last_error.code));
+        napi_set_named_property(env, error, "httpStatus", an_i32(env, s->last_error.http_status));
+        napi_set_named_property(env, error, "message", an_str(env, s->last_error.message));
+    }
+    napi_set_named_property(env, result, "lastError", error);
+    return result;
+}
+
+static void on_status(const appnorth_data_source_status *status, void *user_data) {
+    an_config *c = user_data;
+    an_env *e = c->h.env;
+    if (e->closing || c->on_status == NULL) return;
+    napi_value argv[1] = {status_object(e->env, status)};
+    an_call(e->env, c->on_status, 1, argv);
+}
+
+/* configStatusListen(config, fn|null): one native status listener calling fn, or none. */
+static napi_value config_status_listen(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    napi_value fn;
+    an_config *c = config_arg(env, info, &a);
+    if (c == NULL || !an_function(env, a.argv[1], "onStatus", true, &fn)) return NULL;
+    if (c->status_token != 0) {
+        if (!an_ok(env, appnorth_config_remove_status_listener(c->h.ptr, c->status_token, &err), &err)) return NULL;
+        c->status_token = 0;
+        napi_delete_reference(env, c->on_status);
+        c->on_status = NULL;
+    }
+    if (fn == NULL) return an_undefined(env);
+    napi_create_reference(env, fn, 1, &c->on_status);
+    if (!an_ok(env, appnorth_config_add_status_listener(c->h.ptr, on_status, c, &c->status_token, &err), &err)) {
+        napi_delete_reference(env, c->on_status);
+        c->on_status = NULL;
+        c->status_token = 0;
+        return NULL;
+    }
+    return an_undefined(env);
+}
+
+/* configStatus(config) -> the status object. */
+static napi_value config_status(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    appnorth_data_source_status status;
+    an_config *c = config_arg(env, info, &a);
+    if (c == NULL || !an_ok(env, appnorth_config_status(c->h.ptr, &status, &err), &err)) return NULL;
+    return status_object(env, &status);
 }
 
 /* configGet(config, kind, key, default): kind 0 string, 1 int, 2 double,
@@ -212,6 +276,8 @@ void an_init_config(napi_env env, napi_value exports) {
         {"configRefresh", config_refresh},
         {"configLive", config_live},
         {"configLastFetchStatus", config_last_fetch_status},
+        {"configStatus", config_status},
+        {"configStatusListen", config_status_listen},
         {NULL, NULL},
     };
     an_export_all(env, exports, list);

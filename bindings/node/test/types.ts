@@ -8,6 +8,9 @@ async function main(): Promise<void> {
   const config = new appnorth.Config(client, { dataDir: '/tmp/x' });
   config.on('change', ({ changedKeys, tier }) => console.log(changedKeys.join(','), tier));
   const n: number | bigint = config.getInt('count', 3);
+  config.on('status', ({ state, sinceMs, lastError }) => console.log(state, sinceMs, lastError?.httpStatus));
+  const state: appnorth.ConfigStateName = config.status.state;
+  console.log(state, appnorth.ConfigState.OFFLINE);
   const events = new appnorth.Events(client, { dataDir: '/tmp/y' });
   const queued: boolean = events.track('x', { a: 1 });
   const { sent } = await events.flush(1000);

@@ -46,7 +46,13 @@ from ._lib import (
     CONFIG_DEFAULT_BACKOFF_MAX_MS,
     CONFIG_DEFAULT_POLL_INTERVAL_MS,
     CONFIG_DEFAULT_TTL_SECONDS,
+    CONFIG_AUTH_HOLD_MS,
     CONFIG_MAX_STREAM_EVENT_BYTES,
+    CONFIG_STATE_INITIALIZING,
+    CONFIG_STATE_INTERRUPTED,
+    CONFIG_STATE_OFF,
+    CONFIG_STATE_OFFLINE,
+    CONFIG_STATE_VALID,
     CONFIG_TIER_BUNDLED,
     CONFIG_TIER_CACHED,
     CONFIG_TIER_DEFAULT,
@@ -55,6 +61,7 @@ from ._lib import (
     CONSENT_REVOKED,
     CONSENT_UNKNOWN,
     LIBRARY_PATH,
+    ConfigState,
     ConfigTier,
     Consent,
     LogLevel,
@@ -132,13 +139,13 @@ from .offline import ManualClock, OfflineQueue, ReadCache, Storage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._config_types import ConfigListener, ConfigSource, FetchStatus
+    from ._config_types import ConfigListener, ConfigSource, ConfigStatus, FetchStatus
 else:
     def __getattr__(name: str) -> object:
         """ConfigListener, ConfigSource and FetchStatus, on first use: they
         need typing, which ``import appnorth`` leaves out (see
         appnorth._config_types)."""
-        if name in ("ConfigListener", "ConfigSource", "FetchStatus"):
+        if name in ("ConfigListener", "ConfigSource", "ConfigStatus", "FetchStatus"):
             from . import _config_types
 
             return getattr(_config_types, name)
@@ -195,6 +202,7 @@ __all__ = [
     "ConfigListener",
     "ConfigSource",
     "FetchStatus",
+    "ConfigStatus",
     "BundledConfigWarning",
     "CONFIG_TIER_DEFAULT",
     "CONFIG_TIER_BUNDLED",
@@ -205,6 +213,12 @@ __all__ = [
     "CONFIG_DEFAULT_BACKOFF_BASE_MS",
     "CONFIG_DEFAULT_BACKOFF_MAX_MS",
     "CONFIG_MAX_STREAM_EVENT_BYTES",
+    "CONFIG_AUTH_HOLD_MS",
+    "CONFIG_STATE_INITIALIZING",
+    "CONFIG_STATE_VALID",
+    "CONFIG_STATE_INTERRUPTED",
+    "CONFIG_STATE_OFFLINE",
+    "CONFIG_STATE_OFF",
     "NETWORK_UNKNOWN",
     "NETWORK_WIFI",
     "NETWORK_CELLULAR",
@@ -278,4 +292,5 @@ __all__ = [
     "NetworkType",
     "Consent",
     "ConfigTier",
+    "ConfigState",
 ]

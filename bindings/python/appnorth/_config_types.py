@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from . import _lib, errors
 
-__all__ = ["ConfigListener", "ConfigSource", "FetchStatus"]
+__all__ = ["ConfigListener", "ConfigSource", "ConfigStatus", "ConfigStatusListener", "FetchStatus"]
 
 #: A listener: ``fn(config, changed_keys, tier)``. ``config`` is the new
 #: effective config (parsed), ``changed_keys`` the top-level keys added,
@@ -42,5 +42,23 @@ class FetchStatus(NamedTuple):
     time_ms: int
 
 
+class ConfigStatus(NamedTuple):
+    """The config's data-source status (``appnorth_config_status``)."""
+
+    #: CONFIG_STATE_INITIALIZING, _VALID, _INTERRUPTED, _OFFLINE or _OFF.
+    state: _lib.ConfigState
+    #: When that state began, wall milliseconds since the epoch.
+    since_ms: int
+    #: The last failure as an exception instance (not raised), kept after a
+    #: recovery; None before the first.
+    last_error: Optional[errors.AppNorthError]
+    #: When it happened, wall milliseconds; 0 before the first.
+    last_error_ms: int
+
+
+#: A status listener: ``fn(status)`` with a :class:`ConfigStatus`.
+ConfigStatusListener = Callable[[ConfigStatus], Any]
+
+
 # Where users find them (repr, pickle, documentation).
-ConfigSource.__module__ = FetchStatus.__module__ = "appnorth.config"
+ConfigSource.__module__ = FetchStatus.__module__ = ConfigStatus.__module__ = "appnorth.config"

@@ -108,6 +108,16 @@ class ConfigTier(enum.IntEnum):
     REMOTE = 3
 
 
+class ConfigState(enum.IntEnum):
+    """``APPNORTH_CONFIG_STATE_*``: the state of a config's data source."""
+
+    INITIALIZING = 0
+    VALID = 1
+    INTERRUPTED = 2
+    OFFLINE = 3
+    OFF = 4
+
+
 LOG_DEBUG = LogLevel.DEBUG
 LOG_INFO = LogLevel.INFO
 LOG_WARNING = LogLevel.WARNING
@@ -146,6 +156,13 @@ CONFIG_DEFAULT_POLL_INTERVAL_MS = 60000
 CONFIG_DEFAULT_BACKOFF_BASE_MS = 1000
 CONFIG_DEFAULT_BACKOFF_MAX_MS = 60000
 CONFIG_MAX_STREAM_EVENT_BYTES = 16 * 1024 * 1024
+CONFIG_STATE_INITIALIZING = ConfigState.INITIALIZING
+CONFIG_STATE_VALID = ConfigState.VALID
+CONFIG_STATE_INTERRUPTED = ConfigState.INTERRUPTED
+CONFIG_STATE_OFFLINE = ConfigState.OFFLINE
+CONFIG_STATE_OFF = ConfigState.OFF
+#: How long a 401 or 403 holds back a config's library thread, in ms.
+CONFIG_AUTH_HOLD_MS = 300000
 
 INT32_MIN = -(2 ** 31)
 INT32_MAX = 2 ** 31 - 1
@@ -170,6 +187,17 @@ class appnorth_error(Structure):
         """The message, decoded from UTF-8 (the library truncates on a
         character boundary; anything else is replaced, never raised)."""
         return bytes(self.message).split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+
+class appnorth_data_source_status(Structure):
+    """``struct appnorth_data_source_status``: a config's data-source status."""
+
+    _fields_ = [
+        ("state", c_int32),
+        ("since_ms", c_int64),
+        ("last_error_ms", c_int64),
+        ("last_error", appnorth_error),
+    ]
 
 
 class _Opaque(Structure):
@@ -268,6 +296,9 @@ SECURE_SET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p)
 #: ``void (*appnorth_config_listener_fn)(const char *config_json,
 #: const char *changed_keys_json, int32_t tier, void *user_data)``
 CONFIG_LISTENER_FN = CFUNCTYPE(None, c_char_p, c_char_p, c_int32, c_void_p)
+#: ``void (*appnorth_config_status_fn)(const appnorth_data_source_status *status,
+#: void *user_data)``
+CONFIG_STATUS_FN = CFUNCTYPE(None, POINTER(appnorth_data_source_status), c_void_p)
 #: ``void (*appnorth_completion_fn)(uint64_t op, int32_t status,
 #: const appnorth_error *err, const char *result_json, void *user_data)``
 COMPLETION_FN = CFUNCTYPE(None, c_uint64, c_int32, c_void_p, c_char_p, c_void_p)
@@ -563,6 +594,10 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_config_add_listener",
                 [ConfigPtr, CONFIG_LISTENER_FN, c_void_p, Int64Out, ErrorPtr], c_int32, _S),
     Declaration("appnorth_config_remove_listener", [ConfigPtr, c_int64, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_status", [ConfigPtr, POINTER(appnorth_data_source_status), ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_add_status_listener",
+                [ConfigPtr, CONFIG_STATUS_FN, c_void_p, Int64Out, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_config_remove_status_listener", [ConfigPtr, c_int64, ErrorPtr], c_int32, _S),
     # out_status is an appnorth_error too; check_status reads the last one, err.
     Declaration("appnorth_config_last_fetch_status",
                 [ConfigPtr, ErrorPtr, Int64Out, ErrorPtr], c_int32, _S),

@@ -44,14 +44,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
     from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-    from ._config_types import ConfigListener, ConfigSource, FetchStatus
+    from ._config_types import ConfigListener, ConfigSource, ConfigStatus, ConfigStatusListener, FetchStatus
     from ._lib import PathArg, TextArg
     from .client import LoggerArg
 else:
     def __getattr__(name: str) -> object:
         """ConfigListener, ConfigSource and FetchStatus, on first use (they
         need typing: see appnorth._config_types)."""
-        if name in ("ConfigListener", "ConfigSource", "FetchStatus"):
+        if name in ("ConfigListener", "ConfigSource", "ConfigStatus", "ConfigStatusListener", "FetchStatus"):
             from . import _config_types
 
             return getattr(_config_types, name)
@@ -74,7 +74,8 @@ def _tier(value: int) -> "_lib.ConfigTier":
         return value  # type: ignore[return-value]
 
 
-__all__ = ["Config", "ConfigListener", "ConfigSource", "FetchStatus", "BundledConfigWarning"]
+__all__ = ["Config", "ConfigListener", "ConfigSource", "ConfigStatus", "ConfigStatusListener", "FetchStatus",
+           "BundledConfigWarning"]
 
 class BundledConfigWarning(RuntimeWarning):
     """The bundled config file could not be used: the config opened without
@@ -123,12 +124,15 @@ class _Listeners:
     """
 
     def __init__(self, local: threading.local) -> None:
+        self._make_thunk()
         self._lock = threading.Lock()
         self._functions: Dict[int, ConfigListener] = {}  # key -> listener
         self._keys: Dict[int, int] = {}  # library token -> key
         self._next_key = 1
         self._closing = False
         self._local = local
+
+    def _make_thunk(self) -> None:
         self.thunk = _lib.CONFIG_LISTENER_FN(self._deliver)
 
     def reserve(self, listener: ConfigListener) -> int:
@@ -177,6 +181,9 @@ class _Listeners:
 
     def _deliver(self, config_json: Optional[bytes], changed_json: Optional[bytes], tier: int,
                  user_data: Optional[int]) -> None:
+        self._call(user_data, lambda listener: listener(_loads(config_json, {}), _loads(changed_json, []), _tier(tier)))
+
+    def _call(self, user_data: Optional[int], run: Callable[[Any], Any]) -> None:
         listener: Optional[ConfigListener] = None
         try:
             with self._lock:
@@ -189,7 +196,7 @@ class _Listeners:
             self._local.in_callback = getattr(self._local, "in_callback", 0) + 1
             try:
                 with _lib.in_callback():
-                    listener(_loads(config_json, {}), _loads(changed_json, []), _tier(tier))
+                    run(listener)
             finally:
                 self._local.in_callback -= 1
         except Exception:  # noqa: BLE001 - reported, never propagated into C
@@ -197,6 +204,33 @@ class _Listeners:
         except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit
             # Re-raised by refresh() when delivered on its thread, else reported.
             _lib.stash_callback_error(exc, "a config listener")
+
+
+def _status(status: "_lib.appnorth_data_source_status") -> "ConfigStatus":
+    """The library's struct as a ConfigStatus (a state this binding does not
+    know, from a newer library, is kept as a plain int)."""
+    from ._config_types import ConfigStatus
+
+    try:
+        state = _lib.ConfigState(status.state)
+    except ValueError:
+        state = status.state  # type: ignore[assignment]
+    error: Optional[errors.AppNorthError] = None
+    last = status.last_error
+    if last.code != errors.OK:
+        error = errors.make_error(last.code, last.text() or str(C.appnorth_status_str(last.code)), last.http_status)
+    return ConfigStatus(state, status.since_ms, error, status.last_error_ms)
+
+
+class _StatusListeners(_Listeners):
+    """The status listeners: the same bookkeeping, another thunk."""
+
+    def _make_thunk(self) -> None:
+        self.thunk = _lib.CONFIG_STATUS_FN(self._deliver_status)
+
+    def _deliver_status(self, status: Any, user_data: Optional[int]) -> None:
+        value = _status(status.contents)
+        self._call(user_data, lambda listener: listener(value))
 
 
 def _int32_or_none(value: Optional[int], name: str) -> Optional[int]:
@@ -249,6 +283,7 @@ class Config(Handle):
 
     _kind = "config"
     _listeners: Optional[_Listeners] = None
+    _status_listeners: Optional[_StatusListeners] = None
     #: Why the bundled file was left out (StorageError, InvalidJSONError or
     #: TooLargeError, naming the file), or None.
     bundled_error: Optional[errors.AppNorthError] = None
@@ -337,10 +372,12 @@ class Config(Handle):
         self.bundled_error = bundled_error
         listeners = _Listeners(self._local)
         self._listeners = listeners
-        # Kept until appnorth_config_free() has returned: the listener thunk,
+        status_listeners = _StatusListeners(self._local)
+        self._status_listeners = status_listeners
+        # Kept until appnorth_config_free() has returned: the listener thunks,
         # and the log callback the config's thread logs through (its own, or
         # the client's, which it keeps using after the client is closed).
-        keep: List[Any] = [listeners.thunk]
+        keep: List[Any] = [listeners.thunk, status_listeners.thunk]
         keep += [log_callback] if log_callback is not None else list(client._keep)
         # Logging through the client's logger: follow that logger's level.
         self._log_client = client if log_callback is None and logger is not False else None
@@ -362,6 +399,8 @@ class Config(Handle):
     def _on_close(self) -> None:
         if self._listeners is not None:
             self._listeners.stop()
+        if self._status_listeners is not None:
+            self._status_listeners.stop()
 
     def close(self) -> None:
         """Stop live updates, join the config's library thread and free the
@@ -521,6 +560,7 @@ class Config(Handle):
         remove them (unless the new handle gave the same number to another
         registration: then the new one is meant)."""
         registered = self._listeners.registered() if self._listeners is not None else []
+        statuses = self._status_listeners.registered() if self._status_listeners is not None else []
         live = self._live_wanted
         earlier = self._token_alias or {}
 
@@ -529,6 +569,8 @@ class Config(Handle):
             # Tokens a grandparent gave, aliased in an earlier reopen.
             alias.update({first: alias[mid] for first, mid in earlier.items() if mid in alias})
             self._token_alias = alias
+            for _, status_listener in statuses:
+                self.add_status_listener(status_listener)
             if live:
                 self.start_live()
 
@@ -590,6 +632,74 @@ class Config(Handle):
                 raise errors.InvalidArgumentError(f"{listener!r} is not a registered listener")
         for token in tokens:
             self._call(C.appnorth_config_remove_listener, token)
+            if listeners is not None:
+                listeners.forget_token(token)
+
+    # -- data-source status ------------------------------------------------------
+
+    @property
+    def status(self) -> ConfigStatus:
+        """The data-source status: ``(state, since_ms, last_error,
+        last_error_ms)``. ``state`` is a :class:`ConfigState`: INITIALIZING
+        (nothing ended yet), VALID (the server answered with a config or a
+        304), INTERRUPTED (an error status, an invalid payload, or a dropped
+        stream; retrying), OFFLINE (no answer; retrying) or OFF
+        (:meth:`stop_live`). ``last_error`` (an exception instance, not
+        raised) is kept after a recovery. Reads memory; starts no fetch."""
+        value = _lib.appnorth_data_source_status()
+        self._call(C.appnorth_config_status, ctypes.byref(value))
+        return _status(value)
+
+    def add_status_listener(self, listener: ConfigStatusListener) -> int:
+        """Call ``listener(status)`` (a :class:`ConfigStatus`) when the
+        state changes or the last error's kind or HTTP status does (a
+        repeated failure of one kind calls nothing). It runs where config
+        listeners run: the config's library thread, a thread whose
+        refresh/start_live/stop_live changed the status, or, for a client in
+        dispatch mode, inside :meth:`Client.dispatch` (statuses between two
+        dispatches come as the latest). Not called for the current status.
+        Returns a token for :meth:`remove_status_listener`. An exception it
+        raises is logged to the ``"appnorth"`` logger and otherwise ignored."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, not {type(listener).__name__}")
+        listeners = self._status_listeners
+        if listeners is None:  # pragma: no cover - only if __init__ failed
+            raise errors.WrongStateError("config is closed")
+        key = listeners.reserve(listener)
+        token = ctypes.c_int64(0)
+        try:
+            self._call(C.appnorth_config_add_status_listener, listeners.thunk, key, token)
+        except BaseException:
+            listeners.forget_key(key)
+            raise
+        listeners.bind(key, token.value)
+        return token.value
+
+    def on_status(self, listener: ConfigStatusListener) -> ConfigStatusListener:
+        """:meth:`add_status_listener` as a decorator; returns ``listener``
+        unchanged. Remove it with ``remove_status_listener(listener)``."""
+        self.add_status_listener(listener)
+        return listener
+
+    def remove_status_listener(self, listener: Union[int, ConfigStatusListener]) -> None:
+        """Unregister a status listener, given its token or the function
+        (every registration of it). It is never called after this returns: a
+        call running on another thread is waited for. An unknown token or
+        function raises InvalidArgumentError. (In a forked child, use the
+        function: the child's registrations have new tokens.)"""
+        listeners = self._status_listeners
+        if isinstance(listener, bool) or not (isinstance(listener, int) or callable(listener)):
+            raise TypeError(f"listener must be a token (int) or a function, not {type(listener).__name__}")
+        if isinstance(listener, int):
+            tokens = [_lib.to_int64(listener, "token")]
+        else:
+            tokens = listeners.tokens_of(listener) if listeners is not None else []
+            if not tokens:
+                if self._closed:
+                    raise errors.WrongStateError("config is closed")
+                raise errors.InvalidArgumentError(f"{listener!r} is not a registered status listener")
+        for token in tokens:
+            self._call(C.appnorth_config_remove_status_listener, token)
             if listeners is not None:
                 listeners.forget_token(token)
 

@@ -250,6 +250,9 @@ static int32_t get_bool_default(int64_t v, appnorth_error *err) {
     return rc == APPNORTH_OK && out != (int32_t)v ? -1001 : rc;
 }
 static int32_t remove_listener(int64_t v, appnorth_error *err) { return appnorth_config_remove_listener(config, v, err); }
+static int32_t remove_status_listener(int64_t v, appnorth_error *err) {
+    return appnorth_config_remove_status_listener(config, v, err);
+}
 
 enum param_type { T_INT32, T_INT64, T_SIZE };
 
@@ -328,6 +331,7 @@ static const range_row rows[] = {
     {"appnorth_config_get_bool", "default_value", T_INT32, get_bool_default, I32, OK, 0, INV, INV, 0, 0},
     /* No listener is registered: every token is unknown. */
     {"appnorth_config_remove_listener", "token", T_INT64, remove_listener, I64, INV, 0, INV, INV, 0, 0},
+    {"appnorth_config_remove_status_listener", "token", T_INT64, remove_status_listener, I64, INV, 0, INV, INV, 0, 0},
 };
 
 /* Values a value of `type` may hold after a C conversion from v. */

@@ -363,6 +363,9 @@ TABLE: Dict[Tuple[str, str], Row] = {
     ("appnorth_config_remove_listener", "token"): Row(
         "int64_t", INT64_MIN, INT64_MAX, lambda f, v: f.raw.appnorth_config_remove_listener(f.config, v, f.e),
         in_range=INV),
+    ("appnorth_config_remove_status_listener", "token"): Row(
+        "int64_t", INT64_MIN, INT64_MAX, lambda f, v: f.raw.appnorth_config_remove_status_listener(f.config, v, f.e),
+        in_range=INV),
 }
 
 

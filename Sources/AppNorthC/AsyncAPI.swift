@@ -1,10 +1,11 @@
 import AppNorthCore
 import CAppNorthAPI
 
-// The non-blocking calls' shared machinery (appnorth_*_async, appnorth_op_cancel):
-// one generic start, one outcome type, one way to deliver a completion.
-// The exported functions (AsyncCallsAPI.swift) only convert their arguments
-// and name the work.
+// The non-blocking calls' C side (appnorth_*_async, appnorth_op_cancel): the
+// arguments converted, the host's completion called. An operation's life
+// (start, the race with a free, cancel, delivery, end) is the core's
+// (Async/OperationLife.swift). The exported functions (AsyncCallsAPI.swift)
+// only convert their arguments and name the work.
 
 /// What a finished operation hands its host: the result JSON (on success;
 /// the counts of a queue or events flush also on failure) and the error.
@@ -77,12 +78,14 @@ struct OperationPlan {
     /// A call of several steps: its blocking form on a worker, inside the
     /// operation's scope (so its cancel ends that call and no other).
     /// Until a worker takes it, a cancel, a client cancel or
-    /// `timeoutMilliseconds` (the client's request timeout for it) ends it
-    /// at once, on the transfer thread, without the worker.
+    /// `timeoutMilliseconds` (the client's request timeout for it, counted
+    /// from the start) ends it at once, on the transfer thread, without the
+    /// worker; once taken, its first request ends by that same deadline.
     static func work(owners: [AnyObject], client: AppNorthClient, timeoutMilliseconds: Int,
                      _ work: @escaping @Sendable () -> OperationOutcome) -> OperationPlan {
         OperationPlan(owners: owners, client: client) { operation, finish in
-            try operation.runOnWorker(for: client, timeoutMilliseconds: timeoutMilliseconds, work) { result in
+            try operation.runOnWorker(share: client, transport: client.transport, timeoutMilliseconds: timeoutMilliseconds,
+                                      work) { result in
                 switch result {
                 case .success(let outcome): finish(outcome)
                 case .failure(let error): finish(OperationOutcome(json: nil, error: error))
@@ -94,8 +97,8 @@ struct OperationPlan {
 
 /// The body of every appnorth_*_async function: checks the callback, lets
 /// `plan` check the arguments and handles (any failure is returned and
-/// nothing starts), registers the operation and starts it. Its completion
-/// runs exactly once, possibly before this returns.
+/// nothing starts), then starts the operation (`OperationTable.start`).
+/// Its completion runs exactly once, possibly before this returns.
 func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutableRawPointer?,
                     _ outOp: UnsafeMutablePointer<UInt64>?, _ err: ErrorOut?,
                     _ plan: () throws -> OperationPlan) -> Int32 {
@@ -105,54 +108,21 @@ func startOperation(_ onDone: appnorth_completion_fn?, _ userData: UnsafeMutable
         let plan = try plan()
         // The client owns every operation that uses it (its free ends them).
         let owners = plan.owners.contains { $0 === plan.client } ? plan.owners : plan.owners + [plan.client]
-        let operation = try OperationTable.shared.begin(owners: owners)
-        // A start that entered its handle just before that handle's free
-        // began, and begins only now: the free has cancelled the handle's
-        // operations (or is about to: then it waits for this one), and may
-        // have let go of the shared threads. Begin nothing: its work would
-        // hold them again, for ever, on a freed handle.
-        if owners.contains(where: { Handle.isBeingFreed($0) }) {
-            OperationTable.shared.end(operation)
-            throw AppNorthError.wrongState("the handle is being freed: no call may start once its _free function was called")
-        }
-        SharedThreads.hold(for: owners)  // until their free: the threads its work needs live
         let client = plan.client
-        let finish: @Sendable (OperationOutcome) -> Void = { outcome in
-            OperationTable.shared.retire(operation)
-            CompletionDelivery.deliver(for: client) { host.call(operation.id, outcome) }
-            OperationTable.shared.end(operation)
-        }
-        do {
-            try plan.launch(operation, finish)
-            OperationTable.shared.launched(operation)
-        } catch {
-            OperationTable.shared.end(operation)
-            throw error
-        }
-        outOp?.pointee = operation.id
+        // Not `outOp?.pointee = try ...`: with no out_op that would start nothing.
+        let id = try OperationTable.shared.start(
+            owners: owners, beingFreed: { Handle.isBeingFreed($0) },
+            deliver: { CompletionDelivery.deliver(for: client, $0) },
+            complete: { id, outcome in host.call(id, outcome) }, launch: plan.launch)
+        outOp?.pointee = id
     }
 }
 
-/// A handle's teardown: cancels its operations in flight and waits until
-/// each one's completion has run (APPNORTH_E_CANCELLED, or its real outcome
-/// if it was finishing), then lets go of the shared threads (the last
-/// handle's free stops and joins them, here). From inside a host callback
-/// it does not wait: this thread may be the one those completions need;
-/// the hold goes when the last of them ends.
+/// A handle's teardown: its operations in flight cancelled and their
+/// completions waited for, unless this is a host callback's thread (which
+/// those completions may need): `OperationTable.endAll`.
 func cancelOperations(of owner: AnyObject) {
-    OperationTable.shared.cancelAll(of: owner)
-    if ThreadCalls.inCallback {
-        let kept = KeptOwner(object: owner)  // alive until then: its identity is not reused
-        OperationTable.shared.whenIdle(of: owner) { SharedThreads.drop(for: kept.object) }
-        return
-    }
-    OperationTable.shared.waitForAll(of: owner)
-    SharedThreads.drop(for: owner)
-}
-
-/// A handle object kept for its identity only (never touched).
-private struct KeptOwner: @unchecked Sendable {
-    let object: AnyObject
+    OperationTable.shared.endAll(of: owner, waiting: !ThreadCalls.inCallback)
 }
 
 @c @implementation

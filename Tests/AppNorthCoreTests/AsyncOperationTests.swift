@@ -125,7 +125,7 @@ final class AsyncOperationTests: XCTestCase {
         let operation = try table.begin(owners: [client])
         operation.cancel()
         let results = Results()
-        try operation.runOnWorker(for: client, timeoutMilliseconds: 0, { "ran" }) { result in
+        try operation.runOnWorker(share: client, transport: client.transport, timeoutMilliseconds: 0, { "ran" }) { result in
             results.put(0, result.mapError { $0 as? AppNorthError ?? .internal("\($0)") })
         }
         guard case .failure(.cancelled) = results.wait(for: 1)[0] else { return XCTFail("the job ran") }

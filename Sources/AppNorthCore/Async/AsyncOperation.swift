@@ -11,13 +11,9 @@ import Synchronization
 package final class AsyncOperation: Sendable {
     /// Process-wide, never 0, never reused.
     package let id: UInt64
-    /// Given to the transfers and waits the operation makes.
+    /// Its one cancellation: given to the transfers and waits it makes,
+    /// watched by the engine while it waits for a worker (`runOnWorker`).
     package let cancellation = CancellationToken()
-    /// Cancelled with `cancellation`: what the transfer engine watches
-    /// while the operation waits for a worker (`runOnWorker`). Its own
-    /// token, as a token wakes one waiter at a time: the engine's detach
-    /// must not take the worker's transfer's wake-up away.
-    let queued = CancellationToken()
     let owners: [ObjectIdentifier]
     /// Its phase; read and moved only with the table's lock held.
     nonisolated(unsafe) var phase = OperationPhase.started
@@ -163,6 +159,5 @@ package final class OperationTable: Sendable {
 extension AsyncOperation {
     package func cancel() {
         cancellation.cancel()
-        queued.cancel()
     }
 }

@@ -9,9 +9,11 @@
 /// A worker is never the only way forward (`runOnWorker`): while a job
 /// waits for one, the transfer engine's thread watches its operation's
 /// cancel, its client's cancel and its deadline, and completes it at once
-/// if one comes first. So a client whose server never answers holds at
-/// most `perClient` workers, other clients' jobs run beside it, and a
-/// cancel, a timeout or a free ends any operation within milliseconds.
+/// if one comes first; the deadline counts from the operation's start, and
+/// a worker that takes it late gives its request only what is left. So a
+/// client whose server never answers holds at most `perClient` workers,
+/// other clients' jobs run beside it, and a cancel, a timeout or a free
+/// ends any operation within milliseconds.
 enum OperationWorkers {
     static let maxThreads = 8
     static let perClient = 2
@@ -37,26 +39,30 @@ enum OperationWorkers {
 
 extension AsyncOperation {
     /// Runs `work` on a worker inside this operation's scope, then hands
-    /// its outcome to `completion` (on that worker). Until a worker takes
-    /// it, the transfer engine's thread watches it: a cancel of this
-    /// operation or of `client` (`cancelInFlight()`) ends it with
-    /// `.cancelled`, and `timeoutMilliseconds` after now (the client's
-    /// request timeout; 0: none) with `.timeout`, on that thread, without
-    /// running `work`. Nothing was sent then.
-    package func runOnWorker<T: Sendable>(for client: AppNorthClient, timeoutMilliseconds: Int,
+    /// its outcome to `completion` (on that worker). Its timeout,
+    /// `timeoutMilliseconds` (the client's request timeout; 0: none),
+    /// counts from now, its start: until a worker takes it, the transfer
+    /// engine's thread watches it, and a cancel of this operation or of
+    /// its client (`transport.cancelInFlight()`) ends it with `.cancelled`,
+    /// the deadline with `.timeout`, on that thread, without running `work`
+    /// (nothing was sent then); once a worker took it, its first request
+    /// must end by that same deadline (`OperationScope`). `share` is whose
+    /// share of the workers it takes (its client).
+    package func runOnWorker<T: Sendable>(share: AnyObject, transport: HTTPTransport, timeoutMilliseconds: Int,
                                          _ work: @escaping @Sendable () throws -> T,
                                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) throws(AppNorthError) {
         let turn = WorkTurnCell()
         let limit = timeoutMilliseconds > 0 ? timeoutMilliseconds : Int(Int32.max)
-        let waiting = Cancellation(operation: queued, transport: client.transport)
-        let wait = EngineWait(timeoutMilliseconds: limit, cancellation: waiting) { how in
+        let deadline = Deadline(milliseconds: limit, after: monotonicNow())
+        let waiting = Cancellation(operation: cancellation, transport: transport)
+        let wait = EngineWait(deadline: deadline, cancellation: waiting) { how in
             guard how != .reached, turn.apply(.ended) else { return }  // a worker took it
             completion(.failure(Self.notStarted(how, limit)))
         }
         let engine = try TransferEngine.shared()
         try engine.watch(wait)
         do {
-            try OperationWorkers.submit(for: client) { [self] in
+            try OperationWorkers.submit(for: share) { [self] in
                 guard turn.apply(.workerTakes) else { return }  // ended while it waited
                 engine.reach(wait)  // the engine stops watching it
                 // Cancelled before the engine's thread saw it: this
@@ -66,7 +72,8 @@ extension AsyncOperation {
                     completion(.failure(Self.notStarted(.cancelled(reason), limit)))
                     return
                 }
-                let result = OperationScope.with(cancellation) { Result { try work() } }
+                let firstRequestBy = timeoutMilliseconds > 0 ? deadline : nil
+                let result = OperationScope.with(cancellation, firstRequestBy: firstRequestBy) { Result { try work() } }
                 completion(result)
             }
         } catch {

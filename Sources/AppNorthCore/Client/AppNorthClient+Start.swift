@@ -1,7 +1,7 @@
 /// The client's calls as values, for their non-blocking forms: each is
 /// checked and made into one request up front (so bad input fails the
 /// start at once, as it fails the blocking call before anything is sent),
-/// then sent on the process's transfer thread (TransferEngine). The answer
+/// then sent on the process's transfer thread (through `AsyncTransfers`). The answer
 /// goes through the same checks as the blocking call's: the same errors,
 /// the same text.
 package enum ClientCall: Sendable {
@@ -91,15 +91,15 @@ extension AppNorthClient {
             }
         }
         guard let packed = compression.compressed(request, as: .write) else {
-            return try transport.start(request, operation: operation, completion: finish)
+            return try AsyncTransfers.send(request, with: transport, operation: operation, completion: finish)
         }
-        try transport.start(packed, operation: operation) { [self] result in
+        try AsyncTransfers.send(packed, with: transport, operation: operation) { [self] result in
             guard case .success(let response) = result, response.status == 415 else { return finish(result) }
             if compression.noteRefused() {
                 logger.log(.info, "the server answered 415 to a gzip body: this client sends uncompressed bodies from now on")
             }
             do throws(AppNorthError) {
-                try transport.start(request, operation: operation, completion: finish)
+                try AsyncTransfers.send(request, with: transport, operation: operation, completion: finish)
             } catch {
                 finish(.failure(error))
             }

@@ -6,7 +6,7 @@
 /// offline queue's job.
 public final class AppNorthClient: Sendable {
     public let configuration: AppNorthClientConfiguration
-    let transport: HTTPTransport    /// gzip for uploads, and whether this client's server refused it.
+    package let transport: HTTPTransport    /// gzip for uploads, and whether this client's server refused it.
     package let compression: UploadCompression
 
     /// Dispatch mode's queue of host callbacks (nil: the default mode,

@@ -111,10 +111,9 @@ package final class AppNorthEvents: Sendable {
     /// or the error `flush` would throw. `operation` cancels it.
     package func startFlush(timeoutMilliseconds: Int, operation: CancellationToken,
                             completion: @escaping @Sendable (AppNorthError?) -> Void) throws(AppNorthError) {
-        let engine = try TransferEngine.shared()
         let ticket = try requestFlush()
         let cancellation = Cancellation(operation: operation, transport: client.transport)
-        let wait = EngineWait(timeoutMilliseconds: timeoutMilliseconds, cancellation: cancellation) { [weak self] how in
+        let wait = try AsyncWait.watch(timeoutMilliseconds: timeoutMilliseconds, cancellation: cancellation) { [weak self] how in
             // Weak: the upload thread's list of waiters must not keep a
             // handle alive; a handle freed meanwhile ended the wait first.
             switch how {
@@ -125,8 +124,7 @@ package final class AppNorthEvents: Sendable {
             case .cancelled(let reason): completion(Self.cancelledError(reason))
             }
         }
-        try engine.watch(wait)
-        uploader.flushDone.whenReached(ticket.target) { engine.reach(wait) }
+        uploader.flushDone.whenReached(ticket.target) { wait.reach() }
     }
 
     private func requestFlush() throws(AppNorthError) -> EventUploader.FlushTicket {

@@ -58,12 +58,12 @@ package struct Cancellation: Sendable {
 
     /// From now until `detach(key)`, a cancel of either kind wakes `waker`.
     func attach(_ waker: TransferWaker, key: ObjectIdentifier) {
-        operation?.attach(waker)
+        operation?.attach(waker, key: key)
         client?.register(key, waker: waker)
     }
 
     func detach(_ key: ObjectIdentifier) {
-        operation?.detach()
+        operation?.detach(key)
         client?.unregister(key)
     }
 }

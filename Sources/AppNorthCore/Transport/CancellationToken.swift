@@ -8,30 +8,33 @@ import Synchronization
 /// are ended by, and what a Swift task's cancel handler sets.
 ///
 /// Cancelling wakes the transfer in progress at once (its curl multi
-/// handle); a transfer started after `cancel()` ends at once. A token may
-/// serve several transfers in turn (one at a time). Cancelling is final.
+/// handle, or the transfer engine's poll); a transfer started after
+/// `cancel()` ends at once. Any number of transfers and waits may watch one
+/// token at once (each by its own key): an operation waiting for a worker
+/// on the engine and its transfer on that worker share it. Cancelling is final.
 /// Work asks whether it was cancelled through one value, `Cancellation`:
 /// its operation's token and its client's `cancelInFlight()` (a
 /// generation, `InFlightTransfers`).
 package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
-    /// What the transfer in progress waits in, woken by cancel().
-    private let running = Lock<TransferWaker?>(nil, level: LockLevel.cancellation)
+    /// What the transfers and waits in progress wait in, by their keys; woken by cancel().
+    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockLevel.cancellation)
     package init() {}
 
     package func cancel() {
         flag.store(true, ordering: .releasing)
-        running.withLock { $0?.wake() }
+        running.withLock { for waker in $0.values { waker.wake() } }
     }
 
     package var isCancelled: Bool { flag.load(ordering: .acquiring) }
 
-    func attach(_ waker: TransferWaker) {
-        running.withLock { $0 = waker }
+    /// From now until `detach(key)`, `cancel()` wakes `waker`.
+    func attach(_ waker: TransferWaker, key: ObjectIdentifier) {
+        running.withLock { $0[key] = waker }
     }
 
-    func detach() {
-        running.withLock { $0 = nil }
+    func detach(_ key: ObjectIdentifier) {
+        _ = running.withLock { $0.removeValue(forKey: key) }
     }
 }
 

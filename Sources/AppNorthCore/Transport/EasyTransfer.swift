@@ -144,21 +144,19 @@ final class EasyTransfer: @unchecked Sendable {
     /// ended it.
     func finish(_ code: CURLcode) throws(AppNorthError) -> HTTPResponse {
         if code != CURLE_OK {
-            switch context.cancellation.reason ?? (context.stoppedByEngine ? .stopped : nil) {
+            switch context.cancellation.reason ?? (context.ended == .engineStopped ? .stopped : nil) {
             case .operation: throw .cancelled("operation cancelled")
             case .client: throw .cancelled("request cancelled by appnorth_client_cancel")
             case .stopped: throw .cancelled("the transfer thread stopped before the request ended (its last handle was freed, or appnorth_shutdown)")
             case nil: break
             }
-            if context.overflowed {
-                throw .tooLarge("response larger than \(maxResponseBytes) bytes")
+            switch context.ended {
+            case .tooLarge: throw .tooLarge("response larger than \(maxResponseBytes) bytes")
+            case .receiverStopped: throw .network("stream closed")
+            case .idle: throw .network("stream idle for more than \(idleTimeoutMs) ms")
+            case .engineStopped, nil: break
             }
-            if context.stop?.isCancelled == true || context.stoppedByReceiver {
-                throw .network("stream closed")
-            }
-            if context.idledOut {
-                throw .network("stream idle for more than \(idleTimeoutMs) ms")
-            }
+            if context.stop?.isCancelled == true { throw .network("stream closed") }
             let length = strnlen(errorBuffer, Int(CURL_ERROR_SIZE))
             let detail = Text.escapingControls(String(decoding: UnsafeRawBufferPointer(start: errorBuffer, count: length), as: UTF8.self))
             let summary = String(cString: curl_easy_strerror(code))

@@ -51,7 +51,21 @@ package final class HTTPTransport: Sendable {
         let context = TransferContext(limit: maxResponseBytes, onData: nil)
         context.stop = cancel
         return try exchange(request, context, operation: OperationScope.current, logger: logger,
-                            totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
+                            totalTimeoutMs: try totalTimeout(for: request), idleTimeoutMs: 0)
+    }
+
+    /// `request`'s total timeout: its kind's, or less when it is the first
+    /// request of an operation that started earlier (`OperationScope`):
+    /// then it must end by the operation's deadline. Throws `.timeout`,
+    /// and nothing is sent, when that deadline has passed.
+    private func totalTimeout(for request: HTTPRequest) throws(AppNorthError) -> Int {
+        let own = timeouts.milliseconds(for: request.kind)
+        guard let deadline = OperationScope.takeRequestDeadline() else { return own }
+        let left = deadline.remainingMillisecondsRoundedUp(at: monotonicNow())
+        guard left > 0 else {
+            throw .timeout("its operation's timeout passed while it waited for a worker; nothing was sent")
+        }
+        return own > 0 ? min(own, left) : left
     }
 
     /// Sends a request and hands each received chunk of a 2xx body to
@@ -65,25 +79,6 @@ package final class HTTPTransport: Sendable {
         let context = TransferContext(limit: maxResponseBytes, onData: onChunk)
         context.stop = cancel
         return try exchange(request, context, operation: nil, logger: logger, totalTimeoutMs: 0, idleTimeoutMs: idleTimeoutMs)
-    }
-
-    /// Starts `request` on the process's transfer thread (TransferEngine)
-    /// and returns at once. `completion` runs exactly once, on that thread,
-    /// with what `perform` would have returned or thrown: `.cancelled` once
-    /// `operation` is cancelled or on `cancelInFlight()`. Throws (and never
-    /// calls `completion`) only when the transfer cannot be set up.
-    package func start(_ request: HTTPRequest, operation: CancellationToken, logger: Logger? = nil,
-                      completion: @escaping @Sendable (Result<HTTPResponse, AppNorthError>) -> Void) throws(AppNorthError) {
-        let context = TransferContext(limit: maxResponseBytes, onData: nil)
-        context.cancellation = Cancellation(operation: operation, client: inFlight)
-        let transfer = try EasyTransfer(request, context: context, transport: self,
-                                        totalTimeoutMs: timeouts.milliseconds(for: request.kind), idleTimeoutMs: 0)
-        let trace = RequestTrace(request, logger ?? self.logger)
-        try TransferEngine.shared().add(TransferEngine.Job(transfer: transfer) { code in
-            completion(Result { () throws(AppNorthError) -> HTTPResponse in
-                try trace.record { () throws(AppNorthError) -> HTTPResponse in try transfer.finish(code) }
-            })
-        })
     }
 
     /// Ends every transfer in flight at this moment with `.cancelled`, at

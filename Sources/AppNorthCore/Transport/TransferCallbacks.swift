@@ -1,5 +1,21 @@
 import CCurl
 
+/// Why the library ended a transfer before curl finished it (curl then
+/// reports an error code; `EasyTransfer.finish` turns the two into the
+/// error). A cancel is not one of them: it is read from the transfer's
+/// `Cancellation`, which outranks every reason here.
+enum TransferEnd: Equatable {
+    /// The answer outgrew the response limit.
+    case tooLarge
+    /// A stream's receiver (`onData`) refused more.
+    case receiverStopped
+    /// A stream was silent past its idle timeout.
+    case idle
+    /// The transfer engine stopped while it held the transfer
+    /// (`Cancellation.Reason.stopped`); set on the engine thread before `done`.
+    case engineStopped
+}
+
 /// State shared with curl's C callbacks for one transfer.
 final class TransferContext {
     var body: [UInt8] = []
@@ -15,20 +31,22 @@ final class TransferContext {
     /// thread's `OperationScope`) and its client's cancel since the
     /// transfer began: either ends it with `.cancelled`.
     var cancellation = Cancellation()
-    var overflowed = false
     var connectionsOpened = 0
     var protocolName = ""
-    var stoppedByReceiver = false
-    /// The transfer engine stopped while it held this transfer
-    /// (`Cancellation.Reason.stopped`); set on the engine thread before `done`.
-    var stoppedByEngine = false
+    /// Why the library ended it before curl finished it, if it did: one
+    /// value, the first reason set wins (`end(_:)`).
+    private(set) var ended: TransferEnd?
     /// When bytes last arrived (monotonic ns), for the stream idle timeout.
     var lastActivityNs: UInt64 = 0
-    var idledOut = false
 
     init(limit: Int, onData: (([UInt8]) -> Bool)?) {
         self.limit = limit
         self.onData = onData
+    }
+
+    /// Notes why the library ends it; the first reason stays.
+    func end(_ why: TransferEnd) {
+        if ended == nil { ended = why }
     }
 
     /// Its stop, its operation or its client ended it.
@@ -59,13 +77,13 @@ func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ coun
     guard let (context, chunk) = received(data, length, user) else { return length }
     if context.isStreamingSuccess, let onData = context.onData {
         if !onData(Array(chunk)) {
-            context.stoppedByReceiver = true
+            context.end(.receiverStopped)
             return 0
         }
         return length
     }
     if context.body.count + length > context.limit {
-        context.overflowed = true
+        context.end(.tooLarge)
         return 0
     }
     context.body.append(contentsOf: chunk)

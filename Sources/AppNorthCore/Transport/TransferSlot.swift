@@ -28,9 +28,9 @@ final class TransferSlot: @unchecked Sendable {
         // below may already write the request).
         if context.isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         guard curl_multi_add_handle(multi, h) == CURLM_OK else { return CURLE_FAILED_INIT }
-        stop?.attach(waker)
+        stop?.attach(waker, key: ObjectIdentifier(transfer))
         defer {
-            stop?.detach()
+            stop?.detach(ObjectIdentifier(transfer))
             curl_multi_remove_handle(multi, h)
         }
         return pump(h, context, idleTimeoutMs: idleTimeoutMs)
@@ -48,7 +48,7 @@ final class TransferSlot: @unchecked Sendable {
                 let now = monotonicNow()
                 let idle = Deadline(milliseconds: idleTimeoutMs, after: context.lastActivityNs)
                 if idle.hasPassed(at: now) {
-                    context.idledOut = true
+                    context.end(.idle)
                     return CURLE_OPERATION_TIMEDOUT
                 }
                 // A stream sleeps until data, its idle deadline, or a wake-up

@@ -91,7 +91,7 @@ final class StoreUploadWorld: UploadWorld {
         let packed = compressed ? client.compression.compressed(request, as: .eventBatch, packed: body.packed) : nil
         let answer = PendingAnswer()
         do {
-            try client.transport.start(packed ?? request, operation: cancel) { answer.put($0) }
+            try AsyncTransfers.send(packed ?? request, with: client.transport, operation: cancel) { answer.put($0) }
         } catch {
             answer.put(.failure(error))
         }

@@ -18,9 +18,15 @@ package final class EngineWait: Sendable {
 
     /// `timeoutMilliseconds` counts from now; a client cancel counts from
     /// when `cancellation` was made.
-    package init(timeoutMilliseconds: Int, cancellation: Cancellation,
-                 onEnd: @escaping @Sendable (End) -> Void) {
-        deadline = Deadline(milliseconds: max(0, timeoutMilliseconds), after: monotonicNow())
+    package convenience init(timeoutMilliseconds: Int, cancellation: Cancellation,
+                             onEnd: @escaping @Sendable (End) -> Void) {
+        self.init(deadline: Deadline(milliseconds: max(0, timeoutMilliseconds), after: monotonicNow()),
+                  cancellation: cancellation, onEnd: onEnd)
+    }
+
+    /// Ends `.timedOut` at `deadline` (an operation's, counted from its start).
+    package init(deadline: Deadline, cancellation: Cancellation, onEnd: @escaping @Sendable (End) -> Void) {
+        self.deadline = deadline
         self.cancellation = cancellation
         self.onEnd = onEnd
     }

@@ -78,7 +78,7 @@ final class TransferEngineCore: @unchecked Sendable {
         var out = ended
         ended = Ended()
         for job in left.jobs {
-            job.transfer.context.stoppedByEngine = true
+            job.transfer.context.end(.engineStopped)
             out.jobs.append((job, CURLE_ABORTED_BY_CALLBACK))
         }
         for (wait, reached) in left.waits { out.waits.append((wait, reached ? .reached : wait.cancelled ?? .cancelled(.stopped))) }

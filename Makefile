@@ -174,7 +174,8 @@ test: deps $(PYTEST)
 # the gate came, and may only shrink. The toolkit gate: every lock, thread
 # and process-wide object of the library goes through Lock, LibraryThread
 # and ForkLocal (scripts/check-toolkit.py). The layering gate: Transport/
-# names no type of Async/ (scripts/check-layers.py, with its self-test).
+# names no type of Engine/, Transport/ and Engine/ none of Async/, and only
+# Async/ names Engine/'s types (scripts/check-layers.py, with its self-test).
 # The clock gate: Tests/c reads clocks through Tests/c/clock.h only (no
 # time(), CLOCK_REALTIME or pthread_cond_timedwait elsewhere;
 # scripts/check-test-clock.py, with its self-test). The tests' size gate:

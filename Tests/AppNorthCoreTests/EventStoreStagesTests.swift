@@ -50,6 +50,8 @@ final class EventStoreStagesTests: XCTestCase {
         XCTAssertTrue(try store.importer.withTurn { own throws(AppNorthError) in try limits.isOver((49, 1 << 30), own: own) })
         XCTAssertEqual(try store.importer.withTurn { own throws(AppNorthError) in try limits.trim(to: (40, 1 << 30), own: own) }, 10)
         XCTAssertEqual(limits.dropped.count, 10)
+        XCTAssertEqual(try store.db.withConnection { conn throws(AppNorthError) in try EventTable.totals(conn).dropped }, 10,
+                       "the stored counter too, in the trim's transaction")
         XCTAssertEqual(store.table.count.load(ordering: .relaxed), 40)
         let oldest = try store.table.oldest(1).first.flatMap { try? JSON.parse(String(decoding: $0.payload, as: UTF8.self)) }
         XCTAssertEqual(oldest?["name"]?.stringValue, "e10")

@@ -1,4 +1,5 @@
 import XCTest
+import Glibc
 @testable import AppNorthCore
 
 /// RowCost and FileBudget: the arithmetic the 5 MB on the files rests on
@@ -64,5 +65,52 @@ final class RowCostTests: XCTestCase {
         // A journal larger than that growth (another's) counts as it is, the copy beside it.
         XCTAssertEqual(FileBudget.filesUntilNextDrain(base: 4_000_000, journals: 900_000, pending: 100_000, rowLimit: rows),
                        5_000_000)
+    }
+
+    /// The stored totals (`events_totals`, Schema migration 3) are kept by
+    /// triggers with the same arithmetic as `RowCost`, for every size class
+    /// (one page, the overflow edges, several overflow pages), inserts and
+    /// deletes alike, whoever makes them.
+    func testTheTriggersCountEveryRowAtItsRowCost() throws {
+        let folder = "/tmp/appnorth-rowcost-\(getpid())-\(Random.hexToken(bytes: 4))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        let db = try SQLiteStore(directory: DataDirectory(path: folder))
+        let sizes = [0, 1, 100, 4_000, 4_016, 4_017, 4_500, 8_200, 12_345, 60_000, 200_000]
+        try db.withConnection { conn throws(AppNorthError) in
+            var expected = 0
+            for (index, size) in sizes.enumerated() {
+                try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                             [.text("id-\(index)"), .blob([UInt8](repeating: 120, count: size)), .int(Int64(size))])
+                expected += RowCost.bytes(payload: size)
+                let totals = try EventTable.totals(conn)
+                XCTAssertEqual(totals.count, index + 1)
+                XCTAssertEqual(totals.bytes, expected, "after a row of \(size) bytes")
+            }
+            try conn.run("DELETE FROM events WHERE id = ?", [.text("id-3")])
+            XCTAssertEqual(try EventTable.totals(conn).bytes, expected - RowCost.bytes(payload: sizes[3]))
+            try conn.run("DELETE FROM events")
+            XCTAssertEqual(try EventTable.totals(conn).count, 0)
+            XCTAssertEqual(try EventTable.totals(conn).bytes, 0)
+        }
+    }
+
+    /// A database of an older schema (rows already queued) gets its totals
+    /// from its rows when it is migrated.
+    func testTheMigrationCountsTheRowsAlreadyThere() throws {
+        let folder = "/tmp/appnorth-rowcost-\(getpid())-\(Random.hexToken(bytes: 4))"
+        defer { _ = system("rm -rf '\(folder)'") }
+        let db = try SQLiteStore(directory: DataDirectory(path: folder))
+        try db.withConnection { conn throws(AppNorthError) in
+            try conn.exec("DROP TRIGGER events_totals_insert; DROP TRIGGER events_totals_delete; DROP TABLE events_totals")
+            for (index, size) in [10, 5_000, 70_000].enumerated() {
+                try conn.run("INSERT INTO events (id, payload, bytes) VALUES (?, ?, ?)",
+                             [.text("id-\(index)"), .blob([UInt8](repeating: 120, count: size)), .int(0)])
+            }
+            try conn.exec(Schema.migrations[2])
+            let totals = try EventTable.totals(conn)
+            XCTAssertEqual(totals.count, 3)
+            XCTAssertEqual(totals.bytes, [10, 5_000, 70_000].reduce(0) { $0 + RowCost.bytes(payload: $1) })
+            XCTAssertEqual(totals.dropped, 0)
+        }
     }
 }

@@ -227,6 +227,8 @@ final class QueueLimits: Sendable {
                 try conn.kvPut(EventImporter.progressNamespace, file.name, Array(String(file.records[taken[index] - 1].end).utf8),
                                updatedMs: 0)
             }
+            // Stored with the deletion: the directory's drops outlive the handle.
+            if dropped > 0 { try conn.run("UPDATE events_totals SET dropped = dropped + ? WHERE id = 1", [.int(Int64(dropped))]) }
             return dropped
         }
         if gone > 0 { table.removals.add(1, ordering: .releasing) }

@@ -54,18 +54,32 @@ final class EventTable: Sendable {
         return dropped
     }
 
-    /// Counts the rows anew. Sizes come from the payloads themselves, never
-    /// from the stored `bytes` column, which a damaged row could set to
+    /// Reads the totals anew from `events_totals`, which triggers keep in
+    /// the same transaction as every insert and delete (Schema, migration
+    /// 3): one row, never a count of the table. A row that is missing (a
+    /// damaged file) is made again from the rows. Sizes come from the
+    /// payloads themselves (`RowCost`, as SQL in the triggers), never from
+    /// the stored `bytes` column, which a damaged row could set to
     /// anything. Called with the connection held.
     func recount(_ conn: SQLiteStore.Connection) throws(AppNorthError) {
-        // Each row at its cost in the files (RowCost); rows of one size
-        // come back as one group.
-        let groups = try conn.query("SELECT length(payload), COUNT(*) FROM events GROUP BY 1") { ($0.int(0), $0.int(1)) }
-        count.store(groups.reduce(0) { $0 + $1.1 }, ordering: .relaxed)
-        bytes.store(groups.reduce(0) { $0 + RowCost.bytes(payload: $1.0) * $1.1 }, ordering: .relaxed)
+        let totals = try Self.totals(conn)
+        count.store(totals.count, ordering: .relaxed)
+        bytes.store(totals.bytes, ordering: .relaxed)
     }
 
-    /// The totals as SQLite holds them: counted again when another
+    /// The stored totals: rows, their bytes (`RowCost`), and the rows
+    /// dropped past the limits since the directory was made.
+    static func totals(_ conn: SQLiteStore.Connection) throws(AppNorthError) -> (count: Int, bytes: Int, dropped: Int) {
+        let select = "SELECT count, bytes, dropped FROM events_totals WHERE id = 1"
+        if let row = try conn.query(select, [], { ($0.int(0), $0.int(1), $0.int(2)) }).first { return (max(0, row.0), max(0, row.1), max(0, row.2)) }
+        let groups = try conn.query("SELECT length(payload), COUNT(*) FROM events GROUP BY 1") { ($0.int(0), $0.int(1)) }
+        let count = groups.reduce(0) { $0 + $1.1 }, bytes = groups.reduce(0) { $0 + RowCost.bytes(payload: $1.0) * $1.1 }
+        try conn.run("INSERT OR REPLACE INTO events_totals (id, count, bytes, dropped) VALUES (1, ?, ?, 0)",
+                     [.int(Int64(count)), .int(Int64(bytes))])
+        return (count, bytes, 0)
+    }
+
+    /// The totals as SQLite holds them: read again when another
     /// connection (another handle or process) has committed since the last
     /// look (`PRAGMA data_version`); this handle's own changes move the
     /// counters as they commit. Called with the connection held.

@@ -1861,6 +1861,33 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
 APPNORTH_API int32_t appnorth_events_stats(appnorth_events *events, char **out_json,
                                            appnorth_error *err);
 
+/**
+ * The queued events, oldest first, as the server would receive them: a JSON
+ * array of the event objects of a batch body (the elements of
+ * {"events":[...]}, byte for byte: properties as the host wrote them), for
+ * a host's own tests, which can assert what they tracked without a server
+ * (after Glean's testGetValue). "[]" when nothing is queued.
+ * max: 1 to INT32_MAX, the most events returned (the oldest ones); the
+ * queue's limits bound the answer anyway (at most its byte limit).
+ * *out_json (required): the caller frees it with appnorth_string_free().
+ * What is included: every event this handle tracked and still holds (the
+ * call first imports this handle's journal into the data directory's
+ * database, on the calling thread, under the queue's limits, as the
+ * library thread would), and the events of other handles and processes on
+ * the same data directory that are in the database: their own library
+ * thread imports them at each upload cycle and at close, and the next open
+ * imports those a process left when it ended; events still in another live
+ * process's journal are not included. Events of a batch being uploaded are
+ * included until the server has acknowledged them. Sends nothing.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for max < 1 or a NULL out_json;
+ * APPNORTH_E_WRONG_STATE after appnorth_events_close(); APPNORTH_E_STORAGE
+ * when the data directory cannot be read.
+ * Thread-safe. Does local disk work in the data directory (the import and
+ * the read), never the network.
+ */
+APPNORTH_API int32_t appnorth_events_pending(appnorth_events *events, int32_t max, char **out_json,
+                                             appnorth_error *err);
+
 /* ------------------------------------------------------------------------
  * Remote config
  *

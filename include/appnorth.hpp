@@ -535,6 +535,17 @@ public:
         return text;
     }
 
+    /** The queued events, oldest first (at most max), as a JSON array of
+     *  the event objects a batch body carries: for the host's own tests. */
+    std::string pending(int32_t max = 10000) const {
+        char *out = nullptr;
+        appnorth_error err;
+        appnorth_status status = appnorth_events_pending(get(), max, &out, &err);
+        std::string text = detail::take(out);
+        detail::check(status, err);
+        return text;
+    }
+
     /** Flushes for up to timeout_ms, then stops the upload thread. The
      *  destructor does the same with no flush. */
     void close(int32_t timeout_ms) {

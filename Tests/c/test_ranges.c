@@ -198,6 +198,12 @@ static int32_t hold_and_resume(int64_t v, appnorth_error *err) {
     return rc;
 }
 static int32_t events_flush(int64_t v, appnorth_error *err) { return appnorth_events_flush(events, (int32_t)v, err); }
+static int32_t events_pending(int64_t v, appnorth_error *err) {
+    char *out = NULL;
+    int32_t rc = appnorth_events_pending(events, (int32_t)v, &out, err);
+    appnorth_string_free(out);
+    return rc;
+}
 static void ignore_completion(uint64_t op, int32_t status, const appnorth_error *err, const char *json, void *user) {
     (void)op;
     (void)status;
@@ -314,6 +320,7 @@ static const range_row rows[] = {
     {"appnorth_shutdown", "timeout_ms", T_INT32, shutdown_in_child, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_callbacks_hold", "timeout_ms", T_INT32, hold_and_resume, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush", "timeout_ms", T_INT32, events_flush, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},
+    {"appnorth_events_pending", "max", T_INT32, events_pending, 1, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_flush_async", "timeout_ms", T_INT32, events_flush_async, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_op_cancel", "op", T_INT64, op_cancel, I64, OK, APPNORTH_E_NOT_FOUND, INV, INV, 0, 0},
     {"appnorth_events_flush_sent", "timeout_ms", T_INT32, events_flush_sent, 0, INT32_MAX, OK, APPNORTH_E_TIMEOUT, INV, INV, 0, 0},

@@ -136,6 +136,8 @@ export declare class Events {
   /** The session id the next event carries, unless that event starts a new session. */
   readonly sessionId: string;
   stats(): Record<string, any>;
+  /** The queued events, oldest first, as a batch body carries them (for tests). */
+  pending(max?: number): Array<Record<string, any>>;
   close(): void;
   /** Uploads for up to timeoutMs (2000), then close(). */
   closeAsync(timeoutMs?: number): Promise<void>;

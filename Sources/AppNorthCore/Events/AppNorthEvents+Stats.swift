@@ -55,4 +55,32 @@ extension AppNorthEvents {
 
     /// Events the server has accepted since this queue was opened.
     package var deliveredCount: Int { counters.delivered }
+
+    // MARK: Read-back for the host's tests
+
+    /// The queued events, oldest first, at most `max`, as a JSON array of
+    /// the event objects a batch body carries (the elements of
+    /// `{"events":[...]}`, byte for byte, as `BatchBody` splices them).
+    /// Imports this handle's journal into the table first, on the calling
+    /// thread, under the queue's limits (`QueueDrain.run`), so every event
+    /// this handle tracked and still holds is included; another handle's or
+    /// process's events are included once they are in the table (their own
+    /// library thread imports them at each upload cycle and at close; orphan
+    /// recovery those of ended processes). Events of a batch in flight are
+    /// included: they leave when the server has acknowledged them.
+    package func pendingJSON(max: Int) throws(AppNorthError) -> String {
+        guard max >= 1 else { throw .invalidArgument("max must be at least 1") }
+        try requireOpen()
+        consentOwner.refresh()
+        try drain.run()
+        let events = try store.oldest(max)
+        var text: [UInt8] = [UInt8(ascii: "[")]
+        text.reserveCapacity(events.reduce(2) { $0 + $1.payload.count + 1 })
+        for (index, event) in events.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            text += event.payload
+        }
+        text.append(UInt8(ascii: "]"))
+        return String(decoding: text, as: UTF8.self)
+    }
 }

@@ -89,6 +89,11 @@ class Events {
 
   stats() { return JSON.parse(native.eventsText(this.#native, 1)); }
 
+  /** The queued events, oldest first (at most max), as the server would
+   *  receive them: for a host's own tests. Imports this handle's journal
+   *  first; sends nothing. */
+  pending(max = 10000) { return JSON.parse(native.eventsPending(this.#native, max)); }
+
   /** Stops the upload thread at once (queued events stay on disk). */
   close() {
     native.close(this.#native);

@@ -213,6 +213,17 @@ static napi_value events_text(napi_env env, napi_callback_info info) {
     return an_ok(env, rc, &err) ? an_take(env, text) : NULL;
 }
 
+/* eventsPending(events, max) -> the pending events' JSON array text. */
+static napi_value events_pending(napi_env env, napi_callback_info info) {
+    an_args a;
+    appnorth_error err;
+    int32_t max = 0;
+    char *text = NULL;
+    an_handle *h = events_arg(env, info, &a);
+    if (h == NULL || !an_int32(env, a.argv[1], "max", 1, INT32_MAX, &max)) return NULL;
+    return an_ok(env, appnorth_events_pending(h->ptr, max, &text, &err), &err) ? an_take(env, text) : NULL;
+}
+
 void an_init_events(napi_env env, napi_value exports) {
     static const an_export list[] = {
         {"eventsNew", events_new},
@@ -225,6 +236,7 @@ void an_init_events(napi_env env, napi_value exports) {
         {"eventsIdentify", events_identify},
         {"eventsSetPushToken", events_set_push_token},
         {"eventsText", events_text},
+        {"eventsPending", events_pending},
         {"eventsRegister", events_register},
         {"eventsUnregister", events_unregister},
         {NULL, NULL},

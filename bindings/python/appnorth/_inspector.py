@@ -1,12 +1,17 @@
 """``python -m appnorth inspect DIR``: why are my events not arriving?
 
-Reads a data directory without changing it: the SQLite database is opened
-read-only for the event queue, consent and the cached config; the event
-journals (``events-*.journal``, every process's events not yet moved into
-the database) are read as files and decoded as the library decodes them;
-the pending writes of each offline queue come from the library's own
-per-entry view (``OfflineQueue.entries()``). The inspector uploads, sends
-and discards nothing.
+The event queue comes from the library's own calls on an events handle
+opened on the directory: ``Events.stats()`` for the counts (the database
+and every process's journal files) and ``Events.pending()``
+(appnorth_events_pending) for the events in the database, as the server
+would receive them; the inspector no longer decodes journal files itself.
+That open is the library's: it imports journals that ended processes left
+(as the app's next run would) and keeps the files' permissions. The SQLite
+database is opened read-only for consent, the cached config and the batch
+in flight; the pending writes of each offline queue come from the
+library's per-entry view (``OfflineQueue.entries()``). The inspector
+uploads, sends and discards nothing: its events handle points at a port
+nothing listens on and never flushes.
 """
 
 from __future__ import annotations
@@ -20,103 +25,32 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 DATABASE = "appnorth.sqlite3"
-# Record versions by magic (Sources/AppNorthCore/Events/Journal/JournalRecord.swift):
-# "ANJ1" records carry `_checksum`, "ANJ2" records (what the library writes
-# now) `_checksum2`.
-JOURNAL_MAGIC_V1 = 0x314A4E41
-JOURNAL_MAGIC_V2 = 0x324A4E41
-MASK = (1 << 64) - 1
+#: Where the inspector's own events handle points: a port nothing listens on,
+#: so that nothing it holds could ever be sent (it uploads nothing anyway: no
+#: timer, no threshold, no flush; its close does not flush).
+NOWHERE = "http://127.0.0.1:9"
 
 
-def _checksum(length: int, payload: bytes) -> int:
-    """JournalRecord.checksum: the length and the payload, mixed."""
-    k1, k2 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F
+def _library_events(directory: str) -> Dict[str, Any]:
+    """The event queue as the library reads it: ``Events.stats()`` for the
+    counts (the database and every process's journals), and
+    ``Events.pending()`` (appnorth_events_pending) for the events in the
+    database, as the server would receive them. Opening the queue is the
+    library's own open: it imports the journals ended processes left, as
+    the next run of the app would."""
+    from . import Client, Events
 
-    def step(h: int, word: int) -> int:
-        x = (h ^ (word * k1 & MASK)) & MASK
-        return (((x << 31) | (x >> 33)) & MASK) * k2 & MASK
-
-    h = 0x27D4EB2F165667C5 ^ (length * k1 & MASK)
-    whole = len(payload) - len(payload) % 8
-    for offset in range(0, whole, 8):
-        h = step(h, int.from_bytes(payload[offset:offset + 8], "little"))
-    h = step(h, int.from_bytes(payload[whole:], "little"))
-    h ^= h >> 33
-    h = h * 0xFF51AFD7ED558CCD & MASK
-    return h ^ (h >> 29)
-
-
-def _mum(a: int, b: int) -> int:
-    product = (a & MASK) * (b & MASK)
-    return (product >> 64) ^ (product & MASK)
-
-
-def _checksum2(length: int, payload: bytes) -> int:
-    """JournalRecord.checksum2: sixteen bytes a step, folded by a 128-bit product."""
-    s0, s1, s2, s3, s4 = (0xA0761D6478BD642F, 0xFF037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
-                          0x1D8E4E27C47D124F)
-
-    def word(at: int) -> int:
-        return int.from_bytes(payload[at:at + 8], "little")
-
-    h = s0 ^ length
-    count, offset = len(payload), 0
-    while count - offset >= 16:
-        h = _mum(word(offset) ^ s1, word(offset + 8) ^ h)
-        offset += 16
-    if offset < count:
-        if count >= 16:
-            a, b = word(count - 16), word(count - 8)
-        elif count >= 8:
-            a, b = word(0), word(count - 8)
-        else:
-            a, b = int.from_bytes(payload, "little"), 0
-        h = _mum(a ^ s2, b ^ h)
-    return _mum(h ^ s3, count ^ s4)
-
-
-def _journal_records(data: bytes, start: int) -> List[int]:
-    """The payload sizes of the sound records from `start` on (damage skipped)."""
-    sizes, position = [], start
-    while position + 16 <= len(data):
-        magic = int.from_bytes(data[position:position + 4], "little")
-        length = int.from_bytes(data[position + 4:position + 8], "little")
-        end = position + 16 + length
-        checksum = {JOURNAL_MAGIC_V1: _checksum, JOURNAL_MAGIC_V2: _checksum2}.get(magic)
-        if (checksum and end <= len(data) and data[position + 16:position + 23] == b'{"id":"'
-                and checksum(length, data[position + 16:end]) == int.from_bytes(data[position + 8:position + 16], "little")):
-            sizes.append(length)
-            position = end
-        else:
-            position += 1
-    return sizes
-
-
-def _journals(directory: str, marks: Dict[str, Dict[str, bytes]], revocations: int) -> Dict[str, Any]:
-    """Events waiting in journal files: not imported yet (after a file's
-    progress mark), and not from before the latest revocation of consent
-    (those are purged, never sent)."""
-    files = events = size = 0
-    for name in sorted(os.listdir(directory)):
-        if not (name.startswith("events-") and name.endswith(".journal")) or name in marks["imported"]:
-            continue
-        parts = name[len("events-"):-len(".journal")].split("-")
-        epoch = int(parts[1][1:]) if len(parts) == 3 and parts[1][1:].isdigit() else 0
-        try:
-            with open(os.path.join(directory, name), "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        try:
-            start = min(max(0, int(marks["progress"].get(name, b"0"))), len(data))
-        except ValueError:
-            start = 0
-        sizes = _journal_records(data, start)
-        files += 1
-        if epoch == revocations:
-            events += len(sizes)
-            size += sum(sizes)
-    return {"files": files, "events": events, "bytes": size}
+    with Client(NOWHERE, "inspect", logger=False) as client, \
+            Events(client, directory, flush_interval_ms=86_400_000, batch_threshold=10_000,
+                   close_timeout_ms=0) as events:
+        stats = events.stats()
+        pending = events.pending(2**31 - 1)
+    timestamps = [event.get("timestamp") for event in (pending[:1] + pending[-1:]) if isinstance(event, dict)]
+    # The handle's own journal file (empty: it tracks nothing) is not the app's.
+    own = sum(1 for name in os.listdir(directory) if name.startswith(f"events-{os.getpid()}-"))
+    return {"queued": stats["queued"], "bytes": stats["queued_bytes"], "in_database": len(pending),
+            "oldest_ms": timestamps[0] if timestamps else None, "newest_ms": timestamps[-1] if timestamps else None,
+            "journals": {"files": max(0, stats["journals"] - own), "events": stats["queued"] - len(pending)}}
 
 
 def _when(ms: Optional[int]) -> str:
@@ -155,44 +89,31 @@ def inspect(directory: str) -> Dict[str, Any]:
     try:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         kv = list(db.execute("SELECT namespace, key, value, updated_ms FROM kv")) if "kv" in tables else []
-        events: Dict[str, Any] = {"queued": 0, "bytes": 0, "oldest_ms": None, "newest_ms": None}
-        marks: Dict[str, Dict[str, bytes]] = {"imported": {}, "progress": {}}
-        revocations = 0
+        has_events = "events" in tables
         leases = []
-        for namespace, key, value, _ in kv:
-            if namespace == "events_journal_imported":
-                marks["imported"][key] = bytes(value)
-            elif namespace == "events_journal_progress":
-                marks["progress"][key] = bytes(value)
-            elif namespace == "consent" and key == "revocations":
-                try:
-                    revocations = int(bytes(value).decode("ascii"))
-                except ValueError:
-                    pass
-            elif namespace == "events_lease":
-                # low:high[:owed:0:from]: rows from `from` on are in an attempt.
-                parts = bytes(value).decode("ascii", "replace").split(":")
-                if len(parts) >= 2 and all(p.lstrip("-").isdigit() for p in parts[:2]):
-                    low, high = int(parts[0]), int(parts[1])
-                    if len(parts) >= 5 and parts[4].lstrip("-").isdigit():
-                        low = max(low, int(parts[4]))
-                    leases.append((low, high))
+        for namespace, _, value, _ in kv:
+            if namespace != "events_lease":
+                continue
+            # low:high[:owed:0:from]: rows from `from` on are in an attempt.
+            parts = bytes(value).decode("ascii", "replace").split(":")
+            if len(parts) >= 2 and all(p.lstrip("-").isdigit() for p in parts[:2]):
+                low, high = int(parts[0]), int(parts[1])
+                if len(parts) >= 5 and parts[4].lstrip("-").isdigit():
+                    low = max(low, int(parts[4]))
+                leases.append((low, high))
         in_flight = 0
-        if "events" in tables:
-            count, size = db.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM events").fetchone()
-            events.update(queued=count, bytes=size)
-            for low, high in leases:
-                in_flight += db.execute("SELECT COUNT(*) FROM events WHERE seq BETWEEN ? AND ?", (low, high)).fetchone()[0]
-            for key, order in (("oldest_ms", "ASC"), ("newest_ms", "DESC")):
-                row = db.execute(f"SELECT payload FROM events ORDER BY seq {order} LIMIT 1").fetchone()
-                payload = _json(row[0]) if row else None
-                events[key] = payload.get("timestamp") if isinstance(payload, dict) else None
+        for low, high in leases if has_events else []:
+            in_flight += db.execute("SELECT COUNT(*) FROM events WHERE seq BETWEEN ? AND ?", (low, high)).fetchone()[0]
     finally:
         db.close()
-    journals = _journals(directory, marks, revocations)
-    # Every event waiting in the directory: the table and the journals.
-    events.update(queued=events["queued"] + journals["events"], bytes=events["bytes"] + journals["bytes"],
-                  in_database=events["queued"], journals=journals, in_flight=in_flight)
+    # Every event waiting in the directory: the database and the journals.
+    has_journals = any(name.startswith("events-") and name.endswith(".journal") for name in os.listdir(directory))
+    if has_events or has_journals:
+        events = _library_events(directory)
+    else:
+        events = {"queued": 0, "bytes": 0, "in_database": 0, "oldest_ms": None, "newest_ms": None,
+                  "journals": {"files": 0, "events": 0}}
+    events["in_flight"] = in_flight
     # The last upload error lives in the memory of a running queue only.
     events["last_error"] = None
     consent = "unknown"

@@ -558,6 +558,7 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_set_push_token", [EventsPtr, c_char_p, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_anonymous_id", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_stats", [EventsPtr, StringOut, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_pending", [EventsPtr, c_int32, StringOut, ErrorPtr], c_int32, _S),
     # Remote config: options
     Declaration("appnorth_config_options_new", [], ConfigOptionsPtr, non_null),
     Declaration("appnorth_config_options_free", [ConfigOptionsPtr], None, None),

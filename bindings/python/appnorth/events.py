@@ -28,7 +28,7 @@ from .offline import ManualClock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (see appnorth._lib)
-    from typing import Any, Callable, Dict, MutableMapping, Optional, Union
+    from typing import Any, Callable, Dict, List, MutableMapping, Optional, Union
 
     from ._lib import TextArg
     from .client import JSONArg
@@ -429,6 +429,20 @@ class Events(Handle):
         with self._use() as events, _lib.callback_errors():
             text = _lib.call_returning_string(C.appnorth_events_stats, events)
         result: Dict[str, Any] = parse_json(text)
+        return result
+
+    def pending(self, max: int = 10000) -> List[Dict[str, Any]]:
+        """The queued events, oldest first (at most ``max``, 1 to 2**31-1),
+        as the server would receive them: the event objects of a batch
+        body, parsed. For a host's own tests: assert what was tracked
+        without a server. It first imports this handle's journal on the
+        calling thread; other handles' and processes' events are included
+        once they are in the database (``appnorth_events_pending``). Sends
+        nothing."""
+        limit = _lib.to_int32(max, "max")
+        with self._use() as events, _lib.callback_errors():
+            text = _lib.call_returning_string(C.appnorth_events_pending, events, limit)
+        result: List[Dict[str, Any]] = parse_json(text)
         return result
 
     def __repr__(self) -> str:

@@ -208,6 +208,13 @@ def _with_handle(new: Callable[[Fixtures, int, Any], int], free: str) -> Callabl
     return call
 
 
+def _events_pending(f: "Fixtures", v: int) -> int:
+    out = c_void_p()
+    rc = f.raw.appnorth_events_pending(f.events, v, ctypes.byref(out), f.e)
+    f.raw.appnorth_string_free(out)
+    return rc
+
+
 def _events_close(f: Fixtures, v: int) -> int:
     events = c_void_p()
     assert f.raw.appnorth_events_new(f.events_options, ctypes.byref(events), f.e) == OK
@@ -320,6 +327,7 @@ TABLE: Dict[Tuple[str, str], Row] = {
     ("appnorth_events_options_set_require_consent", "require"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_require_consent(f.events_options, v, f.e)),
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),
+    ("appnorth_events_pending", "max"): Row("int32_t", 1, INT32_MAX, _events_pending),
     ("appnorth_shutdown", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _shutdown_in_child),
     ("appnorth_callbacks_hold", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _hold_and_resume),
     ("appnorth_events_flush", "timeout_ms"): Row(

@@ -13,6 +13,8 @@ async function main(): Promise<void> {
   console.log(state, appnorth.ConfigState.OFFLINE);
   const events = new appnorth.Events(client, { dataDir: '/tmp/y' });
   const queued: boolean = events.track('x', { a: 1 });
+  const pendingNames: string[] = events.pending(10).map((e) => String(e.name));
+  console.log(pendingNames);
   const { sent } = await events.flush(1000);
   const queue = new appnorth.OfflineQueue(appnorth.Storage.memory());
   const ok: boolean = await queue.submitComment(client, 'i_1', 'hi');

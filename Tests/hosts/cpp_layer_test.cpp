@@ -292,6 +292,52 @@ void test_logger_outlives_its_client(const appnorth::Client &) {
     events.close(0);
 }
 
+void test_status_listener_and_status(const appnorth::Client &) {
+    // A status listener through the C++ layer: valid after the first fetch;
+    // a second listener destroyed before its Config is safe (weak state).
+    std::string app = new_app("{\"v\":1}");
+    appnorth::Client own(api_url, app);
+    Counter valid;
+    appnorth::Config::Listener outlives;
+    {
+        appnorth::Config config(own);
+        expect(config.status().state == APPNORTH_CONFIG_STATE_INITIALIZING, "a new config is initializing");
+        appnorth::Config::Listener listener = config.listen_status([&](const appnorth_data_source_status &s) {
+            if (s.state == APPNORTH_CONFIG_STATE_VALID) valid.bump();
+        });
+        outlives = config.listen_status([](const appnorth_data_source_status &) {});
+        config.refresh();
+        expect(valid.wait_for(1), "the status listener hears valid");
+        appnorth_data_source_status now = config.status();
+        expect(now.state == APPNORTH_CONFIG_STATE_VALID && now.since_ms > 0 && now.last_error.code == 0,
+               "status() reads valid, no error yet");
+    }
+    outlives.reset();  // its Config is gone: nothing to remove, no crash
+}
+
+void test_events_pending_reads_back_what_was_tracked(const appnorth::Client &) {
+    char dir_template[] = "/tmp/appnorth-cpp-XXXXXX";
+    const char *dir = mkdtemp(dir_template);
+    expect(dir != nullptr, "a temporary data directory");
+    if (!dir) return;
+    appnorth::Client own(api_url, new_app("{}"));
+    appnorth::EventsOptions options;
+    options.data_dir = dir;
+    appnorth::Events events(own, options);
+    events.track("cpp_pending", "{\"price\":9.99}");
+    std::string pending = events.pending(10);
+    expect(pending.rfind("[{", 0) == 0 && pending.find("\"cpp_pending\"") != std::string::npos &&
+               pending.find("\"price\":9.99") != std::string::npos,
+           "pending() returns the tracked event as the server would receive it");
+    try {
+        (void)events.pending(0);
+        expect(false, "pending(0) throws");
+    } catch (const appnorth::Error &e) {
+        expect(e.status() == APPNORTH_E_INVALID_ARGUMENT, "pending(0) is INVALID_ARGUMENT");
+    }
+    events.close(0);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -313,6 +359,8 @@ int main(int argc, char **argv) {
         test_flush_names_the_entry_that_stopped_it(client);
         test_cancel_ends_a_held_submit(client);
         test_logger_outlives_its_client(client);
+        test_status_listener_and_status(client);
+        test_events_pending_reads_back_what_was_tracked(client);
     } catch (const appnorth::Error &e) {
         std::printf("FAIL: unexpected appnorth::Error %s (HTTP %d): %s\n", e.status_name(), e.http_status(), e.what());
         failed++;

@@ -1625,6 +1625,61 @@ APPNORTH_API int32_t appnorth_events_options_set_retry_jitter(appnorth_events_op
 APPNORTH_API int32_t appnorth_events_options_set_require_consent(appnorth_events_options *options,
                                                                  int32_t require, appnorth_error *err);
 
+/**
+ * The share of installs that track events, from 0.0 (none) to 1.0 (all,
+ * the default). The decision is per install, not per event: the
+ * anonymous id (kept in the secure store, unchanged by reset) places the
+ * install at a fixed point in [0, 1), and it tracks every event while
+ * that point is below the rate, none otherwise. So a user's sessions and
+ * funnels stay whole, and across a fleet the share of installs tracking
+ * is the rate. A sampled-out install's track() returns APPNORTH_OK with
+ * *out_queued 0 and counts the event in stats' dropped.sampled, before
+ * anything else is done for it. The config key "appnorth.events"
+ * (appnorth_events_options_set_remote_settings()) may override it.
+ * Returns APPNORTH_E_INVALID_ARGUMENT for NaN or a value outside 0 to 1.
+ * Not thread-safe, like every options setter.
+ */
+APPNORTH_API int32_t appnorth_events_options_set_sample_rate(appnorth_events_options *options,
+                                                             double sample_rate, appnorth_error *err);
+
+/**
+ * Whether the events handle follows the reserved config key
+ * "appnorth.events" of the configs made with its client (1, the default)
+ * or only its options (0: the host opts out). Any other value:
+ * APPNORTH_E_INVALID_ARGUMENT.
+ *
+ * The key holds an object, every field optional:
+ *   {"enabled": true|false, "sample_rate": 0..1,
+ *    "blocked_events": ["name", ...], "flush_interval_ms": 10..86400000,
+ *    "batch_threshold": 1..10000}
+ * A field that is present overrides the option of the same name; one that
+ * is absent (or the whole key) leaves the option in force. The handle
+ * applies the key of whichever tier the config holds (bundled, cached or
+ * remote) as soon as the config opens or changes: no host code is needed,
+ * and offline the cached tier keeps the last value the server sent. Open
+ * the config before the events handle, so that the first track() and the
+ * first upload already follow it. With several configs on one client, the
+ * latest change wins.
+ *   enabled false: track() drops every event (APPNORTH_OK, *out_queued 0,
+ *     stats' dropped.disabled) and nothing is uploaded; events already
+ *     queued stay queued (within the queue limits) and go once it is true
+ *     again; appnorth_events_flush() returns APPNORTH_E_WRONG_STATE.
+ *   sample_rate: as appnorth_events_options_set_sample_rate()
+ *     (dropped.sampled).
+ *   blocked_events: at most 1000 names; track() drops those events
+ *     (dropped.blocked).
+ * These drops happen before anything else is done for the event (before
+ * consent is checked), and are not errors.
+ * A field of the wrong type or out of range is refused: it keeps its last
+ * good value (the option's, if it never had one), the others apply, and
+ * one warning names what was refused. stats' "settings" shows what is in
+ * force. Thread: the config's listener threads apply it (its background
+ * thread, or the thread of appnorth_config_new() or _refresh()), before
+ * its listeners are called, in dispatch mode too.
+ */
+APPNORTH_API int32_t appnorth_events_options_set_remote_settings(appnorth_events_options *options,
+                                                                 int32_t follow, appnorth_error *err);
+
 /** Keep identity values in the host's secure storage instead of the 0600
  *  file. get, set: required; release: optional, called once with user_data
  *  when the events handle is freed. The events handle made from these
@@ -1694,7 +1749,10 @@ APPNORTH_API int32_t appnorth_events_close(appnorth_events *events, int32_t time
  * as given; the escape \u0000 is allowed, a raw control byte is not. When
  * consent is revoked (or not yet given with require_consent) the event is
  * dropped silently: the call returns APPNORTH_OK and *out_queued (optional)
- * is 0.
+ * is 0. So is an event dropped by the settings in force (events switched
+ * off, this install sampled out, its name blocked: see
+ * appnorth_events_options_set_remote_settings()), checked first, at the
+ * cost of one atomic load while none applies.
  * Returns APPNORTH_E_TOO_LARGE for properties or a whole event over
  * max_event_bytes (checked before the text is parsed), and
  * APPNORTH_E_INVALID_JSON for text that is not a JSON object or that nests
@@ -1848,9 +1906,14 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
 /**
  * Queue statistics as JSON: {"queued","queued_bytes","journals","disk_bytes",
  * "dropped":{"queue_limit","client_error","payload_too_large","consent",
- * "damaged"},"breaker":{"open","consecutive_failures","threshold"},
- * "last_error":{...}|null,"last_flush_ms"|null,"last_attempt_ms"|null,
- * "network_type","batch_size","consent"}. "queued"/"queued_bytes" count the
+ * "damaged","sampled","blocked","disabled"},"breaker":{"open",
+ * "consecutive_failures","threshold"},"last_error":{...}|null,
+ * "last_flush_ms"|null,"last_attempt_ms"|null,"network_type","batch_size",
+ * "consent","settings":{"enabled","sample_rate","sampled_in",
+ * "blocked_events","flush_interval_ms","batch_threshold","remote"}}.
+ * "settings" are those in force: the options, with the config key
+ * "appnorth.events" over them ("remote": whether it sets any field; see
+ * appnorth_events_options_set_remote_settings()). "queued"/"queued_bytes" count the
  * whole data directory (queued_bytes: what the queued events take in the
  * files, each at its database pages, the figure the byte limit trims by) (every handle's and process's journals too, which
  * the limits apply to); "journals" is the number of journal files there and

@@ -414,6 +414,8 @@ struct EventsOptions {
      * 0 turns a rotation off. */
     int32_t session_idle_timeout_ms = 1800000;
     int32_t session_max_length_ms = 86400000;
+    double sample_rate = 1.0;          /* share of installs that track, 0 to 1 */
+    bool remote_settings = true;       /* follow the config key "appnorth.events" */
 };
 
 /** The analytics event queue. */
@@ -439,6 +441,12 @@ public:
         detail::call([&](appnorth_error *e) {
             return appnorth_events_options_set_session_policy(opts.get(), options.session_idle_timeout_ms,
                                                               options.session_max_length_ms, e);
+        });
+        detail::call([&](appnorth_error *e) {
+            return appnorth_events_options_set_sample_rate(opts.get(), options.sample_rate, e);
+        });
+        detail::call([&](appnorth_error *e) {
+            return appnorth_events_options_set_remote_settings(opts.get(), options.remote_settings ? 1 : 0, e);
         });
         appnorth_events *raw = nullptr;
         detail::call([&](appnorth_error *e) { return appnorth_events_new(opts.get(), &raw, e); });

@@ -131,6 +131,25 @@ public func appnorth_events_options_set_retry_jitter(_ options: OpaquePointer?, 
 }
 
 @c @implementation
+public func appnorth_events_options_set_sample_rate(_ options: OpaquePointer?, _ sampleRate: Double,
+                                                    _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        var o = box.options
+        o.sampleRate = sampleRate
+        try o.validate()
+        box.options = o
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_remote_settings(_ options: OpaquePointer?, _ follow: Int32,
+                                                        _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        box.options.followsRemoteSettings = try flag(follow, "follow")
+    }
+}
+
+@c @implementation
 public func appnorth_events_options_set_require_consent(_ options: OpaquePointer?, _ require: Int32,
                                                         _ err: ErrorOut?) -> Int32 {
     withOptions(options, err) { box in

@@ -228,6 +228,17 @@ final class UploadLoopTests: XCTestCase {
         XCTAssertEqual(first.world.sends + paused.world.sends, 0)
     }
 
+    /// Switched off by the config key `appnorth.events`: nothing is sent,
+    /// the events stay queued, the breaker is not told, and a flush learns why.
+    func testSwitchedOffSendsNothingAndKeepsTheEvents() {
+        var off = loop(World(queued: events(3), status: { _ in 200 }))
+        off.switchedOff = { true }
+        XCTAssertEqual(off.cycle(), .paused)
+        XCTAssertEqual(off.world.sends, 0)
+        XCTAssertEqual(off.state.withLock { $0.breaker.consecutiveFailures }, 0)
+        XCTAssertEqual(off.state.withLock { $0.cycleError }, EventUploader.switchedOffError)
+    }
+
     /// An unreadable queue keeps the batch and is not the server's fault.
     func testAnUnreadableQueueKeepsTheBatchWithoutAFailedFlush() {
         var world = World(queued: events(3), status: { _ in 200 })

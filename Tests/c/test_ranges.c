@@ -173,6 +173,9 @@ static int32_t session_max(int64_t v, appnorth_error *err) {
 static int32_t require_consent(int64_t v, appnorth_error *err) {
     return appnorth_events_options_set_require_consent(events_options, (int32_t)v, err);
 }
+static int32_t remote_settings(int64_t v, appnorth_error *err) {
+    return appnorth_events_options_set_remote_settings(events_options, (int32_t)v, err);
+}
 static int32_t events_close(int64_t v, appnorth_error *err) {
     appnorth_events *e = NULL;
     CHECK_STATUS(appnorth_events_new(events_options, &e, err), APPNORTH_OK, *err);
@@ -316,6 +319,7 @@ static const range_row rows[] = {
     {"appnorth_events_options_set_retry_jitter", "percent", T_INT32, events_jitter, 0, 100, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_options_set_session_policy", "idle_timeout_ms", T_INT32, session_idle, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_options_set_session_policy", "max_length_ms", T_INT32, session_max, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
+    {"appnorth_events_options_set_remote_settings", "follow", T_INT32, remote_settings, 0, 1, OK, 0, INV, INV, 0, 0},
     {"appnorth_events_close", "timeout_ms", T_INT32, events_close, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_shutdown", "timeout_ms", T_INT32, shutdown_in_child, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},
     {"appnorth_callbacks_hold", "timeout_ms", T_INT32, hold_and_resume, 0, INT32_MAX, OK, 0, INV, INV, 0, 0},

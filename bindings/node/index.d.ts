@@ -111,11 +111,16 @@ export interface EventsOptions {
   sessionMaxLengthMs?: number;
   /** Event timestamps, sessions and upload timers read it (tests). */
   clock?: ManualClock;
+  /** The share of installs that track, 0 to 1 (default 1), per install by its anonymous id. */
+  sampleRate?: number;
+  /** Follow the config key "appnorth.events" of the configs made with the same client (default true). */
+  remoteSettings?: boolean;
 }
 
 export declare class Events {
   constructor(client: Client, options: EventsOptions);
-  /** Synchronous and durable: on disk before it returns. false: dropped for consent. */
+  /** Synchronous and durable: on disk before it returns. false: dropped (consent, switched off,
+   *  sampled out or blocked by the config key "appnorth.events"). */
   track(name: string, properties?: Record<string, unknown> | null): boolean;
   flush(timeoutMs?: number, options?: OperationOptions): Promise<{ sent: number }>;
   setNetworkType(type: number): void;

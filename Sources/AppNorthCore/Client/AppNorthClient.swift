@@ -13,6 +13,9 @@ public final class AppNorthClient: Sendable {
     /// where library threads call the host directly). Handles made with
     /// this client (config, events) queue their callbacks on it too.
     package let dispatcher: CallbackDispatcher?
+    /// The latest `appnorth.events` config value of this client's configs,
+    /// which its events handles follow.
+    package let eventSettings = EventSettingsFeed()
     /// "API_URL/v1/apps/APP_ID": every API path goes after it (`url`).
     private let urlPrefix: String
 

@@ -18,6 +18,8 @@ final class ConfigEngine: Sendable {
     let listeners: ListenerRegistry<ConfigChange>
     /// Status listeners: the same delivery rules as `listeners`.
     let statusListeners: ListenerRegistry<ConfigStatus>
+    /// The client's `appnorth.events` feed, which this config's documents update.
+    let eventSettings: EventSettingsFeed
     /// Waits between attempts use real time, whatever the TTL clock.
     let timer = SystemClock()
     let closed = Atomic<Bool>(false)
@@ -55,6 +57,7 @@ final class ConfigEngine: Sendable {
         logger = Self.logger(options.logger, of: client)
         listeners = Self.listenerRegistry(of: client)
         statusListeners = Self.statusListenerRegistry(of: client)
+        eventSettings = client.eventSettings
         endpoint = ConfigEndpoint(client: client, logger: logger)
         freshness = ConfigFreshness(ttlSeconds: options.ttlSeconds)
         streamIdleTimeoutMilliseconds = options.streamIdleTimeoutMilliseconds
@@ -94,6 +97,10 @@ final class ConfigEngine: Sendable {
                                        pollIntervalMilliseconds: options.pollIntervalMilliseconds)
         state = Lock(State(current: initial, status: ConfigStatus(openedWallMilliseconds: options.clock.wallMilliseconds()),
                            worker: worker), level: LockLevel.configState)
+        // The events handles of this client follow the key from the tier it
+        // opened on: offline, the cached copy switches them as the server did.
+        eventSettings.post(initial.document)
+        eventSettings.deliver()
         logger.log(.info, "config opened from the \(initial.tier) tier")
     }
 
@@ -169,6 +176,7 @@ final class ConfigEngine: Sendable {
                 if !changed.isEmpty {
                     // Posted under the state lock, so events keep the order of changes.
                     listeners.post(ConfigChange(config: document.text, changedKeys: changed, tier: .remote))
+                    eventSettings.post(document)
                 }
             }
             tierAfter = s.current.tier
@@ -182,6 +190,9 @@ final class ConfigEngine: Sendable {
         case .notModified: logger.log(.debug, "config: not modified (HTTP 304)")
         case .document: logger.log(.debug, "config: fetched; \(changedCount) top-level key(s) changed")
         }
+        // The events handles first: a host that sees the listener call
+        // finds them already on the new settings.
+        eventSettings.deliver()
         listeners.deliverPending()
         statusListeners.deliverPending()
     }

@@ -44,7 +44,25 @@ extension AppNorthEvents {
         root.set("network_type", .string(s.networkType.name))
         root.set("batch_size", .int(Int64(s.networkType.batchSize)))
         root.set("consent", .string(choice.name))
+        root.set("settings", settingsJSON())
         return root.serialized()
+    }
+
+    /// The settings in force: the options, or the config key's values
+    /// over them (`remote`: whether the key sets anything).
+    func settingsJSON() -> JSON {
+        let now = settings.current
+        let out = JSON.object()
+        out.set("enabled", .bool(now.enabled))
+        out.set("sample_rate", .double(now.sampleRate))
+        out.set("sampled_in", .bool(settings.sampledIn))
+        let blocked = JSON.array()
+        for name in now.blockedEvents.sorted() { blocked.append(.string(name)) }
+        out.set("blocked_events", blocked)
+        out.set("flush_interval_ms", .int(Int64(now.flushIntervalMilliseconds)))
+        out.set("batch_threshold", .int(Int64(now.batchThreshold)))
+        out.set("remote", .bool(settings.remoteApplied))
+        return out
     }
 
     package var queuedCount: Int {

@@ -38,6 +38,12 @@ package final class AppNorthEvents: Sendable {
     let drain: QueueDrain
     /// The track gate: the host's text into the journal.
     let tracker: EventTracker
+    /// The settings `track` and the uploader run by: the options, and the
+    /// client's `appnorth.events` config key (its own lock and gate word).
+    let settings: EventSettingsOwner
+    /// This handle's place in the client's feed of that key; nil when the
+    /// options opt out.
+    let followToken: Int?
 
     /// Opens the queue in `directory` and starts the upload thread.
     /// `secureStore` holds identity values (default: a 0600 file there).
@@ -71,19 +77,27 @@ package final class AppNorthEvents: Sendable {
                              nowMs: clock.wallMilliseconds(),
                              superFile: SuperPropertiesFile(directory: directory, watch: watch,
                                                             maxEventBytes: options.maxEventBytes, logger: logger))
+        settings = EventSettingsOwner(local: EventSettings(options: options), anonymousID: sender.identity.anonymousID,
+                                      logger: logger)
         // The rows get the byte limit less the files' other needs (FileBudget).
         drain = QueueDrain(store: store, limits: (options.maxQueuedEvents, FileBudget.rowBytes(options.maxQueuedBytes)),
                            logger: logger)
         uploader = EventUploader(options: options, client: client, store: store, consent: consentOwner,
-                                 counters: counters, lifecycle: lifecycle, drain: drain, clock: clock, logger: logger)
+                                 counters: counters, lifecycle: lifecycle, drain: drain, settings: settings, clock: clock,
+                                 logger: logger)
         tracker = EventTracker(store: store, options: options, consent: consentOwner, sender: sender, lifecycle: lifecycle,
-                               counters: counters, uploader: uploader, drain: drain, clock: clock)
+                               counters: counters, uploader: uploader, drain: drain, settings: settings, clock: clock)
+        // Before the upload thread starts: a config opened first (offline,
+        // on its cached tier) has switched the handle before anything goes.
+        followToken = options.followsRemoteSettings ? client.eventSettings.follow(settings) : nil
+        settings.onChange { [weak uploader] in uploader?.wake() }
         try uploader.start(opened: clock.monotonicNanoseconds())
     }
 
     deinit {
         lifecycle.close()
         uploader.stop()
+        if let followToken { client.eventSettings.unfollow(followToken) }
     }
 
     // MARK: Flushing
@@ -180,6 +194,7 @@ package final class AppNorthEvents: Sendable {
         lifecycle.close()
         consentOwner.cancelInFlight()
         uploader.stop()
+        if let followToken { client.eventSettings.unfollow(followToken) }
         // Journaled events move to SQLite now, not at the next open.
         _ = try? drain.run(replacingFiles: false)
         if store.count == 0 { drain.compact() }

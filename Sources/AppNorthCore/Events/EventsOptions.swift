@@ -23,13 +23,21 @@ package struct AppNorthEventsOptions: Sendable {
     /// Automatic sessions: a new one after 30 min without an event and
     /// at most every 24 h (`SessionPolicy`; 0 turns either off).
     package var session = SessionPolicy()
+    /// The share of installs that track, 0 to 1 (default 1: all). Per
+    /// install, by its anonymous id (`EventSettingsOwner`); the config key
+    /// `appnorth.events` may override it.
+    package var sampleRate = 1.0
+    /// Whether the handle follows the `appnorth.events` key of the configs
+    /// made with its client (default true; false: only these options count).
+    package var followsRemoteSettings = true
 
     package init() {}
 
     package func validate() throws(AppNorthError) {
         func check(_ ok: Bool, _ what: String) throws(AppNorthError) { if !ok { throw .invalidArgument(what) } }
-        try check((10...86_400_000).contains(flushIntervalMilliseconds), "flush interval must be 10 ms to 24 h")
-        try check((1...10_000).contains(batchThreshold), "batch threshold must be 1 to 10000")
+        try check(EventSettings.flushIntervalRange.contains(flushIntervalMilliseconds), "flush interval must be 10 ms to 24 h")
+        try check(EventSettings.batchThresholdRange.contains(batchThreshold), "batch threshold must be 1 to 10000")
+        try check(EventSettings.validSampleRate(sampleRate), "sample rate must be a number from 0 to 1")
         try check((1...10_000_000).contains(maxQueuedEvents), "max queued events must be 1 to 10000000")
         try check((1024...(1 << 30)).contains(maxQueuedBytes), "max queued bytes must be 1 KiB to 1 GiB")
         try check((256...(16 << 20)).contains(maxEventBytes), "max event bytes must be 256 B to 16 MiB")

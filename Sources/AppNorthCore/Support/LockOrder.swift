@@ -71,6 +71,12 @@ package enum LockLevel {
     /// callback gate (`LibraryGate`) (nothing inside).
     package static let signal = 30
 
+    /// `EventSettingsFeed.state`: a client's latest `appnorth.events` value
+    /// and its followers (posted inside `ConfigEngine.state`; nothing inside).
+    static let eventSettingsFeed = 35
+    /// `EventSettingsOwner.state`: an events handle's applied settings (nothing inside).
+    static let eventSettings = 36
+
     /// `QueueLimits.scans`: the other journal files as last counted
     /// (taken in the drain's turn with the connection held; nothing inside).
     static let foreignScans = 39
@@ -155,6 +161,8 @@ extension LockLevel {
         case identityWriters: "IdentityWriters.lock"
         case configState: "ConfigEngine.state"
         case configCacheSaved: "ConfigCache.saved"
+        case eventSettingsFeed: "EventSettingsFeed.state"
+        case eventSettings: "EventSettingsOwner.state"
         default: leafName(level)
         }
     }

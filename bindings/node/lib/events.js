@@ -28,6 +28,8 @@ class Events {
    *   retryAfterCapMs, breakerThreshold, retryJitterPercent, requireConsent,
    *   sessionIdleTimeoutMs (default 30 min), sessionMaxLengthMs (default
    *   24 h; 0 turns a rotation off), clock (a ManualClock, for tests).
+   *   sampleRate (0 to 1, per install), remoteSettings (follow the config
+   *   key "appnorth.events" of the client's configs; default true).
    */
   constructor(client, opts) {
     const o = options(opts);

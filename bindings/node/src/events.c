@@ -51,7 +51,23 @@ static bool set_session(napi_env env, napi_value o, appnorth_events_options *opt
     return ok;
 }
 
-/* eventsNew(client, {dataDir, ...policy, ...session}) */
+/* The sampling and remote-settings options: sampleRate (0 to 1; the library
+ * refuses NaN and anything outside), remoteSettings (follow the config key
+ * "appnorth.events"; default true). */
+static bool set_sampling(napi_env env, napi_value o, appnorth_events_options *options, appnorth_error *err) {
+    double rate = 1.0;
+    bool follow = true;
+    napi_value r = an_prop(env, o, "sampleRate"), f = an_prop(env, o, "remoteSettings");
+    napi_valuetype tr, tf;
+    napi_typeof(env, r, &tr);
+    napi_typeof(env, f, &tf);
+    return (tr == napi_undefined || an_double(env, r, "sampleRate", &rate)) &&
+           (tf == napi_undefined || an_bool(env, f, "remoteSettings", &follow)) &&
+           an_ok(env, appnorth_events_options_set_sample_rate(options, rate, err), err) &&
+           an_ok(env, appnorth_events_options_set_remote_settings(options, follow ? 1 : 0, err), err);
+}
+
+/* eventsNew(client, {dataDir, ...policy, ...session, ...sampling}) */
 static napi_value events_new(napi_env env, napi_callback_info info) {
     an_args a;
     appnorth_error err;
@@ -64,7 +80,8 @@ static napi_value events_new(napi_env env, napi_callback_info info) {
     bool ok = options != NULL && h != NULL &&
               an_ok(env, appnorth_events_options_set_client(options, c->h.ptr, &err), &err) &&
               an_ok(env, appnorth_events_options_set_data_dir(options, dir, &err), &err) &&
-              set_policy(env, a.argv[1], options, &err) && set_session(env, a.argv[1], options, &err) && an_ok(env, appnorth_events_new(options, &events, &err), &err);
+              set_policy(env, a.argv[1], options, &err) && set_session(env, a.argv[1], options, &err) &&
+              set_sampling(env, a.argv[1], options, &err) && an_ok(env, appnorth_events_new(options, &events, &err), &err);
     appnorth_events_options_free(options);
     an_free_string(dir);
     if (!ok) {

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   config.on('status', ({ state, sinceMs, lastError }) => console.log(state, sinceMs, lastError?.httpStatus));
   const state: appnorth.ConfigStateName = config.status.state;
   console.log(state, appnorth.ConfigState.OFFLINE);
-  const events = new appnorth.Events(client, { dataDir: '/tmp/y' });
+  const events = new appnorth.Events(client, { dataDir: '/tmp/y', sampleRate: 0.5, remoteSettings: true });
   const queued: boolean = events.track('x', { a: 1 });
   const pendingNames: string[] = events.pending(10).map((e) => String(e.name));
   console.log(pendingNames);

@@ -533,6 +533,10 @@ DECLARATIONS: Tuple[Declaration, ...] = (
     Declaration("appnorth_events_options_set_session_policy",
                 [EventsOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_clock", [EventsOptionsPtr, ClockPtr, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_sample_rate",
+                [EventsOptionsPtr, c_double, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_remote_settings",
+                [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_secure_store",
                 [EventsOptionsPtr, SECURE_GET_FN, SECURE_SET_FN, RELEASE_FN, c_void_p, ErrorPtr], c_int32, _S),
     # Analytics events

@@ -121,6 +121,16 @@ class Events(Handle):
             that ends a session starts the next one (``session_id``).
         clock: a :class:`ManualClock` event timestamps, sessions and the
             upload timers read (tests), or None for the system clock.
+        sample_rate: the share of installs that track, 0.0 to 1.0 (default
+            1.0). Decided per install by its anonymous id, not per event;
+            a sampled-out install's ``track()`` returns False and counts
+            the event in ``stats()["dropped"]["sampled"]``.
+        remote_settings: follow the config key ``"appnorth.events"`` of the
+            ``Config`` objects made with the same client (default True):
+            ``{"enabled", "sample_rate", "blocked_events",
+            "flush_interval_ms", "batch_threshold"}`` override these
+            options live, from the bundled, cached or remote tier. False:
+            the host opts out, only these options count.
         secure_store: a ``MutableMapping[str, str]`` for identity values
             (keys "anonymous_id", "user_id", "push_token"), instead of the
             0600 file.
@@ -162,6 +172,8 @@ class Events(Handle):
         session_idle_timeout_ms: Optional[int] = None,
         session_max_length_ms: Optional[int] = None,
         clock: Optional[ManualClock] = None,
+        sample_rate: Optional[float] = None,
+        remote_settings: bool = True,
         secure_store: Optional[MutableMapping[str, str]] = None,
         close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
     ) -> None:
@@ -211,6 +223,12 @@ class Events(Handle):
                     raise TypeError(f"clock must be a ManualClock or None, not {type(clock).__name__}")
                 with clock._use() as clock_ptr:
                     C.appnorth_events_options_set_clock(options, clock_ptr, err)
+            if sample_rate is not None:
+                if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, float)):
+                    raise TypeError(f"sample_rate must be a float, not {type(sample_rate).__name__}")
+                C.appnorth_events_options_set_sample_rate(options, float(sample_rate), err)
+            if not remote_settings:
+                C.appnorth_events_options_set_remote_settings(options, 0, err)
             if secure_store is not None:
                 self._cannot_reopen = ("its secure_store is host state the child would share with the parent, "
                                        "or hold a diverging copy of")
@@ -283,7 +301,8 @@ class Events(Handle):
             func(events, *args, appnorth_error())
 
     def track(self, name: TextArg, properties: JSONArg = None) -> bool:
-        """Queue an event; returns False when consent dropped it. Properties:
+        """Queue an event; returns False when it was dropped (consent, or the
+        config key "appnorth.events": switched off, sampled out, blocked). Properties:
         a dict, or JSON object text stored and sent exactly as given."""
         # Handle._thin, inlined: this is the hottest call of the binding.
         if name.__class__ is str and "\0" not in name and name.isascii():

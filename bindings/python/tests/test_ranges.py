@@ -326,6 +326,8 @@ TABLE: Dict[Tuple[str, str], Row] = {
         "int32_t", 0, INT32_MAX, lambda f, v: f.raw.appnorth_events_options_set_session_policy(f.events_options, 0, v, f.e)),
     ("appnorth_events_options_set_require_consent", "require"): Row(
         "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_require_consent(f.events_options, v, f.e)),
+    ("appnorth_events_options_set_remote_settings", "follow"): Row(
+        "int32_t", 0, 1, lambda f, v: f.raw.appnorth_events_options_set_remote_settings(f.events_options, v, f.e)),
     ("appnorth_events_close", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _events_close),
     ("appnorth_events_pending", "max"): Row("int32_t", 1, INT32_MAX, _events_pending),
     ("appnorth_shutdown", "timeout_ms"): Row("int32_t", 0, INT32_MAX, _shutdown_in_child),

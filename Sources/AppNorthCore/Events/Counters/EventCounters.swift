@@ -21,6 +21,12 @@ final class EventCounters: Sendable {
         case consent
         /// Damaged journal stretches and table rows skipped.
         case damaged
+        /// Tracked while this install is sampled out (`sample_rate`).
+        case sampled
+        /// Tracked under a name in `blocked_events`.
+        case blocked
+        /// Tracked while `appnorth.events` switches events off (`enabled: false`).
+        case disabled
 
         var key: String {
             switch self {
@@ -29,6 +35,9 @@ final class EventCounters: Sendable {
             case .payloadTooLarge: "payload_too_large"
             case .consent: "consent"
             case .damaged: "damaged"
+            case .sampled: "sampled"
+            case .blocked: "blocked"
+            case .disabled: "disabled"
             }
         }
     }

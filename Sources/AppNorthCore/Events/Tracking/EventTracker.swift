@@ -28,6 +28,10 @@ final class EventTracker: Sendable {
     let counters: EventCounters
     let uploader: EventUploader
     let drain: QueueDrain
+    /// The settings' gate (switched off, sampled out, blocked names),
+    /// lent like `journalRef`: `settings` holds it.
+    let settingsRef: Unmanaged<EventSettingsOwner>
+    let settings: EventSettingsOwner
     let clock: any AppNorthClock
     /// `clock` is the system's (a host's own clock or a test's is not):
     /// read directly, not through the existential (about 15 instructions).
@@ -37,7 +41,7 @@ final class EventTracker: Sendable {
 
     init(store: EventStore, options: AppNorthEventsOptions, consent: EventConsent, sender: EventSender,
          lifecycle: EventsLifecycle, counters: EventCounters, uploader: EventUploader, drain: QueueDrain,
-         clock: any AppNorthClock) {
+         settings: EventSettingsOwner, clock: any AppNorthClock) {
         journalRef = Unmanaged.passUnretained(store.journal)
         limitsRef = Unmanaged.passUnretained(store.limits)
         self.store = store
@@ -52,9 +56,19 @@ final class EventTracker: Sendable {
         self.counters = counters
         self.uploader = uploader
         self.drain = drain
+        self.settings = settings
+        settingsRef = Unmanaged.passUnretained(settings)
         self.clock = clock
         systemClock = clock is SystemClock
         rotatesSessions = !options.session.isOff
+    }
+
+    /// An event the settings' gate refused: counted, not an error.
+    @inline(never)
+    private func dropped(_ reason: EventCounters.DropReason) throws(AppNorthError) -> Bool {
+        if lifecycle.isClosed { throw .wrongState("the event queue is closed") }
+        counters.drop(1, reason)
+        return false
     }
 
     /// `track` from text in memory (the C entry's: no String is made).
@@ -63,6 +77,9 @@ final class EventTracker: Sendable {
     func track(utf8 name: UnsafeBufferPointer<UInt8>, properties: UnsafeBufferPointer<UInt8>?,
                       unchecked: (name: String, properties: String)? = nil) throws(AppNorthError) -> Bool {
         try TrackInput.check(name: name, properties: properties, unchecked: unchecked, maxEventBytes: maxEventBytes)
+        // The settings' gate, before anything else is done for the event:
+        // one load while nothing is switched off, sampled out or blocked.
+        if let reason = settingsRef._withUnsafeGuaranteedRef({ $0.drop(name) }) { return try dropped(reason) }
         // The directory's super properties, merged under the host's own
         // (which win): their text counts toward the event's size.
         if let supers = sender.superProperties() {

@@ -20,6 +20,9 @@ final class EventUploader: Sendable {
     let counters: EventCounters
     let lifecycle: EventsLifecycle
     let drain: QueueDrain
+    /// Where the thread reads the flush interval, the threshold and
+    /// whether uploads are switched off, at every turn.
+    let settings: EventSettingsOwner
     let clock: any AppNorthClock
     let logger: Logger
     /// Moves when a cycle ends (`flush` waits on it).
@@ -31,7 +34,8 @@ final class EventUploader: Sendable {
     let wakeAt = Atomic<Int>(Int.max)
 
     init(options: AppNorthEventsOptions, client: AppNorthClient, store: EventStore, consent: EventConsent,
-         counters: EventCounters, lifecycle: EventsLifecycle, drain: QueueDrain, clock: any AppNorthClock, logger: Logger) {
+         counters: EventCounters, lifecycle: EventsLifecycle, drain: QueueDrain, settings: EventSettingsOwner,
+         clock: any AppNorthClock, logger: Logger) {
         state = UploaderState(networkType: options.networkType, breakerThreshold: options.breakerThreshold)
         self.options = options
         self.client = client
@@ -40,6 +44,7 @@ final class EventUploader: Sendable {
         self.counters = counters
         self.lifecycle = lifecycle
         self.drain = drain
+        self.settings = settings
         self.clock = clock
         self.logger = logger
     }
@@ -54,8 +59,8 @@ final class EventUploader: Sendable {
             state.withLock { $0.flushRequested = 1 }
             logger.log(.debug, "events: \(leftover) event(s) left by an earlier run; uploading them now")
         }
-        let threshold = options.batchThreshold
-        let interval = options.flushIntervalMilliseconds
+        let initial = settings.current
+        let threshold = initial.batchThreshold, interval = initial.flushIntervalMilliseconds
         wakeAt.store(threshold, ordering: .relaxed)
         let thread = try BackgroundThread(name: "appnorth-events") { [weak self] thread in
             var trigger = UploadTrigger(threshold: threshold, intervalMilliseconds: interval, openedAt: opened)
@@ -90,6 +95,8 @@ final class EventUploader: Sendable {
     /// thread's state moves, logged at debug level. Returns how long to
     /// sleep before the next turn (0: at once).
     func step(_ thread: BackgroundThread, _ trigger: inout UploadTrigger) -> Int {
+        let now = settings.current
+        trigger.adopt(threshold: now.batchThreshold, intervalMilliseconds: now.flushIntervalMilliseconds)
         let (requested, breakerOpen) = state.withLock { ($0.flushRequested, $0.breaker.isOpen) }
         let seen = UploadTrigger.Inputs(now: ticks(), queued: store.count, flushRequested: requested,
                                         breakerOpen: breakerOpen)
@@ -124,6 +131,7 @@ final class EventUploader: Sendable {
                                      clock: clock, logger: logger, longestSleepMs: longestSleepMs)
         var loop = UploadLoop(world: world, state: state, counters: counters, logger: logger, clock: clock,
                               schedule: options.retry, retryAfterCapMilliseconds: options.retryAfterCapMilliseconds)
+        loop.switchedOff = { [settings] in !settings.uploadsEnabled }
         return loop.cycle()
     }
 
@@ -155,6 +163,9 @@ final class EventUploader: Sendable {
         if let error = outcome.1 { throw error }
         return max(0, outcome.2)
     }
+
+    static let switchedOffError = AppNorthError.wrongState(
+        "uploads are switched off by the config key appnorth.events (enabled: false); events stay queued")
 
     static let pausedError = AppNorthError.wrongState(
         "uploads are paused after consecutive failures; call start_session or foreground to resume")

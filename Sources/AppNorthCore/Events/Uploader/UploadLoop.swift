@@ -21,6 +21,10 @@ struct UploadLoop<World: UploadWorld> {
     let retryAfterCapMilliseconds: Int
     /// A random unit (0...1) for a retry's jitter.
     var jitter: () -> Double = { Random.unit() }
+    /// Whether the settings switch uploads off now (the config key
+    /// `appnorth.events`, `EventSettingsOwner`): looked at before every
+    /// batch; the events stay queued.
+    var switchedOff: () -> Bool = { false }
 
     /// One upload cycle: batches until the queue is empty or one fails. A
     /// failed cycle (a batch's first attempt and its retries, or a
@@ -31,6 +35,10 @@ struct UploadLoop<World: UploadWorld> {
         state.withLock { $0.cycleError = nil }
         defer { world.settle(.cycleEnded) }
         while !world.isStopping {
+            if switchedOff() {
+                state.withLock { $0.cycleError = EventUploader.switchedOffError }
+                return .paused
+            }
             let (paused, size) = state.withLock { ($0.breaker.isOpen, $0.networkType.batchSize) }
             if paused { return .paused }
             guard let generation = world.consentGeneration() else { return .succeeded }

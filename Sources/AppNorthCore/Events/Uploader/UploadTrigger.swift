@@ -13,8 +13,8 @@
 /// circuit breaker open only `flush` and the timer count (the cycle then
 /// ends at once, paused).
 struct UploadTrigger: Sendable, Equatable {
-    let threshold: Int
-    let intervalNanoseconds: UInt64
+    private(set) var threshold: Int
+    private(set) var intervalNanoseconds: UInt64
     private(set) var lastCycleEnd: UInt64
     private(set) var triggerCount: Int
     private(set) var notBefore: UInt64 = 0
@@ -25,6 +25,18 @@ struct UploadTrigger: Sendable, Equatable {
         intervalNanoseconds = UInt64(clamping: max(0, intervalMilliseconds)).multipliedSaturating(by: 1_000_000)
         lastCycleEnd = openedAt
         triggerCount = self.threshold
+    }
+
+    /// The threshold and interval from now on (the settings may change at
+    /// any turn: `EventSettingsOwner`). A count waiting on the threshold
+    /// moves with it; one past a failed cycle keeps its distance.
+    mutating func adopt(threshold newThreshold: Int, intervalMilliseconds: Int) {
+        let newThreshold = max(1, newThreshold)
+        if newThreshold != threshold {
+            triggerCount = max(newThreshold, triggerCount.subtractingSaturating(threshold).addingSaturating(newThreshold))
+            threshold = newThreshold
+        }
+        intervalNanoseconds = UInt64(clamping: max(0, intervalMilliseconds)).multipliedSaturating(by: 1_000_000)
     }
 
     /// What the thread sees at one turn.

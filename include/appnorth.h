@@ -1558,6 +1558,37 @@ enum {
 typedef int32_t (*appnorth_secure_get_fn)(void *user_data, const char *key, appnorth_buffer *out);
 typedef int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value);
 
+/** What a before_send hook decides (its return value): APPNORTH_BEFORE_SEND_*. */
+enum {
+    APPNORTH_BEFORE_SEND_KEEP = 0,
+    APPNORTH_BEFORE_SEND_DROP = 1,
+    APPNORTH_BEFORE_SEND_REPLACE = 2,
+    APPNORTH_BEFORE_SEND_INT32_MIN_ = INT32_MIN
+};
+
+/**
+ * A filter hook (appnorth_events_options_set_before_send()). event_json: the
+ * whole event as it would be stored and sent ({"id","name","timestamp",
+ * "anonymous_id","user_id","session_id","properties"}, the super properties
+ * merged in), NUL-terminated UTF-8, valid during the call only.
+ * Return APPNORTH_BEFORE_SEND_KEEP to store it as it is,
+ * APPNORTH_BEFORE_SEND_DROP to drop it, or APPNORTH_BEFORE_SEND_REPLACE after
+ * putting a whole event's JSON object in `replacement` with
+ * appnorth_buffer_set() (the library copies the bytes; the host keeps its
+ * own). It fails closed: any other value (a failure; the text put in
+ * `replacement`, if any, is logged as the reason), and a replacement that is
+ * not a valid event (not a JSON object, over max_event_bytes, nested more
+ * than 33 deep, without a string "name", with "id" changed, a "timestamp"
+ * out of range, or "properties" not an object), drop the event. Every event
+ * the hook drops or fails on is counted in the stats' dropped.filtered;
+ * failures are logged once per burst (until an event passes again).
+ * THREAD, both modes: the thread that called appnorth_events_track(), inside
+ * that call, after consent was checked and before anything is written
+ * (never a library thread, never deferred to appnorth_dispatch()); no
+ * library lock is held, so it may call the library.
+ */
+typedef int32_t (*appnorth_before_send_fn)(void *user_data, const char *event_json, appnorth_buffer *replacement);
+
 /** Options with the seed's defaults. Not thread-safe. Free with
  *  appnorth_events_options_free(). */
 APPNORTH_API appnorth_events_options *appnorth_events_options_new(void);
@@ -1711,6 +1742,15 @@ APPNORTH_API int32_t appnorth_events_options_set_secure_store(appnorth_events_op
 APPNORTH_API int32_t appnorth_events_options_set_session_policy(appnorth_events_options *options,
                                                                 int32_t idle_timeout_ms,
                                                                 int32_t max_length_ms, appnorth_error *err);
+
+/** Set the filter hook every event goes through before it is stored (see
+ *  appnorth_before_send_fn); fn NULL removes it. user_data is passed to fn;
+ *  release (optional) is called once with user_data when neither these
+ *  options nor an events handle made from them uses it any more. With no
+ *  hook, appnorth_events_track() runs no hook code. Not thread-safe. */
+APPNORTH_API int32_t appnorth_events_options_set_before_send(appnorth_events_options *options,
+                                                             appnorth_before_send_fn fn, void *user_data,
+                                                             appnorth_release_fn release, appnorth_error *err);
 
 /** The clock event timestamps, session rotation and the upload timers read:
  *  an appnorth_clock_new_manual() clock for tests; NULL (the default) for
@@ -1906,7 +1946,7 @@ APPNORTH_API int32_t appnorth_events_anonymous_id(appnorth_events *events, char 
 /**
  * Queue statistics as JSON: {"queued","queued_bytes","journals","disk_bytes",
  * "dropped":{"queue_limit","client_error","payload_too_large","consent",
- * "damaged","sampled","blocked","disabled"},"breaker":{"open",
+ * "damaged","sampled","blocked","disabled","filtered"},"breaker":{"open",
  * "consecutive_failures","threshold"},"last_error":{...}|null,
  * "last_flush_ms"|null,"last_attempt_ms"|null,"network_type","batch_size",
  * "consent","settings":{"enabled","sample_rate","sampled_in",

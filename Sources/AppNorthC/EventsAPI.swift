@@ -12,6 +12,39 @@ final class EventsOptionsBox {
     var clock: any AppNorthClock = SystemClock()
 }
 
+/// The host's before_send hook: its C function, user_data and release.
+final class HostBeforeSend: @unchecked Sendable {
+    // @unchecked: the hook runs on the threads that call track(), as the header says.
+    let fn: appnorth_before_send_fn
+    let releaseFn: appnorth_release_fn?
+    let userData: UnsafeMutableRawPointer?
+
+    init(fn: appnorth_before_send_fn, release: appnorth_release_fn?, userData: UnsafeMutableRawPointer?) {
+        self.fn = fn
+        releaseFn = release
+        self.userData = userData
+    }
+
+    deinit { ThreadCalls.callback { releaseFn?(userData) } }
+
+    /// The decision for an event (its text followed by a NUL byte).
+    func decide(_ event: UnsafeBufferPointer<UInt8>) -> BeforeSendHook.Decision {
+        let buffer = LoadBuffer()
+        let text = UnsafeRawPointer(event.baseAddress!).assumingMemoryBound(to: CChar.self)
+        let rc = Handle.lend(buffer, refused: Int32(-1)) { handle in fn(userData, text, handle) }
+        switch rc {
+        case Int32(APPNORTH_BEFORE_SEND_KEEP): return .keep
+        case Int32(APPNORTH_BEFORE_SEND_DROP): return .drop
+        case Int32(APPNORTH_BEFORE_SEND_REPLACE):
+            guard let bytes = buffer.bytes else { return .failed("it returned APPNORTH_BEFORE_SEND_REPLACE with no replacement") }
+            return .replace(bytes)
+        default:
+            let reason = buffer.bytes.map { ": " + Text.escapingControls(String(decoding: $0.prefix(512), as: UTF8.self)) } ?? ""
+            return .failed("it returned \(rc)\(reason)")
+        }
+    }
+}
+
 /// Identity values through the host's get/set callbacks.
 final class HostSecureStore: AppNorthSecureStore, @unchecked Sendable {
     // @unchecked: the host promises its callbacks work from any thread.
@@ -174,6 +207,20 @@ public func appnorth_events_options_set_session_policy(_ options: OpaquePointer?
         let policy = SessionPolicy(idleMilliseconds: Int(idleMs), maxMilliseconds: Int(maxMs))
         try policy.validate()
         box.options.session = policy
+    }
+}
+
+@c @implementation
+public func appnorth_events_options_set_before_send(_ options: OpaquePointer?, _ fn: appnorth_before_send_fn?,
+                                                    _ userData: UnsafeMutableRawPointer?, _ release: appnorth_release_fn?,
+                                                    _ err: ErrorOut?) -> Int32 {
+    withOptions(options, err) { box in
+        guard let fn else {
+            box.options.beforeSend = nil
+            return
+        }
+        let host = HostBeforeSend(fn: fn, release: release, userData: userData)
+        box.options.beforeSend = BeforeSendHook { host.decide($0) }
     }
 }
 

@@ -1,6 +1,6 @@
 /* The events features of issue 40 through the real .so, observed at the
  * dev server: automatic sessions on a manual clock; super properties
- * across handles and restarts. */
+ * across handles and restarts; the before_send hook. */
 #include "events_support.h"
 
 #define FAPP "tfeatures"
@@ -222,12 +222,91 @@ static void test_super_properties_bad_input_and_the_size_limit(void) {
     remove_tree(dir);
 }
 
+/* ---- before_send ------------------------------------------------------------ */
+
+typedef struct {
+    int calls;
+    int released;
+    char first[2048];
+} hook_state;
+
+/* Keeps "kept", drops "secret", rewrites "scrub" (its properties become
+ * {"scrubbed":true}), fails on "boom" (status 7, with a reason) and gives
+ * an invalid replacement for "bad" (the id changed). */
+static int32_t hook(void *user_data, const char *event_json, appnorth_buffer *replacement) {
+    hook_state *st = user_data;
+    if (st->calls++ == 0) snprintf(st->first, sizeof st->first, "%s", event_json);
+    json_error_t jerr;
+    json_t *event = json_loads(event_json, 0, &jerr);
+    const char *name = event ? json_string_value(json_object_get(event, "name")) : NULL;
+    int32_t rc = APPNORTH_BEFORE_SEND_KEEP;
+    if (str_eq(name, "secret")) rc = APPNORTH_BEFORE_SEND_DROP;
+    if (str_eq(name, "boom")) {
+        appnorth_buffer_set(replacement, "the filter crashed", 18, NULL);
+        rc = 7;
+    }
+    if (str_eq(name, "scrub") || str_eq(name, "bad")) {
+        json_object_set_new(event, "properties", json_pack("{s:b}", "scrubbed", 1));
+        if (str_eq(name, "bad")) json_object_set_new(event, "id", json_string("not-the-id"));
+        char *text = json_dumps(event, JSON_COMPACT);
+        appnorth_buffer_set(replacement, text, strlen(text), NULL);
+        free(text);
+        rc = APPNORTH_BEFORE_SEND_REPLACE;
+    }
+    json_decref(event);
+    return rc;
+}
+
+static void release_hook(void *user_data) { ((hook_state *)user_data)->released++; }
+
+static void test_before_send_keeps_drops_rewrites_and_fails_closed(void) {
+    admin_reset(server);
+    char *dir = make_temp_dir("features");
+    appnorth_client *c = make_client_for(FAPP, NULL, NULL);
+    appnorth_error err;
+    hook_state st = {0, 0, {0}};
+    appnorth_events_options *o = quiet_options(c, dir);
+    CHECK_STATUS(appnorth_events_options_set_before_send(o, hook, &st, release_hook, &err), APPNORTH_OK, err);
+    appnorth_events *e = open_events(o);
+    register_ok(e, "{\"plan\":\"pro\"}", 0);
+    int32_t queued = -1;
+    track_ok(e, "kept", "{\"n\": 1.50}");
+    CHECK_STATUS(appnorth_events_track(e, "secret", "{}", &queued, &err), APPNORTH_OK, err);
+    CHECK(queued == 0, "a dropped event is not queued");
+    track_ok(e, "scrub", "{\"email\":\"a@b.c\"}");
+    CHECK_STATUS(appnorth_events_track(e, "boom", NULL, &queued, &err), APPNORTH_OK, err);
+    CHECK(queued == 0, "a failing hook drops the event");
+    CHECK_STATUS(appnorth_events_track(e, "bad", NULL, &queued, &err), APPNORTH_OK, err);
+    CHECK(queued == 0, "an invalid replacement drops the event");
+    CHECK(st.calls == 5, "the hook saw every event: %d", st.calls);
+    json_error_t jerr;
+    json_t *first = json_loads(st.first, 0, &jerr);
+    CHECK(first && str_eq(str_of(first, "name"), "kept") && str_of(first, "session_id") && str_of(first, "anonymous_id") &&
+              json_is_integer(json_object_get(first, "timestamp")) && strstr(st.first, "{\"plan\":\"pro\",\"n\": 1.50}"),
+          "the hook saw the assembled event, super properties merged: %s", st.first);
+    json_decref(first);
+    CHECK(stat_int(e, "dropped", "filtered") == 3, "dropped.filtered: %ld", stat_int(e, "dropped", "filtered"));
+    CHECK_STATUS(flush(e, 10000, &err), APPNORTH_OK, err);
+    expect_properties("kept", "{\"plan\":\"pro\",\"n\": 1.50}");
+    expect_properties("scrub", "{\"scrubbed\":true}");
+    json_t *events = server_events_of(FAPP);
+    CHECK(json_array_size(events) == 2, "only kept and scrub reached the server: %zu", json_array_size(events));
+    json_decref(events);
+    CHECK(st.released == 0, "not released while the handle lives");
+    appnorth_events_free(e);
+    CHECK(st.released == 1, "released once with the handle: %d", st.released);
+    CHECK(appnorth_events_options_set_before_send(NULL, hook, NULL, NULL, &err) == APPNORTH_E_INVALID_ARGUMENT, "NULL options");
+    appnorth_client_free(c);
+    remove_tree(dir);
+}
+
 int main(void) {
     if (!events_suite_start("test_events_features")) return 2;
     RUN(test_sessions_rotate_after_the_idle_timeout_and_the_max_length);
     RUN(test_session_bad_input);
     RUN(test_super_properties_reach_every_handle_and_survive_a_restart);
     RUN(test_super_properties_bad_input_and_the_size_limit);
+    RUN(test_before_send_keeps_drops_rewrites_and_fails_closed);
     curl_global_cleanup();
     return check_summary();
 }

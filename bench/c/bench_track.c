@@ -398,34 +398,60 @@ static void empty_queues(appnorth_events *ev, bare_db *bare) {
 
 /* #40: the features' cost. Each on a handle of its own, emptied like the
  * plain one, timed in the same rounds as the plain handle and the raw
- * append (writev): track() with 5 super properties registered. */
+ * append (writev): track() with 5 super properties registered, and with a
+ * trivial C before_send hook (it keeps every event). */
 #define FEATURE_SUPERS "{\"plan\":\"pro\",\"app_version\":\"4.2.1\",\"platform\":\"linux\",\"locale\":\"en-GB\",\"cohort\":17}"
-enum { F_PLAIN, F_SUPERS, F_RAW, F_COUNT };
-static const char *const feature_keys[F_COUNT] = {"plain", "super_properties_5", "raw_append"};
+enum { F_PLAIN, F_SUPERS, F_HOOK, F_RAW, F_COUNT };
+static const char *const feature_keys[F_COUNT] = {"plain", "super_properties_5", "before_send_trivial", "raw_append"};
+
+static int32_t keep_event(void *user_data, const char *event_json, appnorth_buffer *replacement) {
+    (void)user_data, (void)event_json, (void)replacement;
+    return APPNORTH_BEFORE_SEND_KEEP;
+}
 
 static void time_features(appnorth_client *client, appnorth_events *plain, raw_file *append, size_t per_round,
                           int rounds, run_result out[F_COUNT][64]) {
     char *dir = scratch_dir("track-supers");
     appnorth_events *supers = make_events(client, dir, 10000, 10000000, 0);
     CHECK(appnorth_events_register(supers, FEATURE_SUPERS, &E));
+    char *hook_dir = scratch_dir("track-hook");
+    appnorth_events *hooked = NULL;
+    {
+        appnorth_events_options *o = appnorth_events_options_new();
+        CHECK(appnorth_events_options_set_client(o, client, &E));
+        CHECK(appnorth_events_options_set_data_dir(o, hook_dir, &E));
+        CHECK(appnorth_events_options_set_flush_policy(o, 86400000, 10000, &E));
+        CHECK(appnorth_events_options_set_limits(o, 10000000, (int64_t)1 << 30, 65536, &E));
+        CHECK(appnorth_events_options_set_retry(o, 1000, 0, 120000, 100, &E));
+        CHECK(appnorth_events_options_set_before_send(o, keep_event, NULL, NULL, &E));
+        CHECK(appnorth_events_new(o, &hooked, &E));
+        appnorth_events_options_free(o);
+    }
     run_result warm = time_library(supers, 2000);
+    free(warm.lat_us);
+    warm = time_library(hooked, 2000);
     free(warm.lat_us);
     for (int r = 0; r < rounds; r++) {
         empty_queues(plain, NULL);
         empty_queues(supers, NULL);
+        empty_queues(hooked, NULL);
         raw_reopen(append);
         for (int k = 0; k < F_COUNT; k++) {
             int f = (r % 2 == 0) ? k : F_COUNT - 1 - k;
             out[f][r] = f == F_PLAIN ? time_library(plain, per_round)
                         : f == F_SUPERS ? time_library(supers, per_round)
+                        : f == F_HOOK   ? time_library(hooked, per_round)
                                         : time_raw(append, per_round);
         }
-        fprintf(stderr, "track features round %2d: plain p50 %.2f us, 5 super properties p50 %.2f us, raw append p50 %.2f us\n",
-                r + 1, quantile(out[F_PLAIN][r].lat_us, per_round, 0.5), quantile(out[F_SUPERS][r].lat_us, per_round, 0.5),
+        fprintf(stderr, "track features round %2d: plain p50 %.2f us, 5 super properties p50 %.2f us, trivial hook p50 "
+                "%.2f us, raw append p50 %.2f us\n", r + 1, quantile(out[F_PLAIN][r].lat_us, per_round, 0.5),
+                quantile(out[F_SUPERS][r].lat_us, per_round, 0.5), quantile(out[F_HOOK][r].lat_us, per_round, 0.5),
                 quantile(out[F_RAW][r].lat_us, per_round, 0.5));
     }
     appnorth_events_free(supers);
+    appnorth_events_free(hooked);
     remove_tree(dir);
+    remove_tree(hook_dir);
 }
 
 /* `bench_track profile library|bare N`: only that side's loop, N events in

@@ -115,6 +115,8 @@ export interface EventsOptions {
   sampleRate?: number;
   /** Follow the config key "appnorth.events" of the configs made with the same client (default true). */
   remoteSettings?: boolean;
+  /** Called inside track() with the assembled event: return it (or another object) to store it, null to drop it; a throw drops it. */
+  beforeSend?: (event: Record<string, any>) => Record<string, any> | null | undefined;
 }
 
 export declare class Events {

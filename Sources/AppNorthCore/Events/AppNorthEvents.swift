@@ -86,7 +86,10 @@ package final class AppNorthEvents: Sendable {
                                  counters: counters, lifecycle: lifecycle, drain: drain, settings: settings, clock: clock,
                                  logger: logger)
         tracker = EventTracker(store: store, options: options, consent: consentOwner, sender: sender, lifecycle: lifecycle,
-                               counters: counters, uploader: uploader, drain: drain, settings: settings, clock: clock)
+                               counters: counters, uploader: uploader, drain: drain, settings: settings, clock: clock,
+                               beforeSend: options.beforeSend.map {
+                                   BeforeSendFilter(hook: $0, maxEventBytes: options.maxEventBytes, counters: counters, logger: logger)
+                               })
         // Before the upload thread starts: a config opened first (offline,
         // on its cached tier) has switched the handle before anything goes.
         followToken = options.followsRemoteSettings ? client.eventSettings.follow(settings) : nil

@@ -30,6 +30,8 @@ package struct AppNorthEventsOptions: Sendable {
     /// Whether the handle follows the `appnorth.events` key of the configs
     /// made with its client (default true; false: only these options count).
     package var followsRemoteSettings = true
+    /// The host's filter hook (`BeforeSendFilter`); none by default.
+    package var beforeSend: BeforeSendHook?
 
     package init() {}
 

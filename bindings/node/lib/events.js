@@ -16,6 +16,24 @@ function objectText(properties) {
   return JSON.stringify(properties);
 }
 
+// The native side calls it with the event's JSON text, inside track():
+// true keeps the text as the library made it, null drops the event, a
+// string replaces it. A throw drops it too (fails closed).
+function beforeSendHook(hook) {
+  if (typeof hook !== 'function') return hook;
+  return (text) => {
+    const event = JSON.parse(text);
+    const before = JSON.stringify(event);
+    const result = hook(event);
+    if (result === null || result === undefined) return null;
+    if (typeof result !== 'object' || Array.isArray(result)) {
+      throw new TypeError('beforeSend must return an object, or null to drop the event');
+    }
+    const after = JSON.stringify(result);
+    return after === before ? true : after;
+  };
+}
+
 class Events {
   #native;
   #client;
@@ -27,14 +45,19 @@ class Events {
    *   maxEvents, maxBytes, maxEventBytes, retryBaseDelayMs, retries,
    *   retryAfterCapMs, breakerThreshold, retryJitterPercent, requireConsent,
    *   sessionIdleTimeoutMs (default 30 min), sessionMaxLengthMs (default
-   *   24 h; 0 turns a rotation off), clock (a ManualClock, for tests).
+   *   24 h; 0 turns a rotation off), clock (a ManualClock, for tests),
    *   sampleRate (0 to 1, per install), remoteSettings (follow the config
-   *   key "appnorth.events" of the client's configs; default true).
+   *   key "appnorth.events" of the client's configs; default true),
+   *   beforeSend (event => event | other object | null, called inside
+   *   track(): return the event to keep it, another object to replace it,
+   *   null to drop it; a throw drops it: stats().dropped.filtered).
    */
   constructor(client, opts) {
     const o = options(opts);
     // The native handle of a ManualClock (anything else is passed as is, and refused).
-    this.#native = native.eventsNew(client?.[kNative], { ...o, clock: o.clock?.[kNative] ?? o.clock });
+    this.#native = native.eventsNew(client?.[kNative], {
+      ...o, clock: o.clock?.[kNative] ?? o.clock, beforeSend: beforeSendHook(o.beforeSend),
+    });
     this.#client = client;
     this.#release = client[kAdopt](this);
   }

@@ -77,6 +77,11 @@ typedef struct an_config {
 } an_config;
 
 /* Per env (main thread or worker): never shared between threads. */
+typedef struct an_events {
+    an_handle h;
+    napi_ref before_send;      /* JS function(eventJson) -> true|null|string, or NULL */
+} an_events;
+
 typedef struct an_env {
     napi_env env;
     uv_loop_t *loop;
@@ -109,6 +114,7 @@ napi_value an_prop(napi_env env, napi_value obj, const char *name);
 bool an_optional_int32(napi_env env, napi_value obj, const char *name, int32_t lo, int32_t hi, int32_t *out);
 void an_client_release(an_client *c); /* client.c: poll, refs, library free */
 void an_config_release(an_config *c); /* config.c */
+void an_events_release(an_events *ev); /* events.c */
 
 /* ---- args.c: arguments, results and errors ---------------------------- */
 #define AN_MAX_ARGS 8

@@ -39,7 +39,7 @@ static void release(an_handle *h) {
     case AN_CACHE: appnorth_cache_free(h->ptr); break;
     case AN_CLOCK: appnorth_clock_free(h->ptr); break;
     case AN_FEEDBACK: appnorth_feedback_free(h->ptr); break;
-    case AN_EVENTS: appnorth_events_free(h->ptr); break;
+    case AN_EVENTS: an_events_release((an_events *)h); break;
     }
     h->ptr = NULL;
     h->free_deferred = false;

@@ -4,6 +4,7 @@
 #include "addon.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The options object's flush policy, limits and retry settings. */
 static bool set_policy(napi_env env, napi_value o, appnorth_events_options *options, appnorth_error *err) {
@@ -67,7 +68,56 @@ static bool set_sampling(napi_env env, napi_value o, appnorth_events_options *op
            an_ok(env, appnorth_events_options_set_remote_settings(options, follow ? 1 : 0, err), err);
 }
 
-/* eventsNew(client, {dataDir, ...policy, ...session, ...sampling}) */
+void an_events_release(an_events *ev) {
+    appnorth_events_free(ev->h.ptr);
+    ev->h.ptr = NULL;
+    if (ev->before_send != NULL && !ev->h.env->finalized) napi_delete_reference(ev->h.env->env, ev->before_send);
+    ev->before_send = NULL;
+}
+
+/* The before_send hook: runs inside appnorth_events_track(), which only
+ * this env's JS thread calls, so the JS function is called right here. It
+ * answers true (keep), null (drop) or a replacement's JSON text; a throw is
+ * cleared and fails closed (its message is the reason the library logs). */
+static int32_t before_send(void *user_data, const char *event_json, appnorth_buffer *replacement) {
+    an_events *ev = user_data;
+    napi_env env = ev->h.env->env;
+    napi_handle_scope scope;
+    if (ev->h.env->closing || ev->before_send == NULL || napi_open_handle_scope(env, &scope) != napi_ok) return -1;
+    int32_t rc = -1;
+    napi_value fn, recv, arg, result;
+    napi_valuetype t = napi_undefined;
+    if (napi_get_reference_value(env, ev->before_send, &fn) == napi_ok && napi_get_undefined(env, &recv) == napi_ok &&
+        napi_create_string_utf8(env, event_json, NAPI_AUTO_LENGTH, &arg) == napi_ok &&
+        napi_call_function(env, recv, fn, 1, &arg, &result) == napi_ok && napi_typeof(env, result, &t) == napi_ok) {
+        bool keep = false;
+        size_t n = 0;
+        if (t == napi_null || t == napi_undefined) rc = APPNORTH_BEFORE_SEND_DROP;
+        else if (t == napi_boolean && napi_get_value_bool(env, result, &keep) == napi_ok) rc = keep ? APPNORTH_BEFORE_SEND_KEEP : APPNORTH_BEFORE_SEND_DROP;
+        else if (t == napi_string && napi_get_value_string_utf8(env, result, NULL, 0, &n) == napi_ok) {
+            char *text = malloc(n + 1);
+            if (text != NULL && napi_get_value_string_utf8(env, result, text, n + 1, &n) == napi_ok &&
+                appnorth_buffer_set(replacement, text, n, NULL) == APPNORTH_OK)
+                rc = APPNORTH_BEFORE_SEND_REPLACE;
+            free(text);
+        }
+    }
+    bool pending = false;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+        napi_value error, message;
+        char reason[256] = "the hook threw";
+        size_t n = 0;
+        if (napi_get_and_clear_last_exception(env, &error) == napi_ok &&
+            napi_coerce_to_string(env, error, &message) == napi_ok)
+            napi_get_value_string_utf8(env, message, reason, sizeof reason, &n);
+        appnorth_buffer_set(replacement, reason, strlen(reason), NULL);
+        rc = -1;
+    }
+    napi_close_handle_scope(env, scope);
+    return rc;
+}
+
+/* eventsNew(client, {dataDir, ...policy, ...session, ...sampling, beforeSend}) */
 static napi_value events_new(napi_env env, napi_callback_info info) {
     an_args a;
     appnorth_error err;
@@ -76,8 +126,22 @@ static napi_value events_new(napi_env env, napi_callback_info info) {
     an_client *c = an_get_args(env, info, &a) ? an_client_arg(env, a.argv[0]) : NULL;
     if (c == NULL || !an_string(env, an_prop(env, a.argv[1], "dataDir"), "dataDir", false, &dir)) return NULL;
     appnorth_events_options *options = appnorth_events_options_new();
-    an_handle *h = calloc(1, sizeof *h);
+    an_events *ev = calloc(1, sizeof *ev);
+    an_handle *h = ev == NULL ? NULL : &ev->h;
+    napi_value hook = an_prop(env, a.argv[1], "beforeSend");
+    napi_valuetype hook_type = napi_undefined;
+    napi_typeof(env, hook, &hook_type);
+    if (hook_type != napi_undefined && hook_type != napi_null && hook_type != napi_function) {
+        an_free_string(dir);
+        appnorth_events_options_free(options);
+        free(ev);
+        napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "beforeSend must be a function");
+        return NULL;
+    }
     bool ok = options != NULL && h != NULL &&
+              (hook_type != napi_function ||
+               (napi_create_reference(env, hook, 1, &ev->before_send) == napi_ok &&
+                an_ok(env, appnorth_events_options_set_before_send(options, before_send, ev, NULL, &err), &err))) &&
               an_ok(env, appnorth_events_options_set_client(options, c->h.ptr, &err), &err) &&
               an_ok(env, appnorth_events_options_set_data_dir(options, dir, &err), &err) &&
               set_policy(env, a.argv[1], options, &err) && set_session(env, a.argv[1], options, &err) &&
@@ -85,7 +149,8 @@ static napi_value events_new(napi_env env, napi_callback_info info) {
     appnorth_events_options_free(options);
     an_free_string(dir);
     if (!ok) {
-        free(h);
+        if (ev != NULL && ev->before_send != NULL) napi_delete_reference(env, ev->before_send);
+        free(ev);
         return NULL;
     }
     h->kind = AN_EVENTS;

@@ -100,3 +100,36 @@ test('super properties reach a second handle and survive a restart; track() wins
     c.close();
   }
 });
+
+test('beforeSend drops, rewrites and fails closed when it throws', async () => {
+  const app = freshApp('hook');
+  const c = client({ appId: app });
+  const seen = [];
+  const events = new appnorth.Events(c, { dataDir: tempDir(), ...quiet, beforeSend: (event) => {
+    seen.push(event);
+    if (event.name === 'secret') return null;
+    if (event.name === 'boom') throw new Error('filter bug');
+    if (event.name === 'scrub') {
+      delete event.properties.email;
+      return event;
+    }
+    return event;
+  } });
+  try {
+    assert.equal(events.track('kept', { a: 1 }), true);
+    assert.equal(events.track('secret', { a: 2 }), false);
+    assert.equal(events.track('scrub', { email: 'a@b.c', ok: 1 }), true);
+    assert.equal(events.track('boom', { a: 3 }), false);
+    await events.flush(10000);
+    assert.equal(events.stats().dropped.filtered, 2);
+    assert.equal(seen.length, 4);
+    assert.match(seen[0].session_id, /^[0-9a-f]{32}$/);
+    const got = Object.fromEntries((await storedEvents(app)).map((e) => [e.name, e.properties_raw]));
+    assert.deepEqual(Object.keys(got).sort(), ['kept', 'scrub']);
+    assert.equal(got.scrub, '{"ok":1}');
+    assert.throws(() => new appnorth.Events(c, { dataDir: tempDir(), beforeSend: 42 }), TypeError);
+  } finally {
+    events.close();
+    c.close();
+  }
+});

@@ -293,6 +293,8 @@ READ_FN = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 SECURE_GET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, BufferPtr)
 #: ``int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value)``
 SECURE_SET_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p)
+#: appnorth_before_send_fn
+BEFORE_SEND_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, BufferPtr)
 #: ``void (*appnorth_config_listener_fn)(const char *config_json,
 #: const char *changed_keys_json, int32_t tier, void *user_data)``
 CONFIG_LISTENER_FN = CFUNCTYPE(None, c_char_p, c_char_p, c_int32, c_void_p)
@@ -532,6 +534,8 @@ DECLARATIONS: Tuple[Declaration, ...] = (
                 [EventsOptionsPtr, c_int32, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_session_policy",
                 [EventsOptionsPtr, c_int32, c_int32, ErrorPtr], c_int32, _S),
+    Declaration("appnorth_events_options_set_before_send",
+                [EventsOptionsPtr, BEFORE_SEND_FN, c_void_p, RELEASE_FN, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_clock", [EventsOptionsPtr, ClockPtr, ErrorPtr], c_int32, _S),
     Declaration("appnorth_events_options_set_sample_rate",
                 [EventsOptionsPtr, c_double, ErrorPtr], c_int32, _S),

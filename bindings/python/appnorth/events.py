@@ -86,6 +86,40 @@ def _secure_store_thunks(store: MutableMapping[str, str]) -> Any:
     return _lib.SECURE_GET_FN(c_get), _lib.SECURE_SET_FN(c_set)
 
 
+def _before_send_thunk(hook: Callable[[Dict[str, Any]], Any]) -> Any:
+    """The C hook around a Python one: it gets the event as a dict and
+    returns it (changed or not) to keep it, another dict to replace it, or
+    None to drop it. An exception, or anything else returned, drops the
+    event (fails closed); the library logs it once per burst."""
+    import json
+
+    def c_hook(user_data: Optional[int], event_json: Optional[bytes], buffer: Any) -> int:
+        try:
+            with _lib.in_callback():
+                event = json.loads(event_json or b"")
+                before = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+                result = hook(event)
+                if result is None:
+                    return 1  # APPNORTH_BEFORE_SEND_DROP
+                if not isinstance(result, dict):
+                    raise TypeError(f"before_send must return a dict or None, not {type(result).__name__}")
+                after = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+                if after == before:
+                    return 0  # APPNORTH_BEFORE_SEND_KEEP: the text as the library made it
+                raw = after.encode()
+                C.appnorth_buffer_set(buffer, raw, len(raw), appnorth_error())
+                return 2  # APPNORTH_BEFORE_SEND_REPLACE
+        except BaseException as exc:  # noqa: BLE001 - never propagate into C; the event is dropped
+            try:
+                reason = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:512]
+                C.appnorth_buffer_set(buffer, reason, len(reason), appnorth_error())
+            except BaseException:  # noqa: BLE001
+                pass
+            return -1
+
+    return _lib.BEFORE_SEND_FN(c_hook)
+
+
 _TRACK = _lib.thin("appnorth_events_track")
 
 
@@ -131,6 +165,13 @@ class Events(Handle):
             "flush_interval_ms", "batch_threshold"}`` override these
             options live, from the bundled, cached or remote tier. False:
             the host opts out, only these options count.
+        before_send: a filter every event goes through before it is stored,
+            called inside ``track()`` on its thread with the event as a dict
+            (name, properties with the super properties, ids, session,
+            timestamp): return it (changed or not) or another dict to store
+            that, or None to drop it. It fails closed: an exception, or a
+            result that is not a valid event, drops the event
+            (``stats()["dropped"]["filtered"]``, logged once per burst).
         secure_store: a ``MutableMapping[str, str]`` for identity values
             (keys "anonymous_id", "user_id", "push_token"), instead of the
             0600 file.
@@ -174,6 +215,7 @@ class Events(Handle):
         clock: Optional[ManualClock] = None,
         sample_rate: Optional[float] = None,
         remote_settings: bool = True,
+        before_send: Optional[Callable[[Dict[str, Any]], Optional[Dict[str, Any]]]] = None,
         secure_store: Optional[MutableMapping[str, str]] = None,
         close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
     ) -> None:
@@ -218,6 +260,16 @@ class Events(Handle):
                     options,
                     _pick(session_idle_timeout_ms, DEFAULT_SESSION_IDLE_TIMEOUT_MS, "session_idle_timeout_ms"),
                     _pick(session_max_length_ms, DEFAULT_SESSION_MAX_LENGTH_MS, "session_max_length_ms"), err)
+            if before_send is not None:
+                if not callable(before_send):
+                    raise TypeError(f"before_send must be callable, not {type(before_send).__name__}")
+                thunk = _before_send_thunk(before_send)
+                hook_key = _lib.pin([thunk], [before_send])
+                try:
+                    C.appnorth_events_options_set_before_send(options, thunk, hook_key, _lib.RELEASE, err)
+                except BaseException:
+                    _lib.unpin(hook_key)
+                    raise
             if clock is not None:
                 if not isinstance(clock, ManualClock):
                     raise TypeError(f"clock must be a ManualClock or None, not {type(clock).__name__}")

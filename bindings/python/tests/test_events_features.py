@@ -123,3 +123,44 @@ def test_bad_super_properties_are_refused_and_nothing_is_saved(events_dir: appno
 def events_dir(client: appnorth.Client, tmp_path: Path) -> Any:
     with appnorth.Events(client, tmp_path, **QUIET) as ev:
         yield ev
+
+
+def test_before_send_drops_rewrites_and_a_raising_hook_drops(client: appnorth.Client, tmp_path: Path,
+                                                              admin: Admin) -> None:
+    seen: List[Dict[str, Any]] = []
+
+    def hook(event: Dict[str, Any]) -> Any:
+        seen.append(event)
+        name = event["name"]
+        if name == "secret":
+            return None
+        if name == "scrub":
+            event["properties"].pop("email")
+            return event
+        if name == "boom":
+            raise ValueError("filter bug")
+        if name == "bad_replacement":
+            return {"nope": 1}
+        return event
+
+    with appnorth.Events(client, tmp_path, before_send=hook, **QUIET) as ev:
+        ev.register({"plan": "pro"})
+        assert ev.track("kept", '{"price": 9.990}') is True
+        assert ev.track("secret", {"a": 1}) is False
+        assert ev.track("scrub", {"email": "a@b.c", "ok": 1}) is True
+        assert ev.track("boom", {"x": 1}) is False
+        assert ev.track("bad_replacement") is False
+        ev.flush(10_000)
+        dropped = ev.stats()["dropped"]
+        assert dropped["filtered"] == 3
+    assert seen[0]["properties"] == {"plan": "pro", "price": 9.99}
+    assert seen[0]["session_id"] and seen[0]["anonymous_id"] and seen[0]["id"]
+    got = properties_by_name(admin)
+    assert got["kept"] == '{"plan":"pro","price": 9.990}', "kept as the library made it"
+    assert got["scrub"] == '{"plan":"pro","ok":1}'
+    assert "secret" not in got and "boom" not in got and "bad_replacement" not in got
+
+
+def test_before_send_must_be_callable(client: appnorth.Client, tmp_path: Path) -> None:
+    with pytest.raises(TypeError):
+        appnorth.Events(client, tmp_path, before_send=42)  # type: ignore[arg-type]

@@ -27,6 +27,8 @@ final class EventCounters: Sendable {
         case blocked
         /// Tracked while `appnorth.events` switches events off (`enabled: false`).
         case disabled
+        /// Dropped by the before_send hook, or because it failed.
+        case filtered
 
         var key: String {
             switch self {
@@ -38,6 +40,7 @@ final class EventCounters: Sendable {
             case .sampled: "sampled"
             case .blocked: "blocked"
             case .disabled: "disabled"
+            case .filtered: "filtered"
             }
         }
     }

@@ -38,10 +38,12 @@ final class EventTracker: Sendable {
     let systemClock: Bool
     /// The session policy has a limit (`EventSender.rotateIfDue`).
     let rotatesSessions: Bool
+    /// The host's before_send hook, if any (`trackFiltered`).
+    let beforeSend: BeforeSendFilter?
 
     init(store: EventStore, options: AppNorthEventsOptions, consent: EventConsent, sender: EventSender,
          lifecycle: EventsLifecycle, counters: EventCounters, uploader: EventUploader, drain: QueueDrain,
-         settings: EventSettingsOwner, clock: any AppNorthClock) {
+         settings: EventSettingsOwner, clock: any AppNorthClock, beforeSend: BeforeSendFilter? = nil) {
         journalRef = Unmanaged.passUnretained(store.journal)
         limitsRef = Unmanaged.passUnretained(store.limits)
         self.store = store
@@ -61,6 +63,7 @@ final class EventTracker: Sendable {
         self.clock = clock
         systemClock = clock is SystemClock
         rotatesSessions = !options.session.isOff
+        self.beforeSend = beforeSend
     }
 
     /// An event the settings' gate refused: counted, not an error.
@@ -93,6 +96,7 @@ final class EventTracker: Sendable {
     /// the journal, the thresholds.
     @inline(__always)
     private func queue(_ name: UnsafeBufferPointer<UInt8>, _ properties: UnsafeBufferPointer<UInt8>?) throws(AppNorthError) -> Bool {
+        if let beforeSend { return try trackFiltered(name, properties, beforeSend) }
         // Another handle's consent change is adopted before this event is
         // judged by it: one load while nothing changed.
         consent.refresh()
@@ -105,8 +109,15 @@ final class EventTracker: Sendable {
         // A new session when the event ends the last one (SessionPolicy),
         // before the stripe reads the tail that carries its id.
         if rotatesSessions { sender.rotateIfDue(nowMs: timestampMs) }
+        return try append(TrackInput.Text(name: name, properties: properties), timestampMs: timestampMs)
+    }
+
+    /// The event into the calling thread's stripe (the host's text,
+    /// assembled there, or an event the before_send hook saw), then what
+    /// the thresholds ask for.
+    @inline(__always)
+    func append<Event: JournalEvent>(_ event: Event, timestampMs: Int64) throws(AppNorthError) -> Bool {
         let shared = store.limits.shared.load(ordering: .relaxed)
-        let text = TrackInput.Text(name: name, properties: properties)
         let outcome = try journalRef._withUnsafeGuaranteedRef { journal in
             Result { () throws(AppNorthError) -> TrackOutcome in
                 try journal.withCurrentStripe { stripe throws(AppNorthError) -> TrackOutcome in
@@ -121,7 +132,7 @@ final class EventTracker: Sendable {
                             s.tail = tail.withUnsafeBufferPointer { Array($0) }
                             s.tailGeneration = current
                         }
-                        let size = try Self.writeEvent(into: &s, text, timestampMs: timestampMs)
+                        let size = try event.write(into: &s, timestampMs: timestampMs)
                         // A huge event's memory is not kept for the small ones after it.
                         defer { s.buffer.trim() }
                         guard size <= maxEventBytes else { return .tooLarge(size) }

@@ -1,3 +1,8 @@
+/// What `EventTracker.append` writes into a stripe's buffer; returns its size.
+protocol JournalEvent: Sendable {
+    func write(into s: inout JournalStripe.State, timestampMs: Int64) throws(AppNorthError) -> Int
+}
+
 /// The checks `track` makes of the host's text before anything else, on
 /// its bytes: the name (1 to 256 characters), the properties (at most the
 /// event limit, a JSON object nested at most `maxPropertiesNesting` deep:
@@ -9,9 +14,14 @@ enum TrackInput {
     /// The host's text as `track` got it, for the body run under the
     /// stripe's lock. Sendable because it only lives for that call, on its
     /// thread: the bytes are the caller's until `track` returns.
-    struct Text: @unchecked Sendable {
+    struct Text: @unchecked Sendable, JournalEvent {
         let name: UnsafeBufferPointer<UInt8>
         let properties: UnsafeBufferPointer<UInt8>?
+
+        @inline(__always)
+        func write(into s: inout JournalStripe.State, timestampMs: Int64) throws(AppNorthError) -> Int {
+            try EventTracker.writeEvent(into: &s, self, timestampMs: timestampMs)
+        }
     }
 
     /// `unchecked`: the arguments' names when the bytes come from C. A

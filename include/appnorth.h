@@ -1558,13 +1558,12 @@ enum {
 typedef int32_t (*appnorth_secure_get_fn)(void *user_data, const char *key, appnorth_buffer *out);
 typedef int32_t (*appnorth_secure_set_fn)(void *user_data, const char *key, const char *value);
 
-/** What a before_send hook decides (its return value): APPNORTH_BEFORE_SEND_*. */
-enum {
-    APPNORTH_BEFORE_SEND_KEEP = 0,
-    APPNORTH_BEFORE_SEND_DROP = 1,
-    APPNORTH_BEFORE_SEND_REPLACE = 2,
-    APPNORTH_BEFORE_SEND_INT32_MIN_ = INT32_MIN
-};
+/* What a before_send hook returns (see appnorth_before_send_fn): keep the
+ * event as it is, drop it, or store the replacement it gave. Plain macros,
+ * not an enum: the 0.3 ABI's types stay exactly as they were. */
+#define APPNORTH_BEFORE_SEND_KEEP 0
+#define APPNORTH_BEFORE_SEND_DROP 1
+#define APPNORTH_BEFORE_SEND_REPLACE 2
 
 /**
  * A filter hook (appnorth_events_options_set_before_send()). event_json: the
@@ -1744,10 +1743,14 @@ APPNORTH_API int32_t appnorth_events_options_set_session_policy(appnorth_events_
                                                                 int32_t max_length_ms, appnorth_error *err);
 
 /** Set the filter hook every event goes through before it is stored (see
- *  appnorth_before_send_fn); fn NULL removes it. user_data is passed to fn;
- *  release (optional) is called once with user_data when neither these
- *  options nor an events handle made from them uses it any more. With no
- *  hook, appnorth_events_track() runs no hook code. Not thread-safe. */
+ *  appnorth_before_send_fn); fn NULL removes it. user_data is passed to fn.
+ *  release: optional, called once with user_data when neither these options
+ *  nor an events handle made from them uses the hook any more. The options
+ *  and the events handle made from them keep fn, release and user_data
+ *  valid until that release call (or, without one, until
+ *  appnorth_events_options_free() and appnorth_events_free() have both
+ *  returned). With no hook, appnorth_events_track() runs no hook code. Not
+ *  thread-safe, like every options setter. */
 APPNORTH_API int32_t appnorth_events_options_set_before_send(appnorth_events_options *options,
                                                              appnorth_before_send_fn fn, void *user_data,
                                                              appnorth_release_fn release, appnorth_error *err);

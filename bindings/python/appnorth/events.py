@@ -100,15 +100,15 @@ def _before_send_thunk(hook: Callable[[Dict[str, Any]], Any]) -> Any:
                 before = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
                 result = hook(event)
                 if result is None:
-                    return 1  # APPNORTH_BEFORE_SEND_DROP
+                    return _lib.BEFORE_SEND_DROP
                 if not isinstance(result, dict):
                     raise TypeError(f"before_send must return a dict or None, not {type(result).__name__}")
                 after = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
                 if after == before:
-                    return 0  # APPNORTH_BEFORE_SEND_KEEP: the text as the library made it
+                    return _lib.BEFORE_SEND_KEEP  # the text as the library made it
                 raw = after.encode()
                 C.appnorth_buffer_set(buffer, raw, len(raw), appnorth_error())
-                return 2  # APPNORTH_BEFORE_SEND_REPLACE
+                return _lib.BEFORE_SEND_REPLACE
         except BaseException as exc:  # noqa: BLE001 - never propagate into C; the event is dropped
             try:
                 reason = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:512]

@@ -416,6 +416,11 @@ struct EventsOptions {
     int32_t session_max_length_ms = 86400000;
     double sample_rate = 1.0;          /* share of installs that track, 0 to 1 */
     bool remote_settings = true;       /* follow the config key "appnorth.events" */
+    /* The before_send hook (appnorth_events_options_set_before_send()): called
+     * inside track() with the event's JSON, which it may change; false drops
+     * the event, true keeps it (changed: stored as changed). An exception
+     * drops it too (fails closed). Empty: no hook. */
+    std::function<bool(std::string &event_json)> before_send;
 };
 
 /** The analytics event queue. */
@@ -448,6 +453,15 @@ public:
         detail::call([&](appnorth_error *e) {
             return appnorth_events_options_set_remote_settings(opts.get(), options.remote_settings ? 1 : 0, e);
         });
+        if (options.before_send) {
+            /* Owned by the library from here: release_hook deletes it. */
+            auto *hook = new std::function<bool(std::string &)>(options.before_send);
+            appnorth_error err;
+            appnorth_status status =
+                appnorth_events_options_set_before_send(opts.get(), &Events::before_send_thunk, hook, &Events::release_hook, &err);
+            if (status != APPNORTH_OK) delete hook;
+            detail::check(status, err);
+        }
         appnorth_events *raw = nullptr;
         detail::call([&](appnorth_error *e) { return appnorth_events_new(opts.get(), &raw, e); });
         handle_ = Handle(raw);
@@ -563,6 +577,28 @@ public:
     appnorth_events *get() const noexcept { return handle_.get(); }
 
 private:
+    static int32_t before_send_thunk(void *user_data, const char *event_json, appnorth_buffer *replacement) noexcept {
+        try {
+            const auto &hook = *static_cast<std::function<bool(std::string &)> *>(user_data);
+            std::string event(event_json);
+            if (!hook(event)) return APPNORTH_BEFORE_SEND_DROP;
+            if (event == event_json) return APPNORTH_BEFORE_SEND_KEEP;
+            return appnorth_buffer_set(replacement, event.data(), event.size(), nullptr) == APPNORTH_OK
+                       ? APPNORTH_BEFORE_SEND_REPLACE
+                       : -1;
+        } catch (const std::exception &e) {
+            std::string reason = e.what();
+            appnorth_buffer_set(replacement, reason.data(), reason.size(), nullptr);
+            return -1;
+        } catch (...) {
+            return -1;
+        }
+    }
+
+    static void release_hook(void *user_data) noexcept {
+        delete static_cast<std::function<bool(std::string &)> *>(user_data);
+    }
+
     using Handle = detail::Handle<appnorth_events, appnorth_events_free>;
     /* Declared first, so it is released after the C handle is freed. */
     std::shared_ptr<detail::LogSink> log_sink_;

@@ -275,12 +275,19 @@ void test_logger_outlives_its_client(const appnorth::Client &) {
     std::optional<appnorth::Client> client(std::in_place, options);
     appnorth::EventsOptions events_options;
     events_options.data_dir = dir;
+    events_options.before_send = [](std::string &event) {
+        if (event.find("\"name\":\"cpp_secret\"") != std::string::npos) return false;
+        if (event.find("\"name\":\"cpp_throw\"") != std::string::npos) throw std::runtime_error("hook bug");
+        return true;
+    };
     appnorth::Events events(*client, events_options);
     client.reset();  // the C client is freed; the Events still log through its logger
     size_t before = lines->count();
     std::string session = events.session_id();
     expect(session.size() == 32, "a session id of 32 hex characters");
     expect(events.track("cpp_logger_event"), "track after the client went");
+    expect(!events.track("cpp_secret"), "the before_send hook dropped it");
+    expect(!events.track("cpp_throw"), "a throwing hook drops the event");
     expect(events.session_id() == session, "the default policy keeps the session");
     events.register_properties("{\"plan\":\"pro\"}");
     events.register_properties("{\"plan\":\"team\"}", true);

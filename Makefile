@@ -280,7 +280,7 @@ test-fleet: $(BUILD)/tests/fleet_client
 # C tests under valgrind: no memory errors and no definite leaks from the
 # library. The slowest scenarios (10,000 events, 8 threads) are skipped here;
 # they run at full speed in test-c.
-VALGRIND_TESTS := test_client test_writes test_offline test_queue_storage test_cache test_events test_events_retry test_events_consent test_events_lifecycle test_config test_config_status test_events_pending test_handles
+VALGRIND_TESTS := test_client test_writes test_offline test_queue_storage test_cache test_events test_events_retry test_events_consent test_events_lifecycle test_config test_config_status test_events_pending test_handles test_events_features
 # Two at a time, each lane with its own dev server (scripts/run-c-tests.sh).
 VALGRIND := valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99
 test-valgrind: $(addprefix $(BUILD)/tests/,$(VALGRIND_TESTS))

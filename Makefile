@@ -173,7 +173,10 @@ test: deps $(PYTEST)
 # extensions) over 500; scripts/size-baseline.txt lists what was over when
 # the gate came, and may only shrink. The toolkit gate: every lock, thread
 # and process-wide object of the library goes through Lock, LibraryThread
-# and ForkLocal (scripts/check-toolkit.py). The layering gate: Transport/
+# and ForkLocal (scripts/check-toolkit.py, with its self-test: every
+# spelling of process-wide state); every lock's class is declared
+# beside its owner, once, and used (scripts/lock_classes.py, with its
+# self-test). The layering gate: Transport/
 # names no type of Engine/, Transport/ and Engine/ none of Async/, and only
 # Async/ names Engine/'s types (scripts/check-layers.py, with its self-test).
 # The clock gate: Tests/c reads clocks through Tests/c/clock.h only (no
@@ -185,14 +188,18 @@ test-size:
 	@python3 scripts/check-size.py
 	@python3 scripts/check-test-size.py --self-test
 	@python3 scripts/check-test-size.py
+	@python3 scripts/check-toolkit.py --self-test
 	@python3 scripts/check-toolkit.py
+	@python3 scripts/lock_classes.py --self-test
+	@python3 scripts/lock_classes.py
 	@python3 scripts/check-layers.py --self-test
 	@python3 scripts/check-layers.py
 	@python3 scripts/check-test-clock.py --self-test
 	@python3 scripts/check-test-clock.py
 
-# The docs gate: docs/architecture.md names every folder of Sources/, every
-# library thread and every lock of the registry (LockLevel); file, folder
+# The docs gate: docs/architecture.md names every folder of Sources/ and
+# every library thread, and its lock classes table is the code's
+# (scripts/lock_classes.py); file, folder
 # and Type.member references in docs/ and README.md resolve; CHANGELOG.md
 # names every function of abi/appnorth.symbols; no heading repeats; the
 # README's layout and docs/CONVENTIONS.md name every folder of the core.

@@ -7,9 +7,9 @@ against the tree, so it fails the build instead of misleading a reader.
 2. Every library thread name (the names given to LibraryThread.spawn,
    BackgroundThread, WorkerPool and appnorth_set_thread_name in Sources/)
    is in docs/architecture.md.
-3. Every lock of the lock registry (LockLevel in Sources/AppNorthCore/
-   Support/: the lock a level's comment names, else the level) is in
-   docs/architecture.md.
+3. docs/architecture.md's table of lock classes is the one the code's
+   `LockClass` declarations give (scripts/lock_classes.py, which writes it
+   with --write), and the declarations pass that script's checks.
 4. Every reference to the tree in docs/ and README.md resolves: relative
    Markdown links; `path` or `path:function` in backticks whose path names
    a source, script or doc file (from the repository root or from any
@@ -23,7 +23,8 @@ against the tree, so it fails the build instead of misleading a reader.
 6. No heading repeats under the same parent heading in docs/, README.md
    or CHANGELOG.md.
 7. The facts of scripts/check_doc_facts.py: the library's size as quoted,
-   the C layer's files, the state machines' names.
+   the C layer's files, the state machines' names, the thread names and
+   counts the docs quote.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from typing import Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.dont_write_bytecode = True
 import check_doc_facts  # noqa: E402
+import lock_classes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -64,40 +66,6 @@ def source_folders() -> list[tuple[str, str]]:
             shown = f"Sources/{rel.as_posix()}" if len(rel.parts) == 1 else f"{path.name}/"
             found.append((f"Sources/{rel.as_posix()}", shown))
     return found
-
-
-THREAD_NAME = re.compile(r'(?:BackgroundThread\(name:|threadName:|appnorth_set_thread_name\(|LibraryThread\.spawn\()\s*"([^"]+)"')
-
-
-def thread_names() -> set[str]:
-    names = set()
-    for path in (ROOT / "Sources").rglob("*.swift"):
-        names.update(THREAD_NAME.findall(path.read_text(encoding="utf-8")))
-    return names
-
-
-def registry_locks() -> list[str]:
-    """The locks of LockLevel: the backticked name in each level's comment."""
-    locks = []
-    for path in (ROOT / "Sources" / "AppNorthCore" / "Support").glob("*.swift"):
-        text = path.read_text(encoding="utf-8")
-        start = text.find("enum LockLevel")
-        if start < 0:
-            continue
-        comment: list[str] = []
-        for line in text[start:].splitlines()[1:]:
-            stripped = line.strip()
-            if stripped.startswith("}"):
-                break
-            if stripped.startswith("///"):
-                comment.append(stripped)
-                continue
-            m = re.match(r"static\s+let\s+(\w+)", stripped)
-            if m:
-                named = re.search(r"`([\w.]+)`", " ".join(comment))
-                locks.append(named.group(1) if named else m.group(1))
-            comment = []
-    return locks
 
 
 def docs() -> list[Path]:
@@ -276,12 +244,10 @@ def main() -> int:
     for folder, shown in source_folders():
         if shown not in architecture:
             problems.append(f"docs/architecture.md: the folder {folder} is not named (as {shown})")
-    for name in sorted(thread_names()):
+    for name in sorted(check_doc_facts.thread_names()):
         if name not in architecture:
             problems.append(f"docs/architecture.md: the thread {name} is not named")
-    for lock in registry_locks():
-        if lock not in architecture:
-            problems.append(f"docs/architecture.md: the lock {lock} (LockLevel) is not named")
+    problems += lock_classes.problems(lock_classes.sources())
     files = repo_files()
     problems += check_references(files) + check_folder_refs(files) + check_symbols() + check_readme_layout()
     problems += check_conventions_layout()

@@ -8,6 +8,12 @@
    file of that folder, and every `...API` it names is one of them.
 3. The state machines docs/CONVENTIONS.md names are value types (a struct
    or an enum) of Sources/.
+4. Every thread name the docs quote (`appnorth-...` in backticks, in docs/
+   and README.md) is one the code gives a thread, and the count of the
+   library's kinds of threads that docs/architecture.md and
+   docs/threading.md state is the number of names in Sources/AppNorthCore.
+   (The other way, each name of the code is in docs/architecture.md, is
+   scripts/check-docs.py's.)
 Each check returns a list of problems (empty: the docs agree).
 """
 from __future__ import annotations
@@ -94,8 +100,54 @@ def check_state_machines() -> list[str]:
             for n in re.findall(r"`(\w+)`", m.group(1)) if n not in types]
 
 
+THREAD_NAME = re.compile(r'(?:BackgroundThread\(name:|threadName:|appnorth_set_thread_name\(|LibraryThread\.spawn\()\s*"([^"]+)"')
+COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+
+
+def thread_names(base: str = "Sources") -> set[str]:
+    """The names the code gives its threads, under `base`."""
+    names = set()
+    for path in (ROOT / base).rglob("*.swift"):
+        names.update(THREAD_NAME.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+def quoted_threads() -> list[tuple[str, str]]:
+    """(where, name) of every `appnorth-...` in backticks in docs/ and README.md."""
+    found = []
+    for doc in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for name in re.findall(r"`(appnorth-[a-z0-9-]+)`", line):
+                found.append((f"{doc.relative_to(ROOT)}:{number}", name))
+    return found
+
+
+def quoted_thread_counts() -> list[tuple[str, str]]:
+    """(where, count word) of the sentences that count the library's threads."""
+    found = []
+    for rel, pattern in (("docs/architecture.md", r"\b(\w+) kinds of library threads"),
+                         ("docs/threading.md", r"\b(\w+) kinds of background threads")):
+        text = " ".join((ROOT / rel).read_text(encoding="utf-8").split())
+        found += [(rel, m.group(1).lower()) for m in re.finditer(pattern, text)]
+    return found
+
+
+def check_threads() -> list[str]:
+    names = thread_names()
+    problems = [f"{where}: `{name}` is no thread name of Sources/ (those are: {', '.join(sorted(names))})"
+                for where, name in quoted_threads() if name not in names]
+    library = len(thread_names("Sources/AppNorthCore"))
+    counts = quoted_thread_counts()
+    if len(counts) < 2:
+        problems.append("docs/architecture.md (\"N kinds of library threads\") or docs/threading.md (\"N kinds of "
+                        "background threads\") no longer counts the threads in the form this check reads")
+    problems += [f"{where}: says {word} kinds of threads; Sources/AppNorthCore names {library}"
+                 for where, word in counts if COUNTS.get(word) != library]
+    return problems
+
+
 def problems() -> list[str]:
-    return check_sizes() + check_c_layer_files() + check_state_machines()
+    return check_sizes() + check_c_layer_files() + check_state_machines() + check_threads()
 
 
 def self_test() -> list[str]:
@@ -108,4 +160,8 @@ def self_test() -> list[str]:
         failures.append("the C layer's block was not read")
     if "UploadTrigger" not in value_types() or "NoSuchMachine" in value_types():
         failures.append("the value types were not read")
+    if "appnorth-xfer" not in thread_names("Sources/AppNorthCore") or "appnorth-worker" in thread_names("Sources/AppNorthCore"):
+        failures.append("the library's thread names were not read")
+    if not any(name == "appnorth-xfer" for _, name in quoted_threads()) or len(quoted_thread_counts()) < 2:
+        failures.append("the docs' thread names and counts were not read")
     return failures

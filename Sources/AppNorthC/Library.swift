@@ -61,5 +61,6 @@ public func appnorth_string_free(_ str: UnsafeMutablePointer<CChar>?) {
 /// handle is made: dlopen(RTLD_NOLOAD | RTLD_NODELETE) of the library's own
 /// file marks the loaded copy as never to be unloaded.
 enum LibraryPin {
+    // process-wide, not a ForkLocal: the pin is the mapping's, which a child inherits.
     static let pinned: Bool = appnorth_pin_library(#dsohandle) == 1
 }

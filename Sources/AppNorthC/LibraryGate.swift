@@ -21,11 +21,17 @@ enum LibraryGate {
     private static let holdUnit: UInt = 1 << 32
     private static let holdMask: UInt = (waiterBit - 1) & ~(holdUnit - 1)
     private static let runningMask: UInt = holdUnit - 1
+    // process-wide, not a ForkLocal: one word every host callback reads without a lock; a
+    // fork() child keeps its forking thread's own callbacks and holds in it (`resetInChild`,
+    // a ForkGuard.inChild handler), which a ForkLocal made anew on a later thread's first
+    // use could not know.
     private static let state = Atomic<UInt>(0)
     /// The threads waiting for the word to change; a fork() child makes
     /// its own (`resetInChild` clears the waiter bit).
     private static let waits = ForkLocal<WordWaits, Never> { WordWaits() }
     /// Installs the child's reset with the first callback or hold.
+    // process-wide, not a ForkLocal: installs a fork handler once per process image; a child
+    // inherits it installed.
     private static let childReset: Void = ForkGuard.inChild { LibraryGate.resetInChild() }
 
     static var isClosed: Bool { state.load(ordering: .acquiring) & closedBit != 0 }

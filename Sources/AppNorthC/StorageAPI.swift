@@ -9,7 +9,7 @@ typealias SDKStorage = AppNorthOfflineQueueStorage & AppNorthReadCacheStorage
 final class StorageBox {
     let storage: any SDKStorage
     /// The logger of queues and caches opened on it from now on.
-    let logger = Lock<Logger>(.silent, level: LockLevel.storageLogger)
+    let logger = Lock<Logger>(.silent, level: LockClass.storageLogger)
     init(_ storage: any SDKStorage) { self.storage = storage }
 }
 
@@ -130,4 +130,9 @@ public func appnorth_storage_set_logger(_ storage: OpaquePointer?, _ fn: appnort
         let logger = try hostLogger(fn, minLevel, userData)
         box.logger.withLock { $0 = logger }
     }
+}
+
+extension LockClass {
+    /// `StorageBox.logger`: the logger of a C storage's queues and caches.
+    package static let storageLogger = LockClass.leaf("StorageBox.logger")
 }

@@ -13,7 +13,7 @@ final class WordWaits: @unchecked Sendable {
     // it is a field, not the lock's value: a value held as an `inout`
     // across the condition's wait may be kept in a register while the
     // lock is released, and another waiter's count would be lost.
-    private let condition = Lock<Void>((), level: LockLevel.signal)
+    private let condition = Lock<Void>((), level: LockClass.signal)
     /// Threads waiting now; the last to leave unmarks the word.
     private var waiters = 0
 

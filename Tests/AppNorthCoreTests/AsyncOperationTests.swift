@@ -13,7 +13,7 @@ final class AsyncOperationTests: XCTestCase {
 
     /// Collects completions from library threads.
     final class Results: @unchecked Sendable {
-        private let condition = Lock<Void>((), level: LockLevel.test)
+        private let condition = Lock<Void>((), level: LockClass.test)
         private var values: [Int: Result<String, AppNorthError>] = [:]
 
         func put(_ index: Int, _ value: Result<String, AppNorthError>) {

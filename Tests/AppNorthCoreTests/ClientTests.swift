@@ -149,7 +149,7 @@ final class ClientTests: XCTestCase {
     func testCancelEndsTheRequestInFlightOnly() throws {
         let client = try TestServer.client(timeouts: HTTPTimeouts(apiRequestMilliseconds: 60_000))
         try TestServer.post("/admin/faults", #"{"delay_ms":600000,"count":1,"path_prefix":"/v1/apps/swift/boards"}"#)
-        let cancelledAt = Lock<ContinuousClock.Instant?>(nil, level: LockLevel.test)
+        let cancelledAt = Lock<ContinuousClock.Instant?>(nil, level: LockClass.test)
         let canceller = Thread {
             // Wait until the server took the request (its fault is gone).
             let deadline = ContinuousClock.now + .seconds(15)

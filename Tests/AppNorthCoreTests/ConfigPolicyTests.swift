@@ -207,7 +207,7 @@ final class ConfigPolicyTests: XCTestCase {
 
     func testRegistryDeliversInOrderToCurrentListeners() {
         let registry = ListenerRegistry<Int>()
-        let seen = Lock<[String]>([], level: LockLevel.test)
+        let seen = Lock<[String]>([], level: LockClass.test)
         let a = registry.add { n in seen.withLock { $0.append("a\(n)") } }!
         _ = registry.add { n in seen.withLock { $0.append("b\(n)") } }!
         registry.post(1)
@@ -223,7 +223,7 @@ final class ConfigPolicyTests: XCTestCase {
     func testRegistryRemoveFromInsideItsOwnCallbackReturnsAtOnce() {
         let registry = ListenerRegistry<Int>()
         let calls = Atomic<Int>(0)
-        let token = Lock<Int64>(0, level: LockLevel.test)
+        let token = Lock<Int64>(0, level: LockClass.test)
         let t = registry.add { _ in
             calls.add(1, ordering: .relaxed)
             XCTAssertTrue(registry.remove(token.withLock { $0 }))
@@ -254,7 +254,7 @@ final class ConfigPolicyTests: XCTestCase {
 
     func testRegistryEventsPostedFromACallbackAreDeliveredAfterIt() {
         let registry = ListenerRegistry<Int>()
-        let seen = Lock<[Int]>([], level: LockLevel.test)
+        let seen = Lock<[Int]>([], level: LockClass.test)
         _ = registry.add { n in
             seen.withLock { $0.append(n) }
             if n == 1 {

@@ -105,7 +105,7 @@ final class ConfigStatusTests: XCTestCase {
     // MARK: At the server
 
     final class Statuses: Sendable {
-        let list = Lock<[ConfigStatus]>([], level: LockLevel.test)
+        let list = Lock<[ConfigStatus]>([], level: LockClass.test)
         var all: [ConfigStatus] { list.withLock { $0 } }
         func record(_ status: ConfigStatus) { list.withLock { $0.append(status) } }
     }

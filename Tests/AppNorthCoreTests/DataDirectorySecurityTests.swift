@@ -167,7 +167,7 @@ final class CleartextTests: XCTestCase {
             XCTAssertNoThrow(try AppNorthClientConfiguration(apiURL: url, appID: "a", credential: credential), url)
         }
         XCTAssertThrowsError(try AppNorthClientConfiguration(apiURL: "http://127.0.0.1.evil.example", appID: "a", credential: credential))
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .debug, sink: { _, line in lines.withLock { $0.append(line) } })
         _ = try AppNorthClientConfiguration(apiURL: "http://Staging.Internal:8080", appID: "a", credential: credential,
                                             logger: logger, allowCleartextHosts: [try Cleartext.validatedHost("staging.internal")])

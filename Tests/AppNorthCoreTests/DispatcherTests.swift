@@ -9,7 +9,7 @@ import XCTest
 final class DispatcherTests: XCTestCase {
     /// Collects what the jobs saw (one thread at a time, as dispatch runs them).
     final class Seen: @unchecked Sendable {
-        private let lock = Lock([String](), level: LockLevel.test)
+        private let lock = Lock([String](), level: LockClass.test)
         func add(_ s: String) { lock.withLock { $0.append(s) } }
         var all: [String] { lock.withLock { $0 } }
     }

@@ -326,7 +326,7 @@ final class EventsTests: EventsTestCase {
     }
 
     func testIdentityPersistsInAPrivateFileAndNeverInLogs() throws {
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } }
         let first: String
         do {
@@ -358,7 +358,7 @@ final class EventsTests: EventsTestCase {
     /// one never drops a value written by another.
     func testFileSecureStoresShareOneAnonymousIDAndKeepEachOthersValues() throws {
         let directory = try DataDirectory(path: folder + "/shared-identity")
-        let made = Lock<[String]>([], level: LockLevel.test)
+        let made = Lock<[String]>([], level: LockClass.test)
         DispatchQueue.concurrentPerform(iterations: 4) { index in
             do {
                 let store = try FileSecureStore(directory: directory)

@@ -11,7 +11,7 @@ final class ForkGuardHookTests: XCTestCase {
         defer { counter.deallocate() }
         let address = Int(bitPattern: counter)
         ForkGuard.inChild { UnsafeMutablePointer<Int32>(bitPattern: address)!.pointee += 1 }
-        let lock = Lock(0, level: LockLevel.test)
+        let lock = Lock(0, level: LockClass.test)
         let parentGeneration = ForkGuard.generation
         let pid = fork()
         if pid == 0 {

@@ -71,7 +71,7 @@ final class JournalTests: EventsTestCase {
         XCTAssertEqual(truncate(oversize, off_t(largest) + 1), 0)
         let good = folder + "/events-999995-1111111111111111.journal"
         writeFile(good, JournalRecord.encode(payload("good")))
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .warning) { _, line in lines.withLock { $0.append(line) } }
         let events = try open(quiet(), logger: logger)
         XCTAssertEqual(events.queuedCount, 1, "the readable orphan is imported; the open does not fail")

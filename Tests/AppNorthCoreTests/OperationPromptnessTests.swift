@@ -18,7 +18,7 @@ final class OperationPromptnessTests: XCTestCase {
 
     /// Completions in the order they came.
     final class Arrivals: @unchecked Sendable {
-        private let condition = Lock<Void>((), level: LockLevel.test)
+        private let condition = Lock<Void>((), level: LockClass.test)
         private var order: [String] = []
         private var results: [String: Result<String, AppNorthError>] = [:]
         private var at: [String: UInt64] = [:]
@@ -44,7 +44,7 @@ final class OperationPromptnessTests: XCTestCase {
 
     /// A gate a worker job waits at until the test opens it.
     final class Gate: @unchecked Sendable {
-        private let condition = Lock<Void>((), level: LockLevel.test)
+        private let condition = Lock<Void>((), level: LockClass.test)
         private var open = false
         private var waiting = 0
 

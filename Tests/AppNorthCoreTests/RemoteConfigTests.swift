@@ -100,7 +100,7 @@ final class RemoteConfigTests: XCTestCase {
     }
 
     final class Changes: Sendable {
-        let list = Lock<[ConfigChange]>([], level: LockLevel.test)
+        let list = Lock<[ConfigChange]>([], level: LockClass.test)
         var all: [ConfigChange] { list.withLock { $0 } }
         var count: Int { list.withLock { $0.count } }
         func record(_ change: ConfigChange) { list.withLock { $0.append(change) } }
@@ -343,7 +343,7 @@ final class RemoteConfigTests: XCTestCase {
         try publish(#"{"v":1}"#)
         let seq = try lastSeq()
         try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","drop":true,"count":4}"#)
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let options = AppNorthRemoteConfig.Options(
             dataDirectory: dir + "/data", clock: ManualClock(), pollIntervalMilliseconds: 60_000,
             reconnectBackoff: Backoff(baseMilliseconds: 40, maxMilliseconds: 1000),
@@ -417,7 +417,7 @@ final class RemoteConfigTests: XCTestCase {
     func testTheWorkerLogsEachPhaseChange() throws {
         try publish(#"{"v":1}"#)
         try TestServer.post("/admin/faults", #"{"path_prefix":"/v1/apps/\#(app)/config/stream","status":503,"count":1}"#)
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let options = AppNorthRemoteConfig.Options(
             dataDirectory: dir + "/data", clock: ManualClock(), reconnectBackoff: Backoff(baseMilliseconds: 20, maxMilliseconds: 200),
             logger: Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } })
@@ -552,7 +552,7 @@ final class RemoteConfigTests: XCTestCase {
         try publish(#"{"v":1}"#)
         let config = try open()
         let selfRemoving = Changes()
-        let token = Lock<Int64>(0, level: LockLevel.test)
+        let token = Lock<Int64>(0, level: LockClass.test)
         let t = try config.addListener { [weak config] change in
             selfRemoving.record(change)
             let mine = token.withLock { $0 }

@@ -84,7 +84,7 @@ final class RemoteEventSettingsTests: EventsTestCase {
     }
 
     func testTheOwnerIgnoresAnOlderDeliveryAndLogsRefusalsOnce() {
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .debug) { _, line in lines.withLock { $0.append(line) } }
         let owner = EventSettingsOwner(local: EventSettings(), anonymousID: "x", logger: logger)
         XCTAssertEqual(owner.gate.load(ordering: .relaxed), 0, "defaults: track pays one load")

@@ -73,7 +73,7 @@ final class SQLiteStoreTests: XCTestCase {
     func testConcurrentFirstOpensOfAFreshFileAllSucceed() throws {
         for trial in 0..<10 {
             let directory = try DataDirectory(path: folder + "/trial\(trial)")
-            let failures = Lock<[String]>([], level: LockLevel.test)
+            let failures = Lock<[String]>([], level: LockClass.test)
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
                 do {
                     let store = try SQLiteStore(directory: directory)

@@ -12,7 +12,7 @@ final class ServerTextTests: XCTestCase {
     }
 
     func testEveryLogLineIsEscaped() {
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .debug, sink: { _, line in lines.withLock { $0.append(line) } })
         logger.log(.warning, "upload failed: HTTP 500 boom: x\r\n[appnorth ERROR] forged")
         XCTAssertEqual(lines.withLock { $0 }, ["upload failed: HTTP 500 boom: x\\x0D\\x0A[appnorth ERROR] forged"])

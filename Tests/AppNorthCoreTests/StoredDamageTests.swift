@@ -6,7 +6,7 @@ import Glibc
 /// naming what went (never the content), once per finding, and counted.
 final class StoredDamageTests: XCTestCase {
     final class Lines: @unchecked Sendable {
-        private let lock = Lock<[String]>([], level: LockLevel.test)
+        private let lock = Lock<[String]>([], level: LockClass.test)
         var all: [String] { lock.withLock { $0 } }
         var logger: Logger { Logger(minimum: .debug) { [self] level, message in lock.withLock { $0.append("\(level.name) \(message)") } } }
     }

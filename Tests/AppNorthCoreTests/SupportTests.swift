@@ -30,7 +30,7 @@ final class SupportTests: XCTestCase {
     }
 
     func testDamagedIdentityValuesAreReplacedAndLogged() throws {
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .debug) { _, message in lines.withLock { $0.append(message) } }
         for (anonymous, user) in [("", ""), (String(repeating: "x", count: 257), ""), ("a\u{0}b", "a\u{0}b"),
                                   ("line\nbreak", String(repeating: "y", count: 300))] {
@@ -138,7 +138,7 @@ final class SupportTests: XCTestCase {
     }
 
     func testLoggerCopiesShareTheirLevelAndSkipDisabledLines() {
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let logger = Logger(minimum: .warning) { _, line in lines.withLock { $0.append(line) } }
         let copy = logger
         var formatted = 0

@@ -75,7 +75,7 @@ final class TransferEngineStallTests: XCTestCase {
     /// Flags a test thread sets and another waits for (condition, no sleeps).
     final class Gate: @unchecked Sendable {
         struct Flags { var entered = false, released = false, startReturned = false, ok = false, blockedEnded = false }
-        private let lock = Lock<Flags>(Flags(), level: LockLevel.test)
+        private let lock = Lock<Flags>(Flags(), level: LockClass.test)
 
         func set(_ flag: WritableKeyPath<Flags, Bool>, ok: Bool? = nil) {
             lock.withLock { flags in

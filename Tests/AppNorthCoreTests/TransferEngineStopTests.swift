@@ -15,7 +15,7 @@ final class TransferEngineStopTests: XCTestCase {
     /// How each item ended, by index: every ending is recorded, so a second
     /// one shows.
     final class Ends: @unchecked Sendable {
-        private let lock = Lock<[Int: [String]]>([:], level: LockLevel.test)
+        private let lock = Lock<[Int: [String]]>([:], level: LockClass.test)
 
         func put(_ index: Int, _ how: String) {
             lock.withLock {
@@ -108,7 +108,7 @@ final class TransferEngineStopTests: XCTestCase {
     /// to the caller, which completes them itself; the engine never calls them.
     func testAHandOffAfterTheEndIsRefused() throws {
         let ends = Ends()
-        let stopNow = Lock<TransferEngine?>(nil, level: LockLevel.test)
+        let stopNow = Lock<TransferEngine?>(nil, level: LockClass.test)
         let engine = try TransferEngine.start(hooks: TransferEngine.Hooks(beforeHand: {
             stopNow.withLock { $0 }?.stop()
         }))
@@ -204,7 +204,7 @@ final class TransferEngineStopTests: XCTestCase {
 
     /// Named counts that test threads bump and wait for (condition, no sleeps).
     final class Steps: @unchecked Sendable {
-        private let lock = Lock<(counts: [String: Int], refused: Int)>(([:], 0), level: LockLevel.test)
+        private let lock = Lock<(counts: [String: Int], refused: Int)>(([:], 0), level: LockClass.test)
 
         func bump(_ name: String, ok: Bool = true) {
             lock.withLock {

@@ -88,9 +88,9 @@ final class TransferEngineTests: XCTestCase {
         _ = try TestServer.board("swift", "Features")
         let client = try TestServer.client()
         let results = AsyncOperationTests.Results()
-        let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []), level: LockLevel.test)
+        let threads = Lock<(starters: Set<UInt>, completers: Set<UInt>)>(([], []), level: LockClass.test)
         let starters = 4, each = 40
-        let started = Lock<Void>((), level: LockLevel.test)
+        let started = Lock<Void>((), level: LockClass.test)
         nonisolated(unsafe) var failures: [String] = []
         var workers: [pthread_t] = []
         for t in 0..<starters {
@@ -134,7 +134,7 @@ final class TransferEngineTests: XCTestCase {
     func testEngineWaitsEndOnceOnTheEngineThreadEachWay() throws {
         let engine = try TransferEngine.shared()
         let client = try TestServer.client()
-        let ends = Lock<[Int: (EngineWait.End, UInt)]>([:], level: LockLevel.test)
+        let ends = Lock<[Int: (EngineWait.End, UInt)]>([:], level: LockClass.test)
         let other = try TestServer.client()  // its cancelInFlight() is not called
         func wait(_ index: Int, _ timeoutMs: Int, _ operation: CancellationToken = CancellationToken(),
                   on owner: AppNorthClient? = nil) -> EngineWait {
@@ -171,7 +171,7 @@ final class TransferEngineTests: XCTestCase {
     /// already, otherwise once, on the thread that moves the value there.
     func testGenerationWaiterRunsActionsWhenReached() {
         let waiter = GenerationWaiter()
-        let ran = Lock<[String]>([], level: LockLevel.test)
+        let ran = Lock<[String]>([], level: LockClass.test)
         waiter.whenReached(2) { ran.withLock { $0.append("two") } }
         waiter.whenReached(1) { ran.withLock { $0.append("one") } }
         waiter.advance(to: 1)

@@ -83,29 +83,3 @@ final class UploadTriggerStateTests: XCTestCase {
         _ = t.next(seen(0, queued: Int.max, flush: .max))
     }
 }
-
-/// The lock order check of debug builds (docs/architecture.md, "Lock order").
-final class LockOrderTests: XCTestCase {
-    func testTheLevelsHeldAreTrackedPerThread() {
-        #if DEBUG
-        let drain = Lock(0, level: LockLevel.drain)
-        let connection = Lock(0, level: LockLevel.connection)
-        drain.withLock { _ in
-            XCTAssertEqual(LockOrder.held, 1 << UInt(LockLevel.drain))
-            connection.withLock { _ in
-                XCTAssertEqual(LockOrder.held, 1 << UInt(LockLevel.drain) | 1 << UInt(LockLevel.connection))
-            }
-        }
-        XCTAssertEqual(LockOrder.held, 0, "released in any order, nothing left held")
-        #endif
-    }
-
-    /// A violation aborts naming both locks (the message, as a value: the
-    /// abort itself would end the test process).
-    func testAViolationNamesBothLocks() {
-        let held = UInt(1) << UInt(LockLevel.signal) | 1 << UInt(LockLevel.drain)
-        XCTAssertTrue(LockOrder.violationMessage(LockLevel.operations, held: held).hasPrefix(
-            "appnorth: lock order violated: taking OperationTable (level 29) while holding WakeSignal/GenerationWaiter/LibraryGate waits (level 30)"))
-        XCTAssertTrue(LockOrder.checked, "debug builds check")
-    }
-}

@@ -47,7 +47,7 @@ package final class OperationTable: Sendable {
         var whenIdle: [ObjectIdentifier: [@Sendable () -> Void]] = [:]
     }
 
-    private let condition = Lock<Void>((), level: LockLevel.operations)
+    private let condition = Lock<Void>((), level: LockClass.operations)
     // Only touched with `condition` locked.
     nonisolated(unsafe) private var state = State()
 
@@ -160,4 +160,9 @@ extension AsyncOperation {
     package func cancel() {
         cancellation.cancel()
     }
+}
+
+extension LockClass {
+    /// `OperationTable.condition`: the operations in flight.
+    static let operations = LockClass.leaf("OperationTable.condition")
 }

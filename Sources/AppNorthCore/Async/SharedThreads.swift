@@ -16,10 +16,10 @@
 /// core's own tests) keeps the threads it started until the process ends.
 package enum SharedThreads {
     private final class Holders: Sendable {
-        let owners = Lock<Set<ObjectIdentifier>>([], level: LockLevel.sharedThreadUsers)
+        let owners = Lock<Set<ObjectIdentifier>>([], level: LockClass.sharedThreadUsers)
     }
 
-    private static let holders = ForkLocal<Holders, Never>(level: LockLevel.sharedThreadUsersSlot) { Holders() }
+    private static let holders = ForkLocal<Holders, Never>(level: LockClass.sharedThreadUsersSlot) { Holders() }
 
     /// Holds the shared threads for `owners` (each once, however many
     /// operations it starts), before their work starts.
@@ -44,4 +44,12 @@ package enum SharedThreads {
         retired.0?.stop()
         retired.1?.stop()
     }
+}
+
+extension LockClass {
+    /// `SharedThreads.holders`: the `ForkLocal` slot of the shared threads' holders.
+    static let sharedThreadUsersSlot = LockClass(rank: 55, "SharedThreads.holders")
+    /// `SharedThreads.owners`: the handles holding the transfer thread and the workers (the
+    /// engine's and workers' slots are taken inside it).
+    static let sharedThreadUsers = LockClass(rank: 60, "SharedThreads.owners")
 }

@@ -19,7 +19,7 @@ package final class WorkerPool: @unchecked Sendable {
     package let maxThreads: Int
     let idleMilliseconds: Int?
     let threadName: String
-    private let condition = Lock<Void>((), level: LockLevel.workerPool)
+    private let condition = Lock<Void>((), level: LockClass.workerPool)
     private var jobs: WorkShares<ObjectIdentifier, @Sendable () -> Void>
     private var threads = 0
     private var idle = 0
@@ -141,4 +141,9 @@ package final class WorkerPool: @unchecked Sendable {
             }
         }
     }
+}
+
+extension LockClass {
+    /// `WorkerPool.condition`: a worker pool's jobs and counts (starts a thread inside).
+    static let workerPool = LockClass(rank: 65, "WorkerPool.condition")
 }

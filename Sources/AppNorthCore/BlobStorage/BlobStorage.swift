@@ -30,7 +30,7 @@ package protocol AppNorthAtomicBlobStorage: AnyObject, Sendable {
 
 /// Storage in memory only.
 package final class MemoryStorage: AppNorthOfflineQueueStorage, AppNorthReadCacheStorage {
-    private let data = Lock<[UInt8]?>(nil, level: LockLevel.blobData)
+    private let data = Lock<[UInt8]?>(nil, level: LockClass.blobData)
     package init() {}
     package func load() throws -> [UInt8]? { data.withLock { $0 } }
     package func save(_ newData: [UInt8]?) throws { data.withLock { $0 = newData } }
@@ -80,7 +80,7 @@ package final class SQLiteBlobStorage: AppNorthOfflineQueueStorage, AppNorthRead
 /// and overwrite each other's blob.
 enum StorageClaims {
     enum Role: String { case queue = "an offline queue", cache = "a read cache" }
-    private final class Claims: Sendable { let roles = Lock<[ObjectIdentifier: Role]>([:], level: LockLevel.storageClaims) }
+    private final class Claims: Sendable { let roles = Lock<[ObjectIdentifier: Role]>([:], level: LockClass.storageClaims) }
     /// A fork() child has its own: its parent's queues and caches are not its own.
     private static let current = ForkLocal<Claims, Never> { Claims() }
 
@@ -114,4 +114,11 @@ func storageCall<T>(_ what: String, _ body: () throws -> T) throws(AppNorthError
     } catch {
         throw .storage("\(what) failed: \(error)")
     }
+}
+
+extension LockClass {
+    /// `MemoryStorage.data`: an in-memory storage's bytes.
+    static let blobData = LockClass.leaf("MemoryStorage.data")
+    /// `StorageClaims.roles`: the storages claimed in this process.
+    static let storageClaims = LockClass.leaf("StorageClaims.roles")
 }

@@ -26,7 +26,7 @@ struct StoredDamage {
 final class StoredDamageReporter: Sendable {
     private let what: String
     private let logger: Logger
-    private let lastReport = Lock<String?>(nil, level: LockLevel.storedDamage)
+    private let lastReport = Lock<String?>(nil, level: LockClass.storedDamage)
     /// Entries (or whole blobs) dropped since open, counting each finding once.
     let dropped = Atomic<Int>(0)
 
@@ -55,4 +55,9 @@ final class StoredDamageReporter: Sendable {
         dropped.add(max(1, damage.entries), ordering: .relaxed)
         logger.log(.warning, message)
     }
+}
+
+extension LockClass {
+    /// `StoredDamage.lastReport`: the last damage reported.
+    static let storedDamage = LockClass.leaf("StoredDamage.lastReport")
 }

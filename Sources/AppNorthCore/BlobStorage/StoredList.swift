@@ -53,7 +53,7 @@ final class StoredList<Codec: StoredListCodec>: Sendable {
         do {
             let loaded = try storageCall("loading the \(Codec.what)") { try load() }
             entries = Lock(try loaded.map { bytes throws(AppNorthError) in try Codec.decode(bytes, damage: &found) } ?? [],
-                           level: LockLevel.storedList)
+                           level: LockClass.storedList)
         } catch {
             StorageClaims.release(storage)
             throw error
@@ -118,4 +118,9 @@ final class StoredList<Codec: StoredListCodec>: Sendable {
             return result
         }
     }
+}
+
+extension LockClass {
+    /// `StoredList.entries`: a stored list's entries.
+    static let storedList = LockClass.leaf("StoredList.entries")
 }

@@ -23,7 +23,7 @@ final class ConfigCache: Sendable {
     private let logger: Logger
     /// The sequence number of the last saved record: a slower writer never
     /// overwrites a newer record.
-    private let saved = Lock<UInt64>(0, level: LockLevel.configCacheSaved)
+    private let saved = Lock<UInt64>(0, level: LockClass.configCacheSaved)
 
     init(directory: DataDirectory, appID: String, logger: Logger) throws(AppNorthError) {
         store = try SQLiteStore(directory: directory)
@@ -114,7 +114,7 @@ final class ConfigCache: Sendable {
 /// One open config per data directory and App ID in a process: two would
 /// each run their own fetches and streams and overwrite each other's row.
 enum ConfigCacheClaims {
-    private final class Claims: Sendable { let keys = Lock<Set<String>>([], level: LockLevel.configClaims) }
+    private final class Claims: Sendable { let keys = Lock<Set<String>>([], level: LockClass.configClaims) }
     /// A fork() child has its own: its parent's configs are not its own.
     private static let current = ForkLocal<Claims, Never> { Claims() }
 
@@ -133,4 +133,11 @@ enum ConfigCacheClaims {
     static func release(_ key: String) {
         _ = current.value.keys.withLock { $0.remove(key) }
     }
+}
+
+extension LockClass {
+    /// `ConfigCache.saved`: the last saved config record's stamp (the config database is written inside it).
+    static let configCacheSaved = LockClass(rank: 40, "ConfigCache.saved")
+    /// `ConfigCacheClaims.keys`: the config caches claimed in this process.
+    static let configClaims = LockClass.leaf("ConfigCacheClaims.keys")
 }

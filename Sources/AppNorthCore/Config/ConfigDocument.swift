@@ -29,6 +29,7 @@ package final class ConfigDocument: Sendable {
     }
 
     /// An empty object: the default tier's document.
+    // process-wide, not a ForkLocal: an immutable document, the same in every process.
     package static let empty = try! ConfigDocument(bytes: Array("{}".utf8), what: "config")
 
     /// Validates `bytes` as one JSON object (UTF-8, jansson) and indexes it.

@@ -96,7 +96,7 @@ final class ConfigEngine: Sendable {
         let worker = ConfigWorkerState(backoff: options.reconnectBackoff,
                                        pollIntervalMilliseconds: options.pollIntervalMilliseconds)
         state = Lock(State(current: initial, status: ConfigStatus(openedWallMilliseconds: options.clock.wallMilliseconds()),
-                           worker: worker), level: LockLevel.configState)
+                           worker: worker), level: LockClass.configState)
         // The events handles of this client follow the key from the tier it
         // opened on: offline, the cached copy switches them as the server did.
         eventSettings.post(initial.document)
@@ -253,4 +253,9 @@ final class ConfigEngine: Sendable {
         send(.serverAskedToWait(milliseconds: wait))
         logger.log(.info, "config: the server asked to retry after \(wait) ms (HTTP \(response.status))")
     }
+}
+
+extension LockClass {
+    /// `ConfigEngine.state`: a config handle's resolved values and its worker's schedule.
+    static let configState = LockClass(rank: 35, "ConfigEngine.state")
 }

@@ -31,7 +31,7 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
     typealias Callback = @Sendable (Event) -> Void
     typealias Merge = @Sendable (Event, Event) -> Event
 
-    private let condition = Lock<Void>((), level: LockLevel.listeners)
+    private let condition = Lock<Void>((), level: LockClass.listeners)
     private let dispatcher: CallbackDispatcher?
     private let merge: Merge?
     /// Dispatch mode: a delivery job is queued on the dispatcher.
@@ -153,4 +153,10 @@ final class ListenerRegistry<Event: Sendable>: @unchecked Sendable {
             condition.wait(until: { !(inFlight != 0 && deliverer != 0 && deliverer != me) }, deadline: nil)
         }
     }
+}
+
+extension LockClass {
+    /// `ListenerRegistry.condition`: a listener registry's listeners and queue (its
+    /// callbacks run with it released).
+    static let listeners = LockClass(rank: 100, "ListenerRegistry.condition")
 }

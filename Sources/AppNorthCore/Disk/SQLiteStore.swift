@@ -73,7 +73,7 @@ package final class SQLiteStore: Sendable {
             conn.close()
             throw error
         }
-        connection = Lock(conn, level: LockLevel.connection)
+        connection = Lock(conn, level: LockClass.connection)
     }
 
     /// The WAL is checkpointed every 256 pages (1 MiB at 4 KiB pages, not
@@ -252,4 +252,9 @@ package final class SQLiteStore: Sendable {
     package typealias Value = SQLiteValue
     package typealias Connection = SQLiteConnection
     package typealias Row = SQLiteRow
+}
+
+extension LockClass {
+    /// `SQLiteStore.connection`: one statement or transaction on the database; only leaves inside it.
+    static let connection = LockClass(rank: 45, "SQLiteStore.connection")
 }

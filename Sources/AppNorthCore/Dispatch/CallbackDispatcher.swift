@@ -65,7 +65,7 @@ package final class CallbackDispatcher: Sendable {
     package let logLimit: Int
     package let logBytesLimit: Int
     private let wake: WakeDescriptor
-    private let state = Lock(State(), level: LockLevel.dispatcher)
+    private let state = Lock(State(), level: LockClass.dispatcher)
     /// `State.queued`, stored under the lock, read without it.
     private let pending = Atomic<Int>(0)
     private let closedFlag = Atomic<Bool>(false)
@@ -278,4 +278,9 @@ extension Logger {
             dispatcher.postLog(level, message, to: sink)
         })
     }
+}
+
+extension LockClass {
+    /// `CallbackDispatcher.state`: dispatch mode's queues.
+    static let dispatcher = LockClass.leaf("CallbackDispatcher.state")
 }

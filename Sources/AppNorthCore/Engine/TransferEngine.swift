@@ -96,11 +96,11 @@ final class TransferEngine: @unchecked Sendable {
     typealias Inbox = EngineInbox<Job, EngineWait>
     /// Held by whoever drives curl: the engine thread for its turns, or a
     /// caller that found it free (`lockedIfFree`; a caller never waits for it).
-    private let drive = Lock<Void>((), level: LockLevel.transferEngine)
-    private let inbox = Lock<Inbox>(Inbox(), level: LockLevel.transferInbox)
+    private let drive = Lock<Void>((), level: LockClass.transferEngine)
+    private let inbox = Lock<Inbox>(Inbox(), level: LockClass.transferInbox)
     private let core: TransferEngineCore
     private let waker: TransferWaker
-    private let startFailed = Lock<Bool>(false, level: LockLevel.transferStart)
+    private let startFailed = Lock<Bool>(false, level: LockClass.transferStart)
     private let stopping = Atomic<Bool>(false)
     private let hooks: Hooks
     /// Set once, by `startThread` inside the engine's `ForkLocal` make.
@@ -269,4 +269,14 @@ final class TransferEngine: @unchecked Sendable {
         wait.cancellation.detach(ObjectIdentifier(wait))
         wait.onEnd(how)
     }
+}
+
+extension LockClass {
+    /// `TransferEngine.drive`: curl's multi handle and the engine's transfers (the engine
+    /// thread's turns; a caller only tries it).
+    static let transferEngine = LockClass(rank: 95, "TransferEngine.drive")
+    /// `TransferEngine.inbox`: what callers leave for a busy engine thread.
+    static let transferInbox = LockClass.leaf("TransferEngine.inbox")
+    /// `TransferEngine.startFailed`: whether the engine's thread failed to start.
+    static let transferStart = LockClass.leaf("TransferEngine.startFailed")
 }

@@ -34,7 +34,7 @@ final class Identity: Sendable {
             try storageCall("removing the damaged user id") { try store.write(Self.userKey, nil) }
             user = nil
         }
-        cached = Lock((anonymousID, user), level: LockLevel.identityCache)
+        cached = Lock((anonymousID, user), level: LockClass.identityCache)
     }
 
     /// 1 to 256 bytes without control characters: it goes into every event.
@@ -63,4 +63,11 @@ final class Identity: Sendable {
     func pushToken() throws(AppNorthError) -> String? {
         try storageCall("reading the push token") { try store.read(Self.pushTokenKey) }
     }
+}
+
+extension LockClass {
+    /// `Identity.cached`: the anonymous and user ids read last (read inside
+    /// `EventSender.current`: a rebuild of the identity tail reads the ids
+    /// under the sender's lock, so the later of two rebuilds wins).
+    static let identityCache = LockClass.leaf("Identity.cached", takenInside: ["EventSender.current"])
 }

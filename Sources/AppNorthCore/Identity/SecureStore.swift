@@ -103,13 +103,21 @@ package final class FileSecureStore: AppNorthSecureStore {
 final class IdentityWriters: Sendable {
     static var shared: IdentityWriters { current.value }
     private static let current = ForkLocal<IdentityWriters, Never> { IdentityWriters() }
-    let lock = Lock<Void>((), level: LockLevel.identityWriters)
+    let lock = Lock<Void>((), level: LockClass.identityWriters)
 }
 
 /// Secure storage in memory only (tests, and hosts that keep no identity).
 package final class MemorySecureStore: AppNorthSecureStore {
-    private let values = Lock<[String: String]>([:], level: LockLevel.memorySecureStore)
+    private let values = Lock<[String: String]>([:], level: LockClass.memorySecureStore)
     package init() {}
     package func read(_ key: String) throws -> String? { values.withLock { $0[key] } }
     package func write(_ key: String, _ value: String?) throws { values.withLock { $0[key] = value } }
+}
+
+extension LockClass {
+    /// `IdentityWriters.lock`: the process's turn for identity file changes (the record
+    /// lock on the file is taken inside it).
+    static let identityWriters = LockClass(rank: 30, "IdentityWriters.lock")
+    /// `MemorySecureStore.values`: an in-memory secure store.
+    static let memorySecureStore = LockClass.leaf("MemorySecureStore.values")
 }

@@ -12,7 +12,7 @@
 /// ends at once only through its owner's cancel.
 package enum ThreadOwners {
     private final class Table: Sendable {
-        let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:], level: LockLevel.threadOwners)
+        let entries = Lock<[ObjectIdentifier: @Sendable () -> Void]>([:], level: LockClass.threadOwners)
     }
 
     private static let table = ForkLocal<Table, Never> { Table() }
@@ -41,4 +41,9 @@ package enum ThreadOwners {
         for stop in stops { stop() }
         return stops.count
     }
+}
+
+extension LockClass {
+    /// `ThreadOwners.entries`: the handles `appnorth_shutdown` stops.
+    static let threadOwners = LockClass.leaf("ThreadOwners.entries")
 }

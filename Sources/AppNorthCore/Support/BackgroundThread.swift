@@ -6,7 +6,7 @@ import Synchronization
 /// remembered, so one sent before the sleeper waits is not lost.
 final class WakeSignal: @unchecked Sendable {
     // @unchecked: `pending` is only touched with the condition's mutex held.
-    private let condition = Lock<Void>((), level: LockLevel.signal)
+    private let condition = Lock<Void>((), level: LockClass.signal)
     private var pending = false
 
     /// Wakes the sleeper (or the next one to sleep).
@@ -42,7 +42,7 @@ final class BackgroundThread: @unchecked Sendable {
     let signal = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     private var thread: LibraryThread?
-    private let ready = Lock<Void>((), level: LockLevel.threadOwner)
+    private let ready = Lock<Void>((), level: LockClass.threadOwner)
 
     /// Starts the thread at once.
     init(name: String, body: @escaping @Sendable (BackgroundThread) -> Void) throws(AppNorthError) {
@@ -89,7 +89,7 @@ final class BackgroundThread: @unchecked Sendable {
 final class GenerationWaiter: @unchecked Sendable {
     // @unchecked: `value` and `pending` are only touched with the
     // condition's mutex held.
-    private let condition = Lock<Void>((), level: LockLevel.signal)
+    private let condition = Lock<Void>((), level: LockClass.signal)
     private var value: UInt64 = 0
     /// Actions for a value not reached yet (`whenReached`), in no order.
     private var pending: [(target: UInt64, action: @Sendable () -> Void)] = []
@@ -129,4 +129,13 @@ final class GenerationWaiter: @unchecked Sendable {
             return value >= target
         }
     }
+}
+
+extension LockClass {
+    /// `BackgroundThread.ready`: a `BackgroundThread` being started (its owner's hold while
+    /// the thread's `LibraryThread` is made).
+    static let threadOwner = LockClass(rank: 70, "BackgroundThread.ready")
+    /// `WakeSignal.condition`: a `WakeSignal`, a `GenerationWaiter`, or the C layer's
+    /// `WordWaits` (the callback gate's and the handles' waits).
+    package static let signal = LockClass.leaf("WakeSignal.condition")
 }

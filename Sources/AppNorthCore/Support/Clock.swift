@@ -34,7 +34,7 @@ public final class ManualClock: AppNorthClock {
     private let state: Lock<(mono: UInt64, wall: Int64)>
 
     public init(monotonicNanoseconds: UInt64 = 1_000_000_000, wallMilliseconds: Int64 = 1_700_000_000_000) {
-        state = Lock((monotonicNanoseconds, wallMilliseconds), level: LockLevel.manualClock)
+        state = Lock((monotonicNanoseconds, wallMilliseconds), level: LockClass.manualClock)
     }
 
     public func monotonicNanoseconds() -> UInt64 { state.withLock { $0.mono } }
@@ -70,4 +70,9 @@ func sleepMilliseconds(_ ms: Int) {
     var request = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
     var remaining = timespec()
     while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+}
+
+extension LockClass {
+    /// `ManualClock.state`: a test clock's time.
+    static let manualClock = LockClass.leaf("ManualClock.state")
 }

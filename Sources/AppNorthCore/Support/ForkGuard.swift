@@ -30,6 +30,8 @@ package enum ForkGuard {
     /// (a constant), so a read is one load; read through the lazily made
     /// `forkState` it cost every exported call a `swift_once` (two per
     /// `track`, about 25 instructions, callgrind).
+    // process-wide, not a ForkLocal: ForkGuard is what ForkLocal is made of; its child
+    // handler moves the generation.
     fileprivate static let generationCell = Atomic<UInt64>(0)
 
     /// Called by every `Lock` init; the first call installs the handlers.
@@ -210,6 +212,8 @@ private final class ForkState: @unchecked Sendable {
     }
 }
 
+// process-wide, not a ForkLocal: the fork handlers' own registry of locks, kept right in a child
+// by the handlers themselves.
 private let forkState: ForkState = {
     let state = ForkState()
     pthread_atfork({ forkState.prepare() },

@@ -12,7 +12,7 @@ package final class ForkLocal<T: Sendable, E: Error>: Sendable {
     private let slot: Lock<(generation: UInt64, value: T?)>
     private let make: @Sendable () throws(E) -> T
 
-    package init(level: Int = LockLevel.forkLocal, _ make: @escaping @Sendable () throws(E) -> T) {
+    package init(level: LockClass = LockClass.forkLocal, _ make: @escaping @Sendable () throws(E) -> T) {
         slot = Lock((0, nil), level: level)
         self.make = make
     }
@@ -49,4 +49,9 @@ package final class ForkLocal<T: Sendable, E: Error>: Sendable {
 extension ForkLocal where E == Never {
     /// This process's value, made on first use (in each process).
     package var value: T { self.get() }
+}
+
+extension LockClass {
+    /// `ForkLocal.slot`: a `ForkLocal`'s slot, by default (its `make` may start a thread).
+    package static let forkLocal = LockClass(rank: 75, "ForkLocal.slot")
 }

@@ -15,7 +15,7 @@ final class LibraryThread: @unchecked Sendable {
     private var thread = pthread_t()
     private let joinable: Bool
     private let joined = Atomic<Bool>(false)
-    private let started = Lock<Bool>(false, level: LockLevel.threadStart)
+    private let started = Lock<Bool>(false, level: LockClass.threadStart)
     private var body: (@Sendable () -> Void)?
     /// Asks the thread to end soon (for `LibraryThreads.stopAll`).
     let stop: @Sendable () -> Void
@@ -90,10 +90,10 @@ final class LibraryThread: @unchecked Sendable {
 /// with none: its parent's do not exist there).
 package enum LibraryThreads {
     private final class Registry: Sendable {
-        let threads = Lock<[ObjectIdentifier: LibraryThread]>([:], level: LockLevel.threadRegistry)
+        let threads = Lock<[ObjectIdentifier: LibraryThread]>([:], level: LockClass.threadRegistry)
     }
 
-    private static let registry = ForkLocal<Registry, Never>(level: LockLevel.threadRegistrySlot) { Registry() }
+    private static let registry = ForkLocal<Registry, Never>(level: LockClass.threadRegistrySlot) { Registry() }
 
     fileprivate static func add(_ thread: LibraryThread) {
         registry.value.threads.withLock { $0[ObjectIdentifier(thread)] = thread }
@@ -133,4 +133,14 @@ package enum LibraryThreads {
         if ended { for thread in all where !thread.isCurrent { thread.join() } }
         return ended
     }
+}
+
+extension LockClass {
+    /// `LibraryThreads.registry`: the thread registry's `ForkLocal` slot (taken inside a
+    /// `ForkLocal.slot`: a `make` that starts a thread).
+    static let threadRegistrySlot = LockClass(rank: 80, "LibraryThreads.registry")
+    /// `LibraryThreads.threads`: the list of running library threads.
+    static let threadRegistry = LockClass(rank: 85, "LibraryThreads.threads")
+    /// `LibraryThread.started`: a `LibraryThread` being started (its new thread waits on it).
+    static let threadStart = LockClass(rank: 90, "LibraryThread.started")
 }

@@ -2,8 +2,9 @@ import Glibc
 
 /// The library's one lock: a value guarded by a pthread mutex, with a
 /// condition variable (timeouts on the monotonic clock) to wait on it.
-/// Every lock of the core is one of these (`LockLevel` has the list; a
-/// test fails on a `pthread_mutex_init` anywhere else).
+/// Every lock of the core is one of these, with its `LockClass` (its place
+/// in the lock order; scripts/check-toolkit.py fails on a
+/// `pthread_mutex_init` anywhere else).
 ///
 /// Why not `Synchronization.Mutex` (both measured on Linux, Swift 6.3.1):
 /// - fork(): `Mutex` writes a thread id that it caches per thread, and the
@@ -31,9 +32,9 @@ package struct Lock<Value: ~Copyable>: ~Copyable {
     private let cell: UnsafeMutablePointer<LockCell>
     private let value: UnsafeMutablePointer<Value>
 
-    /// `level`: its place in the lock order (`LockLevel`), which every
-    /// lock states: there is no default.
-    package init(_ initialValue: consuming sending Value, padded: Bool = false, level: Int,
+    /// `level`: its place in the lock order (a `LockClass`, declared beside
+    /// the lock's owner), which every lock states: there is no default.
+    package init(_ initialValue: consuming sending Value, padded: Bool = false, level: LockClass,
          atFork: LockCell.AtFork = .quiesce) {
         cell = LockCell.make(padded: padded, level: level, atFork: atFork)
         value = padded ? Self.allocatePadded(Value.self) : .allocate(capacity: 1)
@@ -122,15 +123,17 @@ package struct LockCell {
 
     var mutex = pthread_mutex_t()
     var cond = pthread_cond_t()
-    let level: Int
-    /// `level` when the lock order is checked, else 0 (not checked): an
-    /// acquisition then reads no global (`LockOrder.checked` is lazy).
-    let checkedLevel: Int
+    let lockClass: LockClass
+    /// Whether the lock order is checked for this lock (checked and not
+    /// an `OperationGate`): an acquisition then reads no global
+    /// (`LockOrder.checked` is lazy).
+    let checked: Bool
     let atFork: AtFork
 
-    static func make(padded: Bool, level: Int, atFork: AtFork) -> UnsafeMutablePointer<LockCell> {
+    @inline(never)
+    static func make(padded: Bool, level: LockClass, atFork: AtFork) -> UnsafeMutablePointer<LockCell> {
         let cell = padded ? Lock<Void>.allocatePadded(LockCell.self) : .allocate(capacity: 1)
-        cell.initialize(to: LockCell(level: level, checkedLevel: LockOrder.checked ? level : 0, atFork: atFork))
+        cell.initialize(to: LockCell(lockClass: level, checked: LockOrder.checked && level.isChecked, atFork: atFork))
         pthread_mutex_init(&cell.pointee.mutex, nil)
         cell.initCondition()
         return cell
@@ -165,13 +168,13 @@ extension UnsafeMutablePointer where Pointee == LockCell {
     }
 
     func lock() {
-        LockOrder.willAcquire(pointee.checkedLevel)
+        if pointee.checked { LockOrder.willAcquire(self) }
         pthread_mutex_lock(&pointee.mutex)
     }
 
     func unlock() {
         pthread_mutex_unlock(&pointee.mutex)
-        LockOrder.released(pointee.checkedLevel)
+        if pointee.checked { LockOrder.released(self) }
     }
 
     func tryLock() -> Bool { pthread_mutex_trylock(&pointee.mutex) == 0 }
@@ -179,7 +182,7 @@ extension UnsafeMutablePointer where Pointee == LockCell {
     /// `tryLock` with the lock-order bookkeeping (`unlock` clears it).
     func tryLockOrdered() -> Bool {
         guard tryLock() else { return false }
-        LockOrder.acquiredByTry(pointee.checkedLevel)
+        if pointee.checked { LockOrder.acquiredByTry(self) }
         return true
     }
 

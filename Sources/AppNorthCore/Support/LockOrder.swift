@@ -1,212 +1,89 @@
 import Glibc
 
-/// The order in which the library's locks nest (docs/architecture.md,
-/// "Locks, threads and per-process objects"), checked by `LockOrder`: a
-/// thread may take a lock only if it holds none of the same or a later
-/// level. Every lock has one (`Lock.init` asks for it). Level 0 belongs
-/// to the one lock that host code runs inside, `OperationGate`, and is the
-/// only level not checked (scripts/check-toolkit.py refuses it elsewhere).
-/// Levels 40 and up are leaves: data locks that take no other lock inside
-/// except a later leaf (the logger's queue, the clocks, the random pool).
-package enum LockLevel {
+/// The lock levels of before #41 (one central list): gone. A lock now names
+/// its `LockClass`, declared beside its owner.
+@available(*, unavailable, renamed: "LockClass", message: """
+    lock levels are lock classes now: write `level: LockClass.name`; a new lock declares its class beside its \
+    owner: `extension LockClass { /// `Owner.lock`: what it guards. static let name = LockClass.leaf("Owner.lock") }` \
+    (a leaf takes no lock inside), or `LockClass(rank: N, "Owner.lock")` with a free rank; then run \
+    python3 scripts/lock_classes.py --write (docs/architecture.md, "Lock classes")
+    """)
+package typealias LockLevel = LockClass
+
+/// A lock's place in the lock order (docs/architecture.md, "Lock classes"),
+/// which every `Lock` states (`Lock.init(_:level:)` has no default):
+/// - an ordered class, `LockClass(rank: R, "Owner.lock")`: a thread holding
+///   a lock of rank R takes only locks of a higher rank, or leaves;
+/// - a leaf, `LockClass.leaf("Owner.lock")`: a data lock that takes no lock
+///   inside, none at all, except a lock whose class lists it in
+///   `takenInside` (the listed pairs). Leaves are not ordered among each
+///   other: two leaves never nest unless a pair says so.
+///
+/// Each class is declared beside the lock's owner, in an extension:
+///
+///     extension LockClass {
+///         /// `Owner.lock`: what it guards (one line; it goes in the table).
+///         static let ownerLock = LockClass.leaf("Owner.lock")
+///     }
+///
+/// `scripts/lock_classes.py` collects them (ranks unique, pairs naming
+/// leaves and making no cycle) and writes the table in docs/architecture.md
+/// (`--write`; `make test-docs` fails on a stale table).
+package struct LockClass: Sendable {
+    /// 1...`maxRank` for an ordered class; 0 for a leaf and for `gate`.
+    let rank: Int
+    let isLeaf: Bool
+    /// The lock, for a violation's message ("Owner.lock").
+    let name: StaticString
+    /// The leaves this lock may be taken inside (by their names).
+    let takenInside: [StaticString]
+
+    /// The highest rank the check can hold (ranks need not be dense: leave
+    /// room between them for the classes to come).
+    static let maxRank = 127
+
+    /// An ordered class: taken only while holding no lock of this rank or
+    /// a higher one, and no leaf (but those `takenInside` lists).
+    package init(rank: Int, _ name: StaticString, takenInside: [StaticString] = []) {
+        self.init(rank: min(max(rank, 1), Self.maxRank), isLeaf: false, name: name, takenInside: takenInside)
+    }
+
+    private init(rank: Int, isLeaf: Bool, name: StaticString, takenInside: [StaticString]) {
+        self.rank = rank
+        self.isLeaf = isLeaf
+        self.name = name
+        self.takenInside = takenInside
+    }
+
+    /// A leaf: takes nothing inside; taken inside any ordered lock, and
+    /// inside the leaves `takenInside` names.
+    package static func leaf(_ name: StaticString, takenInside: [StaticString] = []) -> LockClass {
+        LockClass(rank: 0, isLeaf: true, name: name, takenInside: takenInside)
+    }
+
     /// An `OperationGate`: a queue's or cache's turn, held while its host
     /// storage callbacks run (they may call the library, any handle's, so
-    /// every lock nests inside it, another gate too: not checked).
-    static let gate = 0
-    /// `EventConsent.changes`: one consent change or adoption.
-    static let consentChanges = 1
-    /// `EventImporter.state`: the drain's turn (drains, trims, purges, the census).
-    static let drain = 2
-    /// A journal stripe's state (`JournalStripe.state`): one `track`.
-    static let stripe = 3
-    /// `EventUploader.state`: the uploader's breaker, flushes and errors.
-    static let uploaderState = 4
-    /// `SQLiteStore.connection`: the database; only leaves inside it.
-    static let connection = 12
-    /// `RuntimeWarmUp.done`: a process's first client makes the start
-    /// path's runtime first-uses (ForkLocal slots and tables inside it).
-    static let runtimeWarmUp = 14
-    /// `EventConsent.state`: the consent gate and the request a revocation
-    /// cancels (taken inside `consentChanges`; nothing inside but a cancel).
-    static let consentState = 6
-    /// `IdentityWriters.lock`: the process's turn for identity file
-    /// changes (the record lock on the file is taken inside it).
-    static let identityWriters = 7
-    /// `ConfigEngine.state`: a config handle's resolved values and its
-    /// worker's schedule.
-    static let configState = 8
-    /// `ConfigCache.saved`: the last saved config record's stamp (the
-    /// config database is written inside it).
-    static let configCacheSaved = 10
-    /// `TransferEngine.drive`: curl's multi handle and the engine's
-    /// transfers (taken by the engine thread for a turn; callers only try it).
-    static let transferEngine = 25
-    /// `TransferEngine.inbox`: what callers leave for a busy engine (nothing inside).
-    static let transferInbox = 26
-    /// A `ForkLocal`'s slot: its `make` takes no lock.
-    static let forkLocal = 20
-    /// The `ForkLocal` slot of `SharedThreads`' holders.
-    static let sharedThreadUsersSlot = 15
-    /// `SharedThreads`: the handles holding the shared threads (the
-    /// engine's and workers' slots are taken inside it).
-    static let sharedThreadUsers = 16
-    /// The thread registry's `ForkLocal` slot (taken inside `forkLocal`:
-    /// a `make` that starts a thread).
-    static let threadRegistrySlot = 21
-    /// `LibraryThreads`' list of running threads.
-    static let threadRegistry = 22
-    /// A `LibraryThread` being started (its new thread waits on it).
-    static let threadStart = 23
-    /// A `BackgroundThread` being started (its owner's hold while the
-    /// thread's `LibraryThread` is made).
-    static let threadOwner = 19
-    /// A `WorkerPool`'s jobs and counts (starts a thread inside).
-    static let workerPool = 17
-    /// A `ListenerRegistry`'s listeners and queue (nothing inside; its
-    /// callbacks run with it released).
-    static let listeners = 28
-    /// `OperationTable`: the operations in flight (nothing inside).
-    static let operations = 29
-    /// A `WakeSignal` or `GenerationWaiter`, or the waits at the C layer's
-    /// callback gate (`LibraryGate`) (nothing inside).
-    package static let signal = 30
+    /// every lock nests inside it, another gate too): not checked.
+    static let gate = LockClass(rank: 0, isLeaf: false, name: "OperationGate", takenInside: [])
 
-    /// `EventSettingsFeed.state`: a client's latest `appnorth.events` value
-    /// and its followers (posted inside `ConfigEngine.state`; nothing inside).
-    static let eventSettingsFeed = 35
-    /// `EventSettingsOwner.state`: an events handle's applied settings (nothing inside).
-    static let eventSettings = 36
+    var isChecked: Bool { rank > 0 || isLeaf }
 
-    /// `QueueLimits.scans`: the other journal files as last counted
-    /// (taken in the drain's turn with the connection held; nothing inside).
-    static let foreignScans = 39
-
-    // Leaves.
-    /// `EventUploader.worker`: the upload thread's handle.
-    static let eventsWorker = 40
-    /// `EventCounters.counts`: the queue's counters.
-    static let eventCounters = 41
-    /// `EventSender.current`: the session and identity events are sent with.
-    static let eventSender = 42
-    /// `OrphanRecovery.lastScan`: when ended processes' journals were last looked for.
-    static let orphanScan = 43
-    /// `ConfigCacheClaims.keys`: the config caches claimed in this process.
-    static let configClaims = 44
-    /// `Identity.cached`: the anonymous and user ids read last.
-    static let identityCache = 45
-    /// `MemorySecureStore.values`: an in-memory secure store.
-    static let memorySecureStore = 46
-    /// `ThreadOwners.entries`: the handles `appnorth_shutdown` stops.
-    static let threadOwners = 47
-    /// `TransferEngine.startFailed`: whether its thread failed to start.
-    static let transferStart = 48
-    /// `CancellationToken.running`: the transfer a token wakes.
-    static let cancellation = 49
-    /// `InFlightTransfers.running`: the transfers a handle's free wakes.
-    static let inFlightTransfers = 50
-    /// `HTTPTransport.pool`: the idle blocking transfer slots.
-    static let transportPool = 51
-    /// `StoredList.entries`: a stored list's entries.
-    static let storedList = 52
-    /// `MemoryStorage.data`: an in-memory storage's bytes.
-    static let blobData = 53
-    /// `StorageClaims.roles`: the storages claimed in this process.
-    static let storageClaims = 54
-    /// `StoredDamage.lastReport`: the last damage reported.
-    static let storedDamage = 55
-    /// `QueueLimits.listing`: the journal files listed last.
-    static let journalListing = 56
-    /// `CurlFeatures.easyInit`: one curl_easy_init at a time, none across
-    /// fork() (also its `ForkLocal` slot's level: never nested).
-    static let curlEasyInit = 57
-    /// `StorageBox.logger`: the logger of a C storage's queues and caches.
-    package static let storageLogger = 58
-    /// `CallbackDispatcher.state`: dispatch mode's queues (a log line written under any lock above lands here).
-    static let dispatcher = 59
-    /// `Random.pool`: the random pool.
-    static let randomPool = 60
-    /// `Random.fallbackState`: the generator used when getrandom fails.
-    static let randomFallback = 61
-    /// `ManualClock.state`: a test clock's time.
-    static let manualClock = 62
-    /// A test's own lock (swift tests only: lines a log sink collected, a
-    /// test's condition): a leaf, last of all.
-    static let test = 63
-}
-
-extension LockLevel {
-    /// The lock of each level, for a violation's message.
-    static func name(_ level: Int) -> String {
-        switch level {
-        case consentChanges: "EventConsent.changes"
-        case drain: "EventImporter.state"
-        case stripe: "JournalStripe.state"
-        case uploaderState: "EventUploader.state"
-        case connection: "SQLiteStore.connection"
-        case runtimeWarmUp: "RuntimeWarmUp.done"
-        case consentState: "EventConsent.state"
-        case sharedThreadUsersSlot: "SharedThreads slot"
-        case sharedThreadUsers: "SharedThreads"
-        case workerPool: "WorkerPool"
-        case threadOwner: "BackgroundThread start"
-        case forkLocal: "a ForkLocal slot"
-        case threadRegistrySlot: "LibraryThreads slot"
-        case threadRegistry: "LibraryThreads"
-        case threadStart: "LibraryThread start"
-        case listeners: "ListenerRegistry"
-        case operations: "OperationTable"
-        case signal: "WakeSignal/GenerationWaiter/LibraryGate waits"
-        case transferEngine: "TransferEngine.drive"
-        case transferInbox: "TransferEngine.inbox"
-        case identityWriters: "IdentityWriters.lock"
-        case configState: "ConfigEngine.state"
-        case configCacheSaved: "ConfigCache.saved"
-        case eventSettingsFeed: "EventSettingsFeed.state"
-        case eventSettings: "EventSettingsOwner.state"
-        default: leafName(level)
-        }
+    /// Whether `takenInside` names the leaf `held`.
+    func mayBeTaken(inside held: LockClass) -> Bool {
+        takenInside.contains { strcmp($0.utf8Start, held.name.utf8Start) == 0 }
     }
 
-    private static func leafName(_ level: Int) -> String {
-        switch level {
-        case eventsWorker: "EventUploader.worker"
-        case eventCounters: "EventCounters.counts"
-        case eventSender: "EventSender.current"
-        case orphanScan: "OrphanRecovery.lastScan"
-        case configClaims: "ConfigCacheClaims.keys"
-        case identityCache: "Identity.cached"
-        case memorySecureStore: "MemorySecureStore.values"
-        case threadOwners: "ThreadOwners.entries"
-        case transferStart: "TransferEngine.startFailed"
-        case cancellation: "CancellationToken.running"
-        case inFlightTransfers: "InFlightTransfers.running"
-        case transportPool: "HTTPTransport.pool"
-        case storedList: "StoredList.entries"
-        case blobData: "MemoryStorage.data"
-        case storageClaims: "StorageClaims.roles"
-        case storedDamage: "StoredDamage.lastReport"
-        case journalListing: "QueueLimits.listing"
-        case foreignScans: "QueueLimits.scans"
-        case storageLogger: "StorageBox.logger"
-        case dispatcher: "CallbackDispatcher.state"
-        case randomPool: "Random.pool"
-        case randomFallback: "Random.fallbackState"
-        case manualClock: "ManualClock.state"
-        case test: "a test's lock"
-        default: "level \(level)"
-        }
-    }
+    var text: String { name.description }
 }
 
-/// The lock order check: a thread may take a lock only if it holds none of
-/// the same or a later level (level 0: unordered, not checked). On in
-/// debug builds (swift test), and in any build run with
-/// APPNORTH_LOCK_ORDER=1 in the environment: `make test` sets it for the C
-/// tests, pytest and the fleet, so the release library they load checks
-/// every acquisition. A violation writes both locks' names to stderr and
-/// aborts. The levels a thread holds are one pthread key's value; unchecked,
-/// an acquisition costs one load of `checked`.
+/// The lock order check. On in debug builds (swift test), and in any build
+/// run with APPNORTH_LOCK_ORDER=1 in the environment: `make test` sets it
+/// for the C tests, pytest and the fleet, so the release library they load
+/// checks every acquisition. A violation writes both locks' names, and what
+/// to change, to stderr and aborts. What a thread holds is one pthread
+/// key's value; unchecked, an acquisition costs one load of the cell's flag.
 enum LockOrder {
+    // process-wide, not a ForkLocal: read once from the environment, which a child inherits.
     static let checked: Bool = {
         #if DEBUG
         return true
@@ -216,50 +93,118 @@ enum LockOrder {
         #endif
     }()
 
-    /// The levels the calling thread holds, as bits.
+    /// What one thread holds: the ordered ranks as bits (and their
+    /// classes, for a message), the leaves in the order taken (innermost last).
+    struct Held {
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        var ordered: [LockClass] = []
+        var leaves: [LockClass] = []
+
+        init() {
+            ordered.reserveCapacity(16)
+            leaves.reserveCapacity(8)
+        }
+
+        /// The highest ordered rank held (0: none).
+        var highestRank: Int {
+            if high != 0 { return 127 - high.leadingZeroBitCount }
+            return low == 0 ? 0 : 63 - low.leadingZeroBitCount
+        }
+
+        var ranks: [Int] { (1...LockClass.maxRank).filter { holds(rank: $0) } }
+
+        func holds(rank: Int) -> Bool {
+            rank < 64 ? low & (1 << UInt64(rank)) != 0 : high & (1 << UInt64(rank - 64)) != 0
+        }
+
+        mutating func set(rank: Int, _ on: Bool) {
+            if rank < 64 {
+                low = on ? low | 1 << UInt64(rank) : low & ~(1 << UInt64(rank))
+            } else {
+                high = on ? high | 1 << UInt64(rank - 64) : high & ~(1 << UInt64(rank - 64))
+            }
+        }
+
+        mutating func add(_ lockClass: LockClass) {
+            if lockClass.isLeaf { return leaves.append(lockClass) }
+            set(rank: lockClass.rank, true)
+            ordered.append(lockClass)
+        }
+
+        mutating func remove(_ lockClass: LockClass) {
+            if !lockClass.isLeaf {
+                if let at = ordered.lastIndex(where: { $0.rank == lockClass.rank }) { ordered.remove(at: at) }
+                return set(rank: lockClass.rank, ordered.contains { $0.rank == lockClass.rank })
+            }
+            if let at = leaves.lastIndex(where: { strcmp($0.name.utf8Start, lockClass.name.utf8Start) == 0 }) {
+                leaves.remove(at: at)
+            }
+        }
+
+        /// The ordered lock of the highest rank held.
+        var highest: LockClass? { ordered.max { $0.rank < $1.rank } }
+    }
+
+    /// The calling thread's `Held`, a box each thread makes on its first
+    /// checked acquisition (freed when the thread exits).
+    // process-wide, not a ForkLocal: a pthread key, valid in a child (a thread's value is its own).
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key, nil)
+        pthread_key_create(&key) { box in
+            if let box { Unmanaged<HeldBox>.fromOpaque(box).release() }
+        }
         return key
     }()
 
-    /// The levels the calling thread holds, as bits (for tests).
-    static var held: UInt { checked ? UInt(bitPattern: pthread_getspecific(key)) : 0 }
+    private final class HeldBox { var held = Held() }
 
-    @inline(__always)
-    static func willAcquire(_ level: Int) {
-        guard level > 0 && checked else { return }
-        let held = UInt(bitPattern: pthread_getspecific(key))
-        if held >> UInt(level) != 0 { violation(level, held) }
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: held | 1 << UInt(level)))
+    private static var box: HeldBox {
+        if let raw = pthread_getspecific(key) { return Unmanaged<HeldBox>.fromOpaque(raw).takeUnretainedValue() }
+        let box = HeldBox()
+        pthread_setspecific(key, Unmanaged.passRetained(box).toOpaque())
+        return box
+    }
+
+    /// What the calling thread holds (for tests).
+    static var held: Held { checked ? box.held : Held() }
+
+    // Out of line, taking the cell: each `withLock` inlines only the test
+    // of the cell's `checked` and a call (the class is not copied there).
+    @inline(never)
+    static func willAcquire(_ cell: UnsafeMutablePointer<LockCell>) {
+        let lockClass = cell.pointee.lockClass
+        let box = self.box
+        if let message = violation(taking: lockClass, holding: box.held) {
+            _ = message.withCString { write(2, $0, strlen($0)) }
+            abort()
+        }
+        box.held.add(lockClass)
     }
 
     /// A try that got the lock: held from now on, not checked (a try
     /// never waits, so it cannot close a cycle).
-    @inline(__always)
-    static func acquiredByTry(_ level: Int) {
-        guard level > 0 && checked else { return }
-        let held = UInt(bitPattern: pthread_getspecific(key))
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: held | 1 << UInt(level)))
-    }
+    @inline(never)
+    static func acquiredByTry(_ cell: UnsafeMutablePointer<LockCell>) { box.held.add(cell.pointee.lockClass) }
 
-    @inline(__always)
-    static func released(_ level: Int) {
-        guard level > 0 && checked else { return }
-        let held = UInt(bitPattern: pthread_getspecific(key))
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: held & ~(1 << UInt(level))))
-    }
+    @inline(never)
+    static func released(_ cell: UnsafeMutablePointer<LockCell>) { box.held.remove(cell.pointee.lockClass) }
 
-    private static func violation(_ level: Int, _ held: UInt) -> Never {
-        _ = violationMessage(level, held: held).withCString { write(2, $0, strlen($0)) }
-        abort()
-    }
-
-    /// What a violation writes: both locks by name (the held one: the
-    /// highest level held).
-    static func violationMessage(_ level: Int, held: UInt) -> String {
-        let highest = held == 0 ? 0 : UInt.bitWidth - 1 - held.leadingZeroBitCount
-        return "appnorth: lock order violated: taking \(LockLevel.name(level)) (level \(level)) while holding "
-            + "\(LockLevel.name(highest)) (level \(highest)); docs/architecture.md, \"Locks, threads and per-process objects\"\n"
+    /// nil when a thread holding `held` may take a lock of `lockClass`;
+    /// else what a violation writes: both locks by name, and what to change.
+    static func violation(taking lockClass: LockClass, holding held: Held) -> String? {
+        let where_ = "docs/architecture.md, \"Lock classes\"\n"
+        if let leaf = held.leaves.last {
+            if lockClass.mayBeTaken(inside: leaf) { return nil }
+            return "appnorth: lock order violated: taking \(lockClass.text) while holding the leaf \(leaf.text): "
+                + "a leaf takes no lock inside. Release \(leaf.text) first, or, if \(lockClass.text) must be taken "
+                + "inside it, add \"\(leaf.text)\" to takenInside: where \(lockClass.text)'s LockClass is declared "
+                + "and run scripts/lock_classes.py --write; " + where_
+        }
+        guard !lockClass.isLeaf, held.highestRank >= lockClass.rank, let highest = held.highest else { return nil }
+        return "appnorth: lock order violated: taking \(lockClass.text) (rank \(lockClass.rank)) while holding "
+            + "\(highest.text) (rank \(highest.rank)): a thread takes only locks of a higher rank than those it holds, or leaves. "
+            + "Take it outside the other, or give the inner lock's LockClass a higher rank "
+            + "(scripts/lock_classes.py --write lists them); " + where_
     }
 }

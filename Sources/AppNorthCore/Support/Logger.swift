@@ -61,6 +61,7 @@ public struct Logger: Sendable {
         sink(level, Text.escapingControls(message()))
     }
 
+    // process-wide, not a ForkLocal: read once from the environment, which a child inherits.
     static let debugFromEnvironment: Bool = {
         guard let value = getenv("APPNORTH_DEBUG") else { return false }
         return String(cString: value) == "1"

@@ -9,7 +9,7 @@ import Synchronization
 /// fork() does not wait for (its holder may be in host code for as long as
 /// the host likes) and a child makes anew (`.reinitialize`).
 final class OperationGate: Sendable {
-    private let turn = Lock<Void>((), level: LockLevel.gate, atFork: .reinitialize)
+    private let turn = Lock<Void>((), level: LockClass.gate, atFork: .reinitialize)
     private let owner = Atomic<UInt>(0)
 
     func run<T>(_ what: String, _ body: () throws -> T) throws -> T {

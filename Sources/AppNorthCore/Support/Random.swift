@@ -7,7 +7,9 @@ import Glibc
 /// the tracking hot path costs no system call. The pool is discarded in a
 /// forked child, which must never repeat its parent's ids.
 enum Random {
-    private static let pool = Lock(RandomPool(size: 4096), level: LockLevel.randomPool)
+    // process-wide, not a ForkLocal: checks ForkGuard.generation itself on every draw (a
+    // ForkLocal's slot lock would be a second global lock on track()'s path).
+    private static let pool = Lock(RandomPool(size: 4096), level: LockClass.randomPool)
 
     /// Fills `buffer` with random bytes.
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -41,7 +43,8 @@ enum Random {
     }
 
     /// splitmix64 over the clocks, the pid and a counter.
-    private static let fallbackState = Lock<UInt64>(0, level: LockLevel.randomFallback)
+    // process-wide, not a ForkLocal: a generator seeded anew from the clocks and the pid on each use.
+    private static let fallbackState = Lock<UInt64>(0, level: LockClass.randomFallback)
     private static func fallbackRandom(_ buffer: UnsafeMutableRawBufferPointer) {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
@@ -149,4 +152,13 @@ struct RandomPool {
             offset += n
         }
     }
+}
+
+extension LockClass {
+    /// `Random.pool`: the random pool (taken inside `EventSender.current`: a
+    /// session's rotation makes the new session id under the sender's lock).
+    static let randomPool = LockClass.leaf("Random.pool", takenInside: ["EventSender.current"])
+    /// `Random.fallbackState`: the generator used when getrandom and
+    /// /dev/urandom fail (taken inside `Random.pool`, whose refill falls back to it).
+    static let randomFallback = LockClass.leaf("Random.fallbackState", takenInside: ["Random.pool"])
 }

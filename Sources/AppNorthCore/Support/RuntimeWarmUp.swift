@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The Swift runtime's first uses, made where fork() waits for them.
 ///
 /// A generic type's metadata and a lazy global's initialiser are made the
@@ -17,17 +15,22 @@ import Synchronization
 /// them. This narrows the window; it cannot close it: a first use
 /// elsewhere (another operation's types, a parse of a new shape) can still
 /// meet a fork. docs/architecture.md, "fork()", says so.
+///
+/// The flag is a `ForkLocal`, like every per-process object: a child's
+/// first client runs `firstUses` again, which costs little (the runtime's
+/// first uses it inherited are made) and makes the child's own tables
+/// under the lock, so that a fork of the child waits for them too.
 package enum RuntimeWarmUp {
-    private static let done = Lock(false, level: LockLevel.runtimeWarmUp)
-    /// Set once `done` is: later clients skip the lock.
-    private static let made = Atomic(false)
+    private final class Done: Sendable {
+        let made = Lock(false, level: LockClass.runtimeWarmUp)
+    }
 
-    /// Runs `firstUses` once per process (a forked child inherits what its
-    /// parent made), holding the lock.
+    private static let current = ForkLocal<Done, Never> { Done() }
+
+    /// Runs `firstUses` once per process, holding the lock (a client's
+    /// creation: not a hot path).
     package static func once(_ firstUses: () -> Void) {
-        guard !self.made.load(ordering: .acquiring) else { return }
-        done.withLock { made in
-            defer { self.made.store(true, ordering: .releasing) }
+        current.value.made.withLock { made in
             guard !made else { return }
             firstUses()
             made = true
@@ -39,4 +42,10 @@ package enum RuntimeWarmUp {
         _ = OperationTable.shared
         _ = SharedThreads.holderCount
     }
+}
+
+extension LockClass {
+    /// `RuntimeWarmUp.made`: a process's first client makes the start path's runtime first
+    /// uses inside it (ForkLocal slots and tables inside it; fork() waits for them).
+    static let runtimeWarmUp = LockClass(rank: 50, "RuntimeWarmUp.made")
 }

@@ -18,7 +18,7 @@ import Synchronization
 package final class CancellationToken: Sendable {
     private let flag = Atomic<Bool>(false)
     /// What the transfers and waits in progress wait in, by their keys; woken by cancel().
-    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockLevel.cancellation)
+    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockClass.cancellation)
     package init() {}
 
     package func cancel() {
@@ -44,7 +44,7 @@ package final class CancellationToken: Sendable {
 /// (or the engine's poll()) notices at once.
 final class InFlightTransfers: Sendable {
     private let counter = Atomic<UInt64>(0)
-    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockLevel.inFlightTransfers)
+    private let running = Lock<[ObjectIdentifier: TransferWaker]>([:], level: LockClass.inFlightTransfers)
 
     var generation: UInt64 { counter.load(ordering: .acquiring) }
 
@@ -66,4 +66,11 @@ final class InFlightTransfers: Sendable {
     func unregister(_ key: ObjectIdentifier) {
         _ = running.withLock { $0.removeValue(forKey: key) }
     }
+}
+
+extension LockClass {
+    /// `CancellationToken.running`: the transfer a token wakes.
+    static let cancellation = LockClass.leaf("CancellationToken.running")
+    /// `InFlightTransfers.running`: the transfers a handle's free wakes.
+    static let inFlightTransfers = LockClass.leaf("InFlightTransfers.running")
 }

@@ -9,6 +9,8 @@ package enum CurlFeatures {
     /// call. A Swift global is initialised exactly once, thread-safely. It
     /// is never cleaned up: a host that exits with live handles must not
     /// crash.
+    // process-wide, not a ForkLocal: libcurl's global init, done once per process image; a
+    // child inherits it done.
     package static let initialised: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
     /// curl_easy_init with no fork() in the middle of it. Since 7.84 it
@@ -25,10 +27,10 @@ package enum CurlFeatures {
     }
 
     private final class EasyInit: Sendable {
-        let turn = Lock<Void>((), level: LockLevel.curlEasyInit)
+        let turn = Lock<Void>((), level: LockClass.curlEasyInit)
     }
 
-    private static let easyInit = ForkLocal<EasyInit, Never>(level: LockLevel.curlEasyInit) { EasyInit() }
+    private static let easyInit = ForkLocal<EasyInit, Never>(level: LockClass.curlEasyInit) { EasyInit() }
 
     /// The loaded libcurl's version, "7.74.0" for instance.
     package static var version: String {
@@ -40,6 +42,7 @@ package enum CurlFeatures {
     /// Whether CURLOPT_CAINFO_BLOB is taken (libcurl 7.77 and later, with a
     /// TLS backend that reads blobs). Without it an in-memory CA bundle is
     /// refused when it is set, with a message that says to pass a file.
+    // process-wide, not a ForkLocal: what the loaded libcurl can do, the same in a child.
     package static let takesCABlob: Bool = {
         guard let h = makeEasy() else { return false }
         defer { curl_easy_cleanup(h) }
@@ -50,10 +53,17 @@ package enum CurlFeatures {
     /// Whether a transfer's fields can be read after it ends
     /// (curl_easy_header: 7.83 and later, unless built without it). Without
     /// it every transfer reads its fields in the header callback.
+    // process-wide, not a ForkLocal: what the loaded libcurl can do, the same in a child.
     package static let keepsFields: Bool = {
         guard let h = makeEasy() else { return false }
         defer { curl_easy_cleanup(h) }
         var header: UnsafeMutablePointer<curl_header>? = nil
         return cshim_easy_header(h, "ETag", 0, UInt32(CURLH_HEADER), -1, &header) != CURLHE_NOT_BUILT_IN
     }()
+}
+
+extension LockClass {
+    /// `CurlFeatures.easyInit`: one curl_easy_init at a time, none across fork() (and its
+    /// `ForkLocal` slot: never nested).
+    static let curlEasyInit = LockClass.leaf("CurlFeatures.easyInit")
 }

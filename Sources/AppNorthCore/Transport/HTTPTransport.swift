@@ -20,7 +20,7 @@ package final class HTTPTransport: Sendable {
     /// Responses larger than this fail with `.tooLarge` instead of growing
     /// memory without bound.
     package let maxResponseBytes: Int
-    private let pool = Lock<[TransferSlot]>([], level: LockLevel.transportPool)
+    private let pool = Lock<[TransferSlot]>([], level: LockClass.transportPool)
     let userAgent: String
     /// CA, pins and proxy for every transfer.
     package let trust: HTTPTrust
@@ -128,4 +128,9 @@ package final class HTTPTransport: Sendable {
     deinit {
         for slot in pool.withLock({ $0 }) { slot.close() }
     }
+}
+
+extension LockClass {
+    /// `HTTPTransport.pool`: the idle blocking transfer slots.
+    static let transportPool = LockClass.leaf("HTTPTransport.pool")
 }

@@ -25,6 +25,7 @@ package enum OperationScope {
         }
     }
 
+    // process-wide, not a ForkLocal: a pthread key, valid in a child (a thread's value is its own).
     private static let key: pthread_key_t? = {
         var key = pthread_key_t()
         return pthread_key_create(&key, nil) == 0 ? key : nil

@@ -18,7 +18,7 @@ final class EventConsent: Sendable {
     }
     private let state: Lock<Guarded>
     /// Serialises this handle's consent changes and adoptions of others'.
-    private let changes = Lock<Void>((), level: LockLevel.consentChanges)
+    private let changes = Lock<Void>((), level: LockClass.consentChanges)
     private let db: SQLiteStore
     private let store: EventStore
     private let counters: EventCounters
@@ -33,7 +33,7 @@ final class EventConsent: Sendable {
          store: EventStore, counters: EventCounters, lifecycle: EventsLifecycle, clock: any AppNorthClock, logger: Logger) {
         self.watch = watch
         let gate = ConsentGate(choice: stored, revocationsAdopted: revocationsAdopted, requireConsent: requireConsent)
-        state = Lock(Guarded(gate: gate), level: LockLevel.consentState)
+        state = Lock(Guarded(gate: gate), level: LockClass.consentState)
         trackingAllowed.store(gate.allowsTracking, ordering: .releasing)
         self.db = db
         self.store = store
@@ -176,4 +176,12 @@ final class EventConsent: Sendable {
         logger.log(.warning, "event queue: dropped a damaged consent row; consent is unknown again")
         return (.unknown, epoch)
     }
+}
+
+extension LockClass {
+    /// `EventConsent.changes`: one consent change, or the adoption of another handle's.
+    static let consentChanges = LockClass(rank: 5, "EventConsent.changes")
+    /// `EventConsent.state`: the consent gate and the upload request a revocation cancels
+    /// (taken inside `EventConsent.changes`; nothing but a cancel inside).
+    static let consentState = LockClass(rank: 25, "EventConsent.state")
 }

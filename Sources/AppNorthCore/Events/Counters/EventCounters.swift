@@ -52,7 +52,7 @@ final class EventCounters: Sendable {
         func dropped(_ reason: DropReason) -> Int { dropped[reason.rawValue] }
     }
 
-    private let counts = Lock(Counts(), level: LockLevel.eventCounters)
+    private let counts = Lock(Counts(), level: LockClass.eventCounters)
 
     func drop(_ count: Int, _ reason: DropReason) {
         guard count > 0 else { return }
@@ -71,4 +71,9 @@ final class EventCounters: Sendable {
         for (reason, count) in store { out.dropped[reason.rawValue] &+= count }
         return out
     }
+}
+
+extension LockClass {
+    /// `EventCounters.counts`: the queue's counters.
+    static let eventCounters = LockClass.leaf("EventCounters.counts")
 }

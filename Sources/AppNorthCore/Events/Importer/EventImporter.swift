@@ -39,7 +39,7 @@ final class EventImporter: Sendable {
         self.journal = journal
         self.limits = limits
         self.logger = logger
-        state = Lock(ImportState(), level: LockLevel.drain)
+        state = Lock(ImportState(), level: LockClass.drain)
     }
 
     /// Runs `body` in the drain's turn with the names of this handle's
@@ -191,4 +191,9 @@ final class EventImporter: Sendable {
             return gone
         }
     }
+}
+
+extension LockClass {
+    /// `EventImporter.state`: the drain's turn: an import and its trim, a purge, a census of the directory.
+    static let drain = LockClass(rank: 10, "EventImporter.state")
 }

@@ -26,7 +26,7 @@ final class JournalStripe: Sendable {
         var buffer = EventBuffer()
     }
 
-    let state = Lock(State(), padded: true, level: LockLevel.stripe)
+    let state = Lock(State(), padded: true, level: LockClass.stripe)
     /// Records and their bytes (`RowCost`) appended to the current segment and not
     /// yet added to the journal's shared totals (`EventJournal.publish`).
     /// Changed only under the lock; read by anyone who needs the exact sum.
@@ -41,4 +41,10 @@ final class JournalTotals: Sendable {
     let records = Atomic<Int>(0)
     let bytes = Atomic<Int>(0)
     private let after: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+extension LockClass {
+    /// `JournalStripe.state`: one `track`'s consent check and `write()` (one per stripe; a
+    /// rotation takes them one at a time).
+    static let stripe = LockClass(rank: 15, "JournalStripe.state")
 }

@@ -37,7 +37,7 @@ final class QueueLimits: Sendable {
     let deliveredUnsettled = Atomic<Bool>(false)
     /// The last listing of the journal files (`journalNames`): its own
     /// leaf lock, nothing taken inside.
-    let listing = Lock<JournalListing?>(nil, level: LockLevel.journalListing)
+    let listing = Lock<JournalListing?>(nil, level: LockClass.journalListing)
     /// The database file's bytes at the last drain (`fitWAL`), for
     /// `track`'s look at the files: its free pages count until reused.
     let databaseFile = Atomic<Int>(0)
@@ -57,7 +57,7 @@ final class QueueLimits: Sendable {
     /// while `shared` (`EventTracker.keepSharedWithinLimits`).
     let countCheckedAt = Atomic<Int>(0)
     /// The other journal files as `isOver` last read them (`JournalScan`).
-    let scans = Lock<[String: JournalScan]>([:], level: LockLevel.foreignScans)
+    let scans = Lock<[String: JournalScan]>([:], level: LockClass.foreignScans)
 
     init(table: EventTable, journal: EventJournal, largestJournal: Int) {
         self.table = table
@@ -322,4 +322,11 @@ struct TrimCursor {
         }
         table.add(-count, -bytes)
     }
+}
+
+extension LockClass {
+    /// `QueueLimits.scans`: the other journal files as last counted.
+    static let foreignScans = LockClass.leaf("QueueLimits.scans")
+    /// `QueueLimits.listing`: the journal files listed last.
+    static let journalListing = LockClass.leaf("QueueLimits.listing")
 }

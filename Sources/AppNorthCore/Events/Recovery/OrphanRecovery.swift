@@ -15,7 +15,7 @@ final class OrphanRecovery: Sendable {
     init(importer: EventImporter, largestJournal: Int) {
         self.importer = importer
         self.largestJournal = largestJournal
-        lastScan = Lock(Self.monotonicNanoseconds(), level: LockLevel.orphanScan)
+        lastScan = Lock(Self.monotonicNanoseconds(), level: LockClass.orphanScan)
     }
 
     /// Imports the journals that dead processes left (nobody holds their
@@ -103,4 +103,9 @@ final class OrphanRecovery: Sendable {
     /// The orphan scan's timer runs on the real clock (an injected clock
     /// does not move on its own); SystemClock's reading saturates.
     static func monotonicNanoseconds() -> UInt64 { SystemClock().monotonicNanoseconds() }
+}
+
+extension LockClass {
+    /// `OrphanRecovery.lastScan`: when ended processes' journals were last looked for.
+    static let orphanScan = LockClass.leaf("OrphanRecovery.lastScan")
 }

@@ -45,7 +45,7 @@ final class EventSender: Sendable {
         lastEventMs = Atomic(nowMs)
         let who = identity.both
         current = Lock(Current(sessionID: sessionID, tail: EventPayload.identityTail(
-            anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)), level: LockLevel.eventSender)
+            anonymousID: who.anonymousID, userID: who.userID, sessionID: sessionID)), level: LockClass.eventSender)
         if let superFile { reloadSuperProperties(superFile, superFile.changes) }
     }
 
@@ -140,4 +140,9 @@ final class EventSender: Sendable {
             tailGeneration.add(1, ordering: .releasing)
         }
     }
+}
+
+extension LockClass {
+    /// `EventSender.current`: the session and identity events are sent with.
+    static let eventSender = LockClass.leaf("EventSender.current")
 }

@@ -25,7 +25,7 @@ package final class EventSettingsFeed: Sendable {
         var nextToken = 1
     }
 
-    private let state = Lock(State(), level: LockLevel.eventSettingsFeed)
+    private let state = Lock(State(), level: LockClass.eventSettingsFeed)
 
     package init() {}
 
@@ -66,4 +66,10 @@ package final class EventSettingsFeed: Sendable {
     func unfollow(_ token: Int) {
         state.withLock { $0.followers.removeAll { $0.token == token } }
     }
+}
+
+extension LockClass {
+    /// `EventSettingsFeed.state`: a client's latest `appnorth.events` value and its followers
+    /// (posted inside `ConfigEngine.state`; delivered with it released).
+    static let eventSettingsFeed = LockClass.leaf("EventSettingsFeed.state")
 }

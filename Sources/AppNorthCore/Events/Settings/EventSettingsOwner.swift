@@ -38,7 +38,7 @@ final class EventSettingsOwner: Sendable {
         self.local = local
         self.logger = logger
         installFraction = Self.fraction(of: anonymousID)
-        state = Lock(State(applied: local), level: LockLevel.eventSettings)
+        state = Lock(State(applied: local), level: LockClass.eventSettings)
         gate.store(Self.gate(of: local, installFraction), ordering: .releasing)
     }
 
@@ -119,4 +119,10 @@ final class EventSettingsOwner: Sendable {
         }
         return Double(hash >> 11) / 9_007_199_254_740_992.0
     }
+}
+
+extension LockClass {
+    /// `EventSettingsOwner.state`: an events handle's settings in force (`track` takes it
+    /// only while a blocked list is set).
+    static let eventSettings = LockClass.leaf("EventSettingsOwner.state")
 }

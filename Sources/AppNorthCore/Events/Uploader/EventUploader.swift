@@ -27,7 +27,7 @@ final class EventUploader: Sendable {
     let logger: Logger
     /// Moves when a cycle ends (`flush` waits on it).
     let flushDone = GenerationWaiter()
-    let worker: Lock<BackgroundThread?> = Lock(nil, level: LockLevel.eventsWorker)
+    let worker: Lock<BackgroundThread?> = Lock(nil, level: LockClass.eventsWorker)
     /// The queued count at which `track` wakes the uploader (the thread
     /// sets it: the threshold, 20 more than a failed cycle left, or Int.max
     /// while it has no use for a wake-up).
@@ -193,4 +193,9 @@ final class EventUploader: Sendable {
             return true
         }
     }
+}
+
+extension LockClass {
+    /// `EventUploader.worker`: the upload thread's handle.
+    static let eventsWorker = LockClass.leaf("EventUploader.worker")
 }

@@ -188,7 +188,7 @@ final class StoreUploadWorld: UploadWorld {
 /// thread to the upload thread, which waits for it.
 final class PendingAnswer: @unchecked Sendable {
     // @unchecked: `result` is only touched with the condition's mutex held.
-    private let condition = Lock<Void>((), level: LockLevel.signal)
+    private let condition = Lock<Void>((), level: LockClass.signal)
     private var result: Result<HTTPResponse, AppNorthError>?
 
     func put(_ value: Result<HTTPResponse, AppNorthError>) {

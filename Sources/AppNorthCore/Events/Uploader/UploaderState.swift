@@ -21,7 +21,7 @@ final class UploaderState: Sendable {
 
     init(networkType: NetworkType, breakerThreshold: Int) {
         lock = Lock(Value(networkType: networkType, breaker: CircuitBreaker(threshold: breakerThreshold)),
-                    level: LockLevel.uploaderState)
+                    level: LockClass.uploaderState)
     }
 
     func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
@@ -59,4 +59,10 @@ final class UploaderState: Sendable {
             return before
         }
     }
+}
+
+extension LockClass {
+    /// `UploaderState.lock`: the uploader's breaker, flushes asked for, network type, last
+    /// errors and Retry-After.
+    static let uploaderState = LockClass(rank: 20, "UploaderState.lock")
 }

@@ -28,8 +28,8 @@ final class BeforeSendTests: EventsTestCase {
     }
 
     func testKeepDropRewriteAndFailuresAtTheServer() throws {
-        let seen = Lock<[String]>([], level: LockLevel.test)
-        let lines = Lock<[String]>([], level: LockLevel.test)
+        let seen = Lock<[String]>([], level: LockClass.test)
+        let lines = Lock<[String]>([], level: LockClass.test)
         let hook = BeforeSendHook { event in
             let text = String(decoding: event, as: UTF8.self)
             seen.withLock { $0.append(text) }

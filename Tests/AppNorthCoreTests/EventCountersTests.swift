@@ -10,7 +10,7 @@ final class EventCountersTests: XCTestCase {
         counters.drop(2, .consent)
         counters.deliver(5)
         let counts = counters.snapshot(adding: [.consent: 1, .queueLimit: 7])
-        XCTAssertEqual(EventCounters.DropReason.allCases.map(counts.dropped), [7, 3, 0, 3, 0, 0, 0, 0])
+        XCTAssertEqual(EventCounters.DropReason.allCases.map(counts.dropped), [7, 3, 0, 3, 0, 0, 0, 0, 0])
         XCTAssertEqual(counts.delivered, 5)
         XCTAssertEqual(counters.snapshot().dropped(.consent), 2, "adding does not change what is held")
     }
@@ -19,7 +19,7 @@ final class EventCountersTests: XCTestCase {
     func testTheReasonsAreTheStatsKeys() {
         XCTAssertEqual(EventCounters.DropReason.allCases.map(\.key),
                        ["queue_limit", "client_error", "payload_too_large", "consent", "damaged",
-                        "sampled", "blocked", "disabled"])
+                        "sampled", "blocked", "disabled", "filtered"])
         XCTAssertEqual(BatchUpload.DropReason.tooLarge.counted, .payloadTooLarge)
         XCTAssertEqual([BatchUpload.DropReason.rejected, .refused, .overBudget].map(\.counted),
                        [.clientError, .clientError, .clientError])

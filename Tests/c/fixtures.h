@@ -68,6 +68,16 @@ static inline int admin_wait_held(const char *base, int n) {
     return admin_held(base) >= n;
 }
 
+/* Publishes `config_json` (a JSON object's text) as `app`'s config. */
+static inline void admin_publish_config(const char *base, const char *app, const char *config_json) {
+    char path[256], *body = malloc(strlen(config_json) + 32);
+    snprintf(path, sizeof path, "/admin/apps/%s/config", app);
+    sprintf(body, "{\"config\":%s}", config_json);
+    long status = admin_request(base, "POST", path, body, NULL);
+    CHECK(status == 201, "publish %s's config -> HTTP %ld", app, status);
+    free(body);
+}
+
 /* Ends every delay in progress at the server: the held requests go on. */
 static inline void admin_release(const char *base) {
     long status = admin_request(base, "POST", "/admin/faults/release", "{}", NULL);

@@ -37,14 +37,7 @@ static char *write_file(const char *dir, const char *name, const char *text) {
     return path;
 }
 
-static void publish(const char *app, const char *config_json) {
-    char path[256], *body = malloc(strlen(config_json) + 32);
-    snprintf(path, sizeof path, "/admin/apps/%s/config", app);
-    sprintf(body, "{\"config\":%s}", config_json);
-    long status = admin_request(server, "POST", path, body, NULL);
-    CHECK(status == 201, "publish -> %ld", status);
-    free(body);
-}
+static void publish(const char *app, const char *config_json) { admin_publish_config(server, app, config_json); }
 
 static void publish_raw(const char *app, const char *raw_as_json_string) {
     char path[256], body[512];

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -25,12 +26,7 @@ static const char *new_app(char *buf, size_t size) {
     return buf;
 }
 
-static void publish(const char *app, const char *config_json) {
-    char path[256], body[1024];
-    snprintf(path, sizeof path, "/admin/apps/%s/config", app);
-    snprintf(body, sizeof body, "{\"config\":%s}", config_json);
-    CHECK(admin_request(server, "POST", path, body, NULL) == 201, "publish");
-}
+static void publish(const char *app, const char *config_json) { admin_publish_config(server, app, config_json); }
 
 static void fault(const char *app, const char *what) {
     char body[512];

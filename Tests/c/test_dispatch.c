@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "fixtures.h"
 #include "check.h"
 #include "support.h"
 
@@ -30,13 +31,7 @@ static const char *new_app(char *buf, size_t size) {
     return buf;
 }
 
-static void publish(const char *app, const char *config_json) {
-    char path[256], body[1024];
-    snprintf(path, sizeof path, "/admin/apps/%s/config", app);
-    snprintf(body, sizeof body, "{\"config\":%s}", config_json);
-    long status = admin_request(server, "POST", path, body, NULL);
-    CHECK(status == 201, "publish -> %ld", status);
-}
+static void publish(const char *app, const char *config_json) { admin_publish_config(server, app, config_json); }
 
 /* What the callbacks saw. Only the main thread should ever touch it; the
  * off_main counter is atomic so that a wrong thread is counted, not raced. */

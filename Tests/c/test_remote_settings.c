@@ -22,14 +22,7 @@ static const char *new_app(char *buf, size_t size) {
     return buf;
 }
 
-static void publish(const char *app, const char *config_json) {
-    char path[256], *body = malloc(strlen(config_json) + 32);
-    snprintf(path, sizeof path, "/admin/apps/%s/config", app);
-    sprintf(body, "{\"config\":%s}", config_json);
-    long status = admin_request(server, "POST", path, body, NULL);
-    CHECK(status == 201, "publish -> %ld", status);
-    free(body);
-}
+static void publish(const char *app, const char *config_json) { admin_publish_config(server, app, config_json); }
 
 /* Log lines that name the refused config key, and config changes seen. */
 typedef struct {

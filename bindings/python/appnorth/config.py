@@ -588,20 +588,7 @@ class Config(Handle):
         one config never overlap and arrive in order. An exception it raises
         is logged to the ``"appnorth"`` logger and otherwise ignored.
         """
-        if not callable(listener):
-            raise TypeError(f"listener must be callable, not {type(listener).__name__}")
-        listeners = self._listeners
-        if listeners is None:  # pragma: no cover - only if __init__ failed
-            raise errors.WrongStateError("config is closed")
-        key = listeners.reserve(listener)
-        token = ctypes.c_int64(0)
-        try:
-            self._call(C.appnorth_config_add_listener, listeners.thunk, key, token)
-        except BaseException:
-            listeners.forget_key(key)
-            raise
-        listeners.bind(key, token.value)
-        return token.value
+        return self._add(self._listeners, C.appnorth_config_add_listener, listener)
 
     def on_update(self, listener: ConfigListener) -> ConfigListener:
         """:meth:`add_listener` as a decorator; returns ``listener``
@@ -660,20 +647,7 @@ class Config(Handle):
         dispatches come as the latest). Not called for the current status.
         Returns a token for :meth:`remove_status_listener`. An exception it
         raises is logged to the ``"appnorth"`` logger and otherwise ignored."""
-        if not callable(listener):
-            raise TypeError(f"listener must be callable, not {type(listener).__name__}")
-        listeners = self._status_listeners
-        if listeners is None:  # pragma: no cover - only if __init__ failed
-            raise errors.WrongStateError("config is closed")
-        key = listeners.reserve(listener)
-        token = ctypes.c_int64(0)
-        try:
-            self._call(C.appnorth_config_add_status_listener, listeners.thunk, key, token)
-        except BaseException:
-            listeners.forget_key(key)
-            raise
-        listeners.bind(key, token.value)
-        return token.value
+        return self._add(self._status_listeners, C.appnorth_config_add_status_listener, listener)
 
     def on_status(self, listener: ConfigStatusListener) -> ConfigStatusListener:
         """:meth:`add_status_listener` as a decorator; returns ``listener``
@@ -702,6 +676,23 @@ class Config(Handle):
             self._call(C.appnorth_config_remove_status_listener, token)
             if listeners is not None:
                 listeners.forget_token(token)
+
+    def _add(self, listeners, add_fn, listener) -> int:
+        """Registers `listener` in `listeners` (the config or the status
+        registry) through the C function `add_fn`; returns its token."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, not {type(listener).__name__}")
+        if listeners is None:  # pragma: no cover - only if __init__ failed
+            raise errors.WrongStateError("config is closed")
+        key = listeners.reserve(listener)
+        token = ctypes.c_int64(0)
+        try:
+            self._call(add_fn, listeners.thunk, key, token)
+        except BaseException:
+            listeners.forget_key(key)
+            raise
+        listeners.bind(key, token.value)
+        return token.value
 
     def __repr__(self) -> str:
         return f"<appnorth.Config {'closed' if self._closed else 'open'}>"

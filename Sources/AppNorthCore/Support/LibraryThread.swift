@@ -32,7 +32,7 @@ final class LibraryThread: @unchecked Sendable {
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
         if !joinable { pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) }
-        LibraryThreads.add(me)
+        guard LibraryThreads.add(me) else { throw .wrongState("the library is shut down (appnorth_shutdown): no thread starts") }
         let context = Unmanaged.passRetained(me).toOpaque()
         let rc = me.started.withLock { started in
             let rc = pthread_create(&me.thread, &attributes, { raw in
@@ -91,12 +91,23 @@ final class LibraryThread: @unchecked Sendable {
 package enum LibraryThreads {
     private final class Registry: Sendable {
         let threads = Lock<[ObjectIdentifier: LibraryThread]>([:], level: LockClass.threadRegistry)
+        /// Set, under `threads`, by `requestStopAll` (appnorth_shutdown, for
+        /// good): a thread started after it would never be asked to stop (a
+        /// transfer engine made again by an uploader's last send, say), so
+        /// none starts.
+        let closed = Atomic<Bool>(false)
     }
 
     private static let registry = ForkLocal<Registry, Never>(level: LockClass.threadRegistrySlot) { Registry() }
 
-    fileprivate static func add(_ thread: LibraryThread) {
-        registry.value.threads.withLock { $0[ObjectIdentifier(thread)] = thread }
+    /// Registers a thread about to start; false once the library is shut down.
+    fileprivate static func add(_ thread: LibraryThread) -> Bool {
+        let registry = registry.value
+        return registry.threads.withLock {
+            if registry.closed.load(ordering: .relaxed) { return false }
+            $0[ObjectIdentifier(thread)] = thread
+            return true
+        }
     }
 
     fileprivate static func remove(_ thread: LibraryThread) {
@@ -112,9 +123,15 @@ package enum LibraryThreads {
         registry.value.threads.withLock { $0.values.map(\.name) }.sorted()
     }
 
-    /// Asks every library thread to end, without waiting.
+    /// Asks every library thread to end, without waiting, and refuses new
+    /// ones from now on (appnorth_shutdown is for good).
     package static func requestStopAll() {
-        for thread in registry.value.threads.withLock({ Array($0.values) }) { thread.stop() }
+        let registry = registry.value
+        let all = registry.threads.withLock { threads in
+            registry.closed.store(true, ordering: .relaxed)
+            return Array(threads.values)
+        }
+        for thread in all { thread.stop() }
     }
 
     /// Asks every library thread to end and waits up to `milliseconds`

@@ -3,7 +3,7 @@
 // events arrive on this thread (the library's dispatch mode).
 const { EventEmitter } = require('node:events');
 const native = require('./native');
-const { operation, options, disposable, kNative, kAdopt } = require('./operation');
+const { operation, options, disposable, kNative, kAdopt, withNativeClock } = require('./operation');
 
 const ConfigTier = Object.freeze({ DEFAULT: 0, BUNDLED: 1, CACHED: 2, REMOTE: 3 });
 const tierNames = ['default', 'bundled', 'cached', 'remote'];
@@ -30,7 +30,7 @@ class Config extends EventEmitter {
    */
   constructor(client, opts) {
     super();
-    this.#native = native.configNew(client?.[kNative], options(opts));
+    this.#native = native.configNew(client?.[kNative], withNativeClock(options(opts)));
     this.#client = client;
     this.#release = client[kAdopt](this);
     // One library listener while anyone listens for 'change', and one

@@ -2,7 +2,7 @@
 // Analytics events: track() is synchronous and durable (on disk before it
 // returns); uploads run on the library's thread; flush() is a Promise.
 const native = require('./native');
-const { operation, options, disposable, kNative, kAdopt } = require('./operation');
+const { operation, options, disposable, kNative, kAdopt, withNativeClock } = require('./operation');
 
 const NetworkType = Object.freeze({ UNKNOWN: 0, WIFI: 1, CELLULAR: 2, EXPENSIVE_CELLULAR: 3 });
 const consentNames = { '-1': 'unknown', 0: 'revoked', 1: 'granted' };
@@ -54,10 +54,7 @@ class Events {
    */
   constructor(client, opts) {
     const o = options(opts);
-    // The native handle of a ManualClock (anything else is passed as is, and refused).
-    this.#native = native.eventsNew(client?.[kNative], {
-      ...o, clock: o.clock?.[kNative] ?? o.clock, beforeSend: beforeSendHook(o.beforeSend),
-    });
+    this.#native = native.eventsNew(client?.[kNative], { ...withNativeClock(o), beforeSend: beforeSendHook(o.beforeSend) });
     this.#client = client;
     this.#release = client[kAdopt](this);
   }

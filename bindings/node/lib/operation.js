@@ -46,7 +46,13 @@ function options(value, name = 'options') {
   return value;
 }
 
-module.exports = { operation, parse, options, checkSignal };
+// Options with `clock` (a ManualClock) given as its native handle, as the
+// addon takes it; anything else is passed as is, and refused there.
+function withNativeClock(o) {
+  return o.clock === undefined ? o : { ...o, clock: o.clock?.[module.exports.kNative] ?? o.clock };
+}
+
+module.exports = { operation, parse, options, checkSignal, withNativeClock };
 
 // The library handle of an object of this package (client, storage, ...).
 module.exports.kNative = Symbol('appnorth.native');

@@ -44,6 +44,21 @@ test('changes arrive on the main thread, after the refresh call returned', async
   }
 });
 
+test('a config on a ManualClock reads its time from it', async () => {
+  const c = client();
+  const clock = new appnorth.ManualClock(1_700_000_000_000);
+  const config = new appnorth.Config(c, { dataDir: tempDir(), clock });
+  try {
+    await admin('POST', '/admin/apps/demo/config', { config: { step: 1 } });
+    await config.refresh();
+    assert.equal(config.source.fetchedMs, 1_700_000_000_000, 'fetched at the manual clock\'s time');
+  } finally {
+    config.close();
+    clock.close();
+    c.close();
+  }
+});
+
 test('a throwing change listener is an uncaught exception, not a crash', () => {
   const { spawnSync } = require('node:child_process');
   const { packageDir, server } = require('./support');

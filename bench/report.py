@@ -126,6 +126,15 @@ def build(data: Dict[str, Dict[str, Any]], have_config: bool) -> Table:
             parts = [f"{names.get(k, k)}: p50 {us(v['p50_us'])}, p99 {us(v['p99_us'])}" for k, v in feats.items()]
             t.add("`track()` with the #40 features, one thread", "; ".join(parts)
                   + f" (each on its own handle, median of {tr['rounds']} interleaved rounds)", "", None)
+        beside = tr.get("beside_process")
+        if beside and "p99_9_us" in lib:
+            bl, cap = beside["library"], tr.get("offline_at_cap", {})
+            at_cap = f"; at the queue's limit, offline (past the cap the oldest are dropped): p99.9 {us(cap['p99_9_us'])}" \
+                if "p99_9_us" in cap else ""
+            t.add("`track()` p99.9 on the host's thread (#39)",
+                  f"quiet: p50 {us(lib['p50_us'])}, p99 {us(lib['p99_us'])}, p99.9 {us(lib['p99_9_us'])}; beside another "
+                  f"process tracking flat out into the same directory: p50 {us(bl['p50_us'])}, p99 {us(bl['p99_us'])}, "
+                  f"p99.9 {us(bl['p99_9_us'])}{at_cap}", "", None)
     py = data.get("python_track")
     if py:
         p = py["peers"]

@@ -48,6 +48,8 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sqlite3.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -338,14 +340,47 @@ static double run_threads(int threads, size_t per_thread, appnorth_events *ev, b
     return (double)threads * (double)per_thread / ((double)(last - first) / 1e9);
 }
 
+/* ---- beside another process ---------------------------------------------------- */
+
+/* track() on `ev` while a forked process tracks as fast as it can into the
+ * same data directory `dir` (its own client and handle, as a second process
+ * of an app would have, with the same options): `rounds` rounds of `n`
+ * events. Both import into the one table. The child is killed at the end. */
+static void time_beside_process(appnorth_events *ev, const char *dir, const char *url, size_t n, int rounds,
+                                run_result *out) {
+    int ready[2];
+    if (pipe(ready) != 0) die("pipe");
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        close(ready[0]);
+        appnorth_client *c = make_client(url, "bench-track");
+        appnorth_events *other = make_events(c, dir, 10000, 10000000, 0);
+        appnorth_error err;
+        int32_t queued = 0;
+        for (long i = 0;; i++) {
+            appnorth_events_track(other, BENCH_EVENT_NAME, BENCH_PROPERTIES, &queued, &err);
+            if (i == 20000 && write(ready[1], "r", 1) != 1) _exit(1);
+        }
+    }
+    close(ready[1]);
+    char byte;
+    if (read(ready[0], &byte, 1) != 1) die("the tracking process did not start");
+    close(ready[0]);
+    for (int r = 0; r < rounds; r++) out[r] = time_library(ev, n);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
 /* ---- output helpers ------------------------------------------------------------ */
 
 static void write_side(jw *w, const char *key, run_result *rounds, int nrounds) {
-    double p50[64], p99[64], eps[64], mean[64];
+    double p50[64], p99[64], p999[64], eps[64], mean[64];
     size_t total = 0;
     for (int r = 0; r < nrounds; r++) {
         p50[r] = quantile(rounds[r].lat_us, rounds[r].n, 0.50);
         p99[r] = quantile(rounds[r].lat_us, rounds[r].n, 0.99);
+        p999[r] = quantile(rounds[r].lat_us, rounds[r].n, 0.999);
         eps[r] = (double)rounds[r].n / rounds[r].wall_s;
         mean[r] = rounds[r].wall_s * 1e6 / (double)rounds[r].n;
         total += rounds[r].n;
@@ -353,6 +388,7 @@ static void write_side(jw *w, const char *key, run_result *rounds, int nrounds) 
     jw_open(w, key);
     jw_num(w, "p50_us", median(p50, (size_t)nrounds));
     jw_num(w, "p99_us", median(p99, (size_t)nrounds));
+    jw_num(w, "p99_9_us", median(p999, (size_t)nrounds));
     jw_num(w, "events_per_s", median(eps, (size_t)nrounds));
     jw_num(w, "mean_us", median(mean, (size_t)nrounds));
     jw_int(w, "events", (long long)total);
@@ -631,6 +667,11 @@ int main(int argc, char **argv) {
     if (!only_single) sleep_ms(8000); /* let the first upload cycle and its 3 retries (1+2+4 s) fail */
     run_result at_cap = time_library(cap, only_single ? 10 : 10000);
 
+    /* Beside another process tracking flat out into the same directory. */
+    int beside_rounds = only_single ? 2 : 10;
+    run_result beside[64];
+    time_beside_process(ev, lib_dir, url, per_round, beside_rounds, beside);
+
     jw w;
     jw_begin(&w, stdout);
     jw_string(&w, "bench", "track");
@@ -665,9 +706,13 @@ int main(int argc, char **argv) {
     jw_open(&w, "features");
     for (int f = 0; f < F_COUNT; f++) write_side(&w, feature_keys[f], feat[f], rounds);
     jw_close(&w);
+    jw_open(&w, "beside_process");
+    write_side(&w, "library", beside, beside_rounds);
+    jw_close(&w);
     jw_open(&w, "offline_at_cap");
     jw_num(&w, "p50_us", quantile(at_cap.lat_us, at_cap.n, 0.5));
     jw_num(&w, "p99_us", quantile(at_cap.lat_us, at_cap.n, 0.99));
+    jw_num(&w, "p99_9_us", quantile(at_cap.lat_us, at_cap.n, 0.999));
     jw_num(&w, "events_per_s", (double)at_cap.n / at_cap.wall_s);
     jw_close(&w);
     jw_end(&w);
